@@ -1,0 +1,159 @@
+// Kernels for the chapter-5 cases. Plain CUDA C++ with no headers, so that the same text
+// compiles with nvcc (the recorded sample programs) and with NVRTC at run time (kernelscope bench).
+// BF16 is carried as unsigned short and converted by hand (no cuda_bf16.h needed under NVRTC).
+
+typedef unsigned short ks_bf16;
+
+__device__ __forceinline__ float ks_bf16_to_float(ks_bf16 v) {
+    return __uint_as_float(((unsigned int)v) << 16);
+}
+__device__ __forceinline__ ks_bf16 ks_float_to_bf16(float f) {  // round to nearest even
+    unsigned int u = __float_as_uint(f);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (ks_bf16)(u >> 16);
+}
+
+// ---- device-memory copy: UNROLL independent 16-byte loads in flight per thread ----------------
+template <int UNROLL>
+__device__ void ks_copy_impl(const float4* __restrict__ in, float4* __restrict__ out, long long n4) {
+    long long base = (long long)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
+    long long step = (long long)gridDim.x * blockDim.x * UNROLL;
+    for (; base < n4; base += step) {
+        float4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            long long i = base + (long long)u * blockDim.x;
+            if (i < n4) v[u] = __ldcs(in + i);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            long long i = base + (long long)u * blockDim.x;
+            if (i < n4) __stcs(out + i, v[u]);
+        }
+    }
+}
+extern "C" __global__ void ks_copy_u1(const float4* in, float4* out, long long n4) { ks_copy_impl<1>(in, out, n4); }
+extern "C" __global__ void ks_copy_u4(const float4* in, float4* out, long long n4) { ks_copy_impl<4>(in, out, n4); }
+extern "C" __global__ void ks_copy_u8(const float4* in, float4* out, long long n4) { ks_copy_impl<8>(in, out, n4); }
+
+// ---- transpose through a shared-memory tile (block = TILE x TILE threads) -------------------
+template <int TILE, int PAD>
+__device__ void ks_transpose_impl(const float* __restrict__ in, float* __restrict__ out, int n) {
+    __shared__ float tile[TILE][TILE + PAD];
+    int x = blockIdx.x * TILE + threadIdx.x;
+    int y = blockIdx.y * TILE + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[(long long)y * n + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x;
+    y = blockIdx.x * TILE + threadIdx.y;
+    out[(long long)y * n + x] = tile[threadIdx.x][threadIdx.y];  // column read of the tile
+}
+extern "C" __global__ void ks_transpose16(const float* in, float* out, int n) { ks_transpose_impl<16, 0>(in, out, n); }
+extern "C" __global__ void ks_transpose16_pad(const float* in, float* out, int n) { ks_transpose_impl<16, 1>(in, out, n); }
+extern "C" __global__ void ks_transpose32(const float* in, float* out, int n) { ks_transpose_impl<32, 0>(in, out, n); }
+extern "C" __global__ void ks_transpose32_pad(const float* in, float* out, int n) { ks_transpose_impl<32, 1>(in, out, n); }
+
+// ---- shared-memory column read: lane i reads WIDTH bytes at word (i*stride + c*WIDTH/4) -------
+// Dynamic shared memory must hold 32*stride + 64 words. Every warp of the block does the same.
+template <typename T>
+__device__ void ks_colread_impl(float* __restrict__ out, int stride, int iters) {
+    extern __shared__ float smem[];
+    int words = 32 * stride + 64;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = (float)(i & 1023);
+    __syncthreads();
+    const int vw = (int)(sizeof(T) / 4);  // words per access
+    int lane = threadIdx.x & 31;
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+        int c = (it & 7) * vw;  // column (in words), stays inside the padded row
+        T v = *(const T*)(smem + lane * stride + c);
+        const float* f = (const float*)&v;
+#pragma unroll
+        for (int k = 0; k < vw; ++k) acc += f[k];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+extern "C" __global__ void ks_colread4(float* out, int stride, int iters) { ks_colread_impl<float>(out, stride, iters); }
+extern "C" __global__ void ks_colread8(float* out, int stride, int iters) { ks_colread_impl<float2>(out, stride, iters); }
+extern "C" __global__ void ks_colread16(float* out, int stride, int iters) { ks_colread_impl<float4>(out, stride, iters); }
+
+// ---- tiled matmul C[M,N] = A[M,K] * W[K,N]; BF16 in and out, FP32 accumulation on CUDA cores ---
+// Block tile BM x BN, K step BK = 32, 256 threads, each computing a TM x TN patch in registers.
+// A and W tiles are staged in shared memory as FP32: A transposed (As[k][m]), W as is (Ws[k][n]).
+template <int BM, int BN, int BK, int TM, int TN>
+__device__ void ks_matmul_impl(const ks_bf16* __restrict__ A, const ks_bf16* __restrict__ W,
+                               ks_bf16* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[BK][BM];
+    __shared__ float Ws[BK][BN];
+    const int tx = threadIdx.x % (BN / TN);
+    const int ty = threadIdx.x / (BN / TN);
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        // A tile: BM rows x BK cols, loaded 8 BF16 (16 bytes) at a time
+        for (int v = threadIdx.x; v < BM * BK / 8; v += blockDim.x) {
+            int r = v / (BK / 8), c = (v % (BK / 8)) * 8;
+            uint4 q = *(const uint4*)(A + (long long)(m0 + r) * K + k0 + c);
+            const ks_bf16* h = (const ks_bf16*)&q;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) As[c + e][r] = ks_bf16_to_float(h[e]);
+        }
+        // W tile: BK rows x BN cols
+        for (int v = threadIdx.x; v < BK * BN / 8; v += blockDim.x) {
+            int r = v / (BN / 8), c = (v % (BN / 8)) * 8;
+            uint4 q = *(const uint4*)(W + (long long)(k0 + r) * N + n0 + c);
+            const ks_bf16* h = (const ks_bf16*)&q;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) Ws[r][c + e] = ks_bf16_to_float(h[e]);
+        }
+        __syncthreads();
+#pragma unroll 4
+        for (int kk = 0; kk < BK; ++kk) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a[i] = As[kk][ty * TM + i];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b[j] = Ws[kk][tx * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            C[(long long)(m0 + ty * TM + i) * N + n0 + tx * TN + j] = ks_float_to_bf16(acc[i][j]);
+}
+extern "C" __global__ void __launch_bounds__(256) ks_matmul_64x64(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_matmul_impl<64, 64, 32, 4, 4>(A, W, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(256) ks_matmul_64x128(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_matmul_impl<64, 128, 32, 4, 8>(A, W, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(256) ks_matmul_128x128(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_matmul_impl<128, 128, 32, 8, 8>(A, W, C, M, N, K);
+}
+
+// ---- fill with a hash of the index (deterministic pseudo-random data, never zeros) -----------
+extern "C" __global__ void ks_fill_f32(float* p, long long n, unsigned int seed) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
+        h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+        p[i] = (float)(h & 0xFFFFFF) / 16777216.0f - 0.5f;
+    }
+}
+extern "C" __global__ void ks_fill_bf16(ks_bf16* p, long long n, unsigned int seed) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
+        h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+        p[i] = ks_float_to_bf16((float)(h & 0xFFFFFF) / 16777216.0f - 0.5f);
+    }
+}

@@ -1,0 +1,445 @@
+"""Nsight Compute ingestion: `.ncu-rep` (through NVIDIA's `ncu-report` wheel) and CSV exports.
+
+Accepted CSV exports (plain or .gz):
+  * raw page    `ncu --import r.ncu-rep --page raw --csv [--print-units base]`: a wide table, a header row,
+    a units row, then one row per profiled launch;
+  * details page `ncu --import r.ncu-rep --page details --csv [--print-details all] [--print-units base]
+    [--print-metric-name name]`: a long table, one row per (launch, section, metric).
+With ncu's default auto-scaled units (`ms`, `Gbyte`, `Kbyte/block`...), thousands separators, `n/a` values
+and `==PROF==` noise lines. Every value is converted to base units (ns, bytes, hz, per second).
+
+Output tables (`Parsed.tables`):
+  * `kernels`: KERNEL_SCHEMA, one row per profiled launch, the metrics the analyzers use;
+  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form) for the detail view.
+`Parsed.meta` has `gpu_name`, `cc`, `device_attributes` (ncu `device__attribute_*` without the prefix),
+`source_format` and `metric_set` hints.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import polars as pl
+
+from collectors.artifact import Parsed
+from collectors.errors import ArtifactError
+
+IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+            "Block Size", "Grid Size", "Device", "CC"]
+
+# column of the kernel table -> ncu metric (values in base units)
+METRIC_COLUMNS: dict[str, str] = {
+    "duration_ns": "gpu__time_duration.sum",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "dram_write_bytes": "dram__bytes_write.sum",
+    "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_peak_bytes_per_cycle": "dram__bytes.sum.peak_sustained",
+    "dram_clock_hz": "dram__cycles_elapsed.avg.per_second",
+    "sm_clock_hz": "gpc__cycles_elapsed.avg.per_second",
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2_sectors": "lts__t_sectors.sum",
+    "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
+    "l1_hit_rate_pct": "l1tex__t_sector_hit_rate.pct",
+    "registers_per_thread": "launch__registers_per_thread",
+    "block_size": "launch__block_size",
+    "grid_size": "launch__grid_size",
+    "smem_static_bytes": "launch__shared_mem_per_block_static",
+    "smem_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
+    "smem_driver_bytes": "launch__shared_mem_per_block_driver",
+    "smem_config_bytes": "launch__shared_mem_config_size",
+    "barrier_count": "launch__barrier_count",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "ncu_limit_registers_blocks": "launch__occupancy_limit_registers",
+    "ncu_limit_shared_mem_blocks": "launch__occupancy_limit_shared_mem",
+    "ncu_limit_warps_blocks": "launch__occupancy_limit_warps",
+    "ncu_limit_blocks_blocks": "launch__occupancy_limit_blocks",
+    "ncu_limit_barriers_blocks": "launch__occupancy_limit_barriers",
+    "smem_ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smem_ld_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "smem_st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smem_st_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smem_ld_requests": "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smem_st_requests": "smsp__sass_inst_executed_op_shared_st.sum",
+    "smem_ldsm_requests": "smsp__inst_executed_op_ldsm.sum",
+    "global_ld_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "global_ld_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "global_st_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "global_st_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "global_ld_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+    "global_st_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",
+    "fadd_per_cycle": "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
+    "fmul_per_cycle": "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
+    "ffma_per_cycle": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
+    "smsp_clock_hz": "smsp__cycles_elapsed.avg.per_second",
+}
+# ncu's older name for the DRAM throughput percentage
+ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed"}
+
+KERNEL_SCHEMA = pl.Schema(
+    {
+        "id": pl.Int64,                 # ncu's launch ID within the report
+        "kernel_name": pl.String,       # demangled
+        "short_name": pl.String,        # function name without template arguments and parameters
+        "kernel_key": pl.String,        # stable key: hash of name + launch configuration
+        "process_id": pl.Int64,
+        "process_name": pl.String,
+        "device": pl.Int64,
+        "context": pl.Int64,
+        "stream": pl.Int64,
+        "cc": pl.String,
+        "block_x": pl.Int64, "block_y": pl.Int64, "block_z": pl.Int64,
+        "grid_x": pl.Int64, "grid_y": pl.Int64, "grid_z": pl.Int64,
+    }
+    | {col: pl.Float64 for col in METRIC_COLUMNS}
+)
+METRIC_SCHEMA = pl.Schema({"id": pl.Int64, "metric": pl.String, "value": pl.Float64,
+                           "text": pl.String, "unit": pl.String})
+
+# ---------------------------------------------------------------------------------------------
+# units
+
+_SI = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME_TO_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+               "s": 1e9, "second": 1e9}
+_TIME_TO_S = {k: v * 1e-9 for k, v in _TIME_TO_NS.items()}
+
+
+def _scale_term(term: str, denominator: bool) -> tuple[float, str]:
+    """Factor and base unit of one unit term (numerator: time -> ns; denominator: time -> s)."""
+    if term in _TIME_TO_NS:
+        return (_TIME_TO_S[term], "s") if denominator else (_TIME_TO_NS[term], "ns")
+    m = re.fullmatch(r"([numKkMGTP]?)(byte|hz|Hz)", term)
+    if m:
+        base = "byte" if m.group(2) == "byte" else "hz"
+        return _SI[m.group(1)], base
+    return 1.0, term
+
+
+def to_base(value: float, unit: str) -> tuple[float, str]:
+    """Convert an ncu value with its (possibly auto-scaled) unit to base units.
+
+    `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte);
+    times become ns, rates per second, frequencies hz: `Kbyte/block` -> byte/block, `sector/us` -> sector/s.
+    """
+    unit = (unit or "").strip()
+    if not unit:
+        return value, ""
+    num, _, den = unit.partition("/")
+    f_num, b_num = _scale_term(num, denominator=False)
+    if not den:
+        return value * f_num, b_num
+    f_den, b_den = _scale_term(den, denominator=True)
+    return value * f_num / f_den, f"{b_num}/{b_den}"
+
+
+_NA = {"", "n/a", "N/A", "nan", "NaN", "-"}
+
+
+def _detect_decimal_comma(samples: list[str]) -> bool:
+    """True for exports written in a locale with ',' as decimal point ("27.595.520" or "1,5")."""
+    for s in samples:
+        if re.fullmatch(r"-?\d{1,3}(\.\d{3}){2,}(,\d+)?", s) or re.fullmatch(r"-?\d+,\d{1,2}", s):
+            return True
+    return False
+
+
+def _number(s: str, decimal_comma: bool) -> float | None:
+    s = s.strip()
+    if s in _NA:
+        return None
+    if decimal_comma:
+        s = s.replace(".", "").replace(",", ".")
+    else:
+        s = s.replace(",", "")
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV
+
+def _find_header(lines: list[list[str]], name: str) -> int:
+    for i, row in enumerate(lines[:5000]):
+        if "ID" in row and "Kernel Name" in row:
+            return i
+    raise ArtifactError(name, 'not an Nsight Compute CSV export (no header row with "ID" and "Kernel Name")')
+
+
+def _read_csv_rows(text: str, name: str) -> list[list[str]]:
+    # ncu writes no embedded newlines in fields; skip ==PROF== noise and application output lines
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:
+        raise ArtifactError(name, f"malformed CSV ({e})") from None
+    return rows
+
+
+_label_map: dict[tuple[str, str, str], str] | None = None
+
+
+def _labels() -> dict[tuple[str, str, str], str]:
+    """(section, body item label, metric label) -> metric name, for details pages exported with labels.
+    Derived from the real H200 export pair (labels vs `--print-metric-name name`) by tools/make_ncu_labels.py."""
+    global _label_map
+    if _label_map is None:
+        raw = json.loads(resources.files("collectors").joinpath("ncu_labels.json").read_text())
+        _label_map = {tuple(k.split("\x1f")): v for k, v in raw.items()}
+    return _label_map
+
+
+def _identity(row: dict[str, str]) -> dict[str, str]:
+    return {k: row.get(k, "") for k in IDENTITY}
+
+
+def _parse_raw(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
+    header = rows[h]
+    if len(rows) < h + 2:
+        raise ArtifactError(name, "raw-page CSV has a header but no units row and no kernels")
+    units = rows[h + 1]
+    if units[: len(IDENTITY)] != [""] * min(len(IDENTITY), len(units)) or len(units) != len(header):
+        raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
+    body = [r for r in rows[h + 2:] if r and not (len(r) == 1 and r[0].startswith("=="))]
+    if not body:
+        raise ArtifactError(name, "raw-page CSV has no kernel rows")
+    sample = [v for r in body[:3] for v in r[len(IDENTITY):]]
+    dc = _detect_decimal_comma(sample)
+    out = []
+    for n, r in enumerate(body):
+        if len(r) != len(header):
+            raise ArtifactError(name, f"raw-page CSV row {h + 3 + n} has {len(r)} fields, expected {len(header)} "
+                                      "(truncated file?)")
+        ident = dict(zip(IDENTITY, r[: len(IDENTITY)]))
+        metrics = {}
+        for col, unit, val in zip(header[len(IDENTITY):], units[len(IDENTITY):], r[len(IDENTITY):]):
+            num = _number(val, dc)
+            if num is None:
+                metrics[col] = (None, None if val.strip() in _NA else val, unit)
+            else:
+                v, u = to_base(num, unit)
+                metrics[col] = (v, None, u)
+        out.append((ident, metrics))
+    return out
+
+
+def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
+    header = rows[h]
+    idx = {c: i for i, c in enumerate(header)}
+    for need in ("Metric Name", "Metric Unit", "Metric Value"):
+        if need not in idx:
+            raise ArtifactError(name, f'details-page CSV without a "{need}" column')
+    sec_i = idx.get("Section Name")
+    body_i = idx.get("Body Item Label")
+    labels = _labels()
+    launches: dict[str, tuple[dict, dict]] = {}
+    width = idx["Metric Value"] + 1  # rows without rule text stop after "Metric Value"
+    values = [r[idx["Metric Value"]] for r in rows[h + 1: h + 200] if len(r) >= width]
+    dc = _detect_decimal_comma(values)
+    n_ok = 0
+    for n, r in enumerate(rows[h + 1:]):
+        if len(r) < width:
+            continue  # embedded sub-tables (NUMA affinity) and rule text lines are narrower
+        if not r[0].strip().isdigit():
+            continue
+        n_ok += 1
+        key = r[0]
+        if key not in launches:
+            launches[key] = (dict(zip(IDENTITY, [r[idx[c]] if c in idx else "" for c in IDENTITY])), {})
+        metrics = launches[key][1]
+        mname = r[idx["Metric Name"]]
+        if "__" not in mname:  # a label: map it to the metric name
+            sec = r[sec_i] if sec_i is not None else ""
+            body = r[body_i] if body_i is not None else ""
+            mname = labels.get((sec, body, mname)) or labels.get(("", "", mname)) or f"label:{sec}/{mname}"
+        if mname in metrics:
+            continue  # the same metric shown again in another section
+        unit = r[idx["Metric Unit"]]
+        val = r[idx["Metric Value"]]
+        num = _number(val, dc)
+        if num is None:
+            metrics[mname] = (None, None if val.strip() in _NA else val, unit)
+        else:
+            v, u = to_base(num, unit)
+            metrics[mname] = (v, None, u)
+    if not n_ok:
+        raise ArtifactError(name, "details-page CSV has no metric rows")
+    # the NUMA Affinity section embeds a small table with the GPU's name
+    for a, b in zip(rows[h + 1:], rows[h + 2:]):
+        if a[:2] == ["GPU ID", "GPU Name"] and len(b) >= 2:
+            for ident, _ in launches.values():
+                ident["GPU Name"] = b[1]
+            break
+    # complete truncated trailing rows are detected by the row-width check; a launch with no duration
+    # means the file ended inside it
+    return list(launches.values())
+
+
+def _parse_csv(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], str]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
+    if "\x00" in text[:65536]:
+        raise ArtifactError(name, "not an Nsight Compute CSV export (binary data)")
+    rows = _read_csv_rows(text, name)
+    h = _find_header(rows, name)
+    if "Metric Name" in rows[h] and "Metric Value" in rows[h]:
+        return _parse_details(rows, h, name), "csv-details"
+    return _parse_raw(rows, h, name), "csv-raw"
+
+
+# ---------------------------------------------------------------------------------------------
+# .ncu-rep
+
+def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
+    try:
+        import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
+    except ImportError:
+        raise ArtifactError(name, "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' "
+                                  "(or export a CSV: ncu --import FILE --page raw --csv > FILE.csv)") from None
+    with tempfile.TemporaryDirectory(prefix="ks-ncu-") as d:
+        path = os.path.join(d, "report.ncu-rep")
+        Path(path).write_bytes(data)
+        try:
+            ctx = ncu_report.load_report(path)
+        except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
+            raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
+        out = []
+        for ri in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(ri)
+            for ai in range(rng.num_actions()):
+                act = rng.action_by_idx(ai)
+                metrics = {}
+                for m in act.metric_names():
+                    met = act.metric_by_name(m)
+                    if met is None or met.num_instances() > 1 and not met.has_value():
+                        continue
+                    v = met.value()
+                    unit = met.unit() or ""
+                    if isinstance(v, str):
+                        metrics[m] = (None, v, unit)
+                    elif v is None:
+                        metrics[m] = (None, None, unit)
+                    else:
+                        fv, u = to_base(float(v), unit)
+                        metrics[m] = (fv, None, u)
+
+                def num(m: str):
+                    t = metrics.get(m)
+                    return None if t is None or t[0] is None else t[0]
+
+                bx, by, bz = (num(f"launch__block_dim_{c}") for c in "xyz")
+                gx, gy, gz = (num(f"launch__grid_dim_{c}") for c in "xyz")
+                ccmaj, ccmin = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
+                ident = {
+                    "ID": str(len(out)),
+                    "Process ID": "", "Process Name": "", "Host Name": "",
+                    "Kernel Name": act.name(ncu_report.IAction.NameBase_DEMANGLED)
+                    if hasattr(ncu_report, "IAction") else act.name(),
+                    "Context": _fmt_int(num("launch__context_id")),
+                    "Stream": _fmt_int(num("launch__stream_id")),
+                    "Block Size": f"({_fmt_int(bx)}, {_fmt_int(by)}, {_fmt_int(bz)})",
+                    "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
+                    "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
+                    "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
+                }
+                out.append((ident, metrics))
+        if not out:
+            raise ArtifactError(name, "the report holds no profiled kernels")
+        return out
+
+
+def _fmt_int(v) -> str:
+    return "" if v is None else str(int(v))
+
+
+# ---------------------------------------------------------------------------------------------
+# tables
+
+def _int(s: str) -> int | None:
+    s = (s or "").strip().replace(",", "")
+    return int(s) if re.fullmatch(r"-?\d+", s) else None
+
+
+def _dims(s: str) -> tuple[int | None, int | None, int | None]:
+    nums = re.findall(r"\d+", s or "")
+    if len(nums) != 3:
+        return None, None, None
+    return int(nums[0]), int(nums[1]), int(nums[2])
+
+
+def short_name(name: str) -> str:
+    """`void foo::bar<128>(float*, int)` -> `bar`; `ks_copy_u4` -> `ks_copy_u4`."""
+    s = name
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):  # cut at the first '(' or '<' outside of nothing: function args / templates
+        if ch in "(<" and depth == 0:
+            cut = i
+            break
+    s = s[:cut].strip()
+    s = s.split(" ")[-1]
+    return s.split("::")[-1] or name
+
+
+def _build(launches: list[tuple[dict, dict]], name: str, fmt: str) -> Parsed:
+    krows, mrows = [], []
+    for ident, metrics in launches:
+        kid = _int(ident["ID"])
+        kname = ident["Kernel Name"]
+        bx, by, bz = _dims(ident["Block Size"])
+        gx, gy, gz = _dims(ident["Grid Size"])
+        row = {
+            "id": kid, "kernel_name": kname, "short_name": short_name(kname),
+            "kernel_key": hashlib.sha1(f"{kname}|{ident['Block Size']}|{ident['Grid Size']}".encode()).hexdigest()[:12],
+            "process_id": _int(ident["Process ID"]), "process_name": ident["Process Name"] or None,
+            "device": _int(ident["Device"]), "context": _int(ident["Context"]), "stream": _int(ident["Stream"]),
+            "cc": ident["CC"] or None,
+            "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
+        }
+        for col, metric in METRIC_COLUMNS.items():
+            t = metrics.get(metric) or metrics.get(ALTERNATE_METRICS.get(metric, ""))
+            row[col] = t[0] if t else None
+        krows.append(row)
+        for m, (v, text, unit) in metrics.items():
+            mrows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
+    kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
+    if kernels["duration_ns"].null_count() == kernels.height:
+        raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum): not an Nsight Compute "
+                                  "export of kernel launches, or a truncated one")
+    metrics_df = pl.DataFrame(mrows, schema=METRIC_SCHEMA)
+    attrs = _device_attributes(launches[0][1])
+    gpu_name = attrs.get("display_name") or launches[0][0].get("GPU Name")
+    meta = {"source_format": fmt, "gpu_name": gpu_name, "cc": kernels["cc"][0],
+            "device_attributes": attrs, "kernel_count": kernels.height,
+            "metric_count": max(len(m) for _, m in launches)}
+    return Parsed("ncu", {"kernels": kernels, "metrics": metrics_df}, meta)
+
+
+def _device_attributes(metrics: dict) -> dict:
+    out = {}
+    for m, (v, text, _unit) in metrics.items():
+        if m.startswith("device__attribute_"):
+            key = m[len("device__attribute_"):]
+            out[key] = text if v is None else (int(v) if float(v).is_integer() else v)
+    return out
+
+
+def parse(data: bytes, name: str) -> Parsed:
+    """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
+    base = (name[:-3] if name.endswith(".gz") else name).lower()
+    if base.endswith(".ncu-rep"):
+        return _build(_parse_report(data, name), name, "ncu-rep")
+    launches, fmt = _parse_csv(data, name)
+    return _build(launches, name, fmt)
