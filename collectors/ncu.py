@@ -303,7 +303,22 @@ def _parse_csv(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], str]:
 # ---------------------------------------------------------------------------------------------
 # .ncu-rep
 
+def check_report_container(data: bytes, name: str) -> None:
+    """Reject what is not an .ncu-rep before handing it to NVIDIA's library (which loads random or
+    truncated bytes without complaint). As observed in reports of Nsight Compute 2025.3: the magic
+    b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size + payload) that end exactly at EOF."""
+    if len(data) < 8 or data[:4] != b"NVR\x00":
+        raise ArtifactError(name, "not an Nsight Compute report (no NVR header; expected a .ncu-rep from ncu -o)")
+    off = 4
+    while off + 4 <= len(data):
+        off += 4 + int.from_bytes(data[off:off + 4], "little")
+    if off != len(data):
+        raise ArtifactError(name, f"truncated Nsight Compute report (its last block needs {off - len(data):,} "
+                                  "more bytes)")
+
+
 def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
+    check_report_container(data, name)
     try:
         import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:

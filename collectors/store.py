@@ -135,7 +135,10 @@ class Store:
             data = p.read_bytes()
         except OSError as e:
             raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
-        return self.ingest_bytes(data, p.name)
+        try:
+            return self.ingest_bytes(data, p.name)
+        except ArtifactError as e:
+            raise ArtifactError(str(p), e.problem) from None
 
     def _write(self, rid: str, data: bytes, name: str, parsed: Parsed) -> tuple[Run, bool]:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
