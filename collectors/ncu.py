@@ -171,11 +171,7 @@ def _number(s: str, decimal_comma: bool) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # CSV
 
-def _find_header(lines: list[list[str]], name: str) -> int:
-    for i, row in enumerate(lines[:5000]):
-        if "ID" in row and "Kernel Name" in row:
-            return i
-    raise ArtifactError(name, 'not an Nsight Compute CSV export (no header row with "ID" and "Kernel Name")')
+
 
 
 def _read_csv_rows(text: str, name: str) -> list[list[str]]:
@@ -200,38 +196,52 @@ def _labels() -> dict[tuple[str, str, str], str]:
     return _label_map
 
 
-def _identity(row: dict[str, str]) -> dict[str, str]:
-    return {k: row.get(k, "") for k in IDENTITY}
 
 
-def _parse_raw(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
-    header = rows[h]
-    if len(rows) < h + 2:
-        raise ArtifactError(name, "raw-page CSV has a header but no units row and no kernels")
-    units = rows[h + 1]
-    if units[: len(IDENTITY)] != [""] * min(len(IDENTITY), len(units)) or len(units) != len(header):
+
+def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, name: str):
+    """Wide raw page -> (identity dicts, long metric frame). Vectorised with polars: the per-value work
+    (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
+    if len(units) != len(header) or any(units[: len(IDENTITY)]):
         raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
-    body = [r for r in rows[h + 2:] if r and not (len(r) == 1 and r[0].startswith("=="))]
-    if not body:
+    body = text[body_start:]
+    if "\n==" in body or body.startswith("=="):
+        body = "\n".join(ln for ln in body.split("\n") if not ln.startswith("=="))
+    if not body.strip():
         raise ArtifactError(name, "raw-page CSV has no kernel rows")
-    sample = [v for r in body[:3] for v in r[len(IDENTITY):]]
-    dc = _detect_decimal_comma(sample)
-    out = []
-    for n, r in enumerate(body):
-        if len(r) != len(header):
-            raise ArtifactError(name, f"raw-page CSV row {h + 3 + n} has {len(r)} fields, expected {len(header)} "
-                                      "(truncated file?)")
-        ident = dict(zip(IDENTITY, r[: len(IDENTITY)]))
-        metrics = {}
-        for col, unit, val in zip(header[len(IDENTITY):], units[len(IDENTITY):], r[len(IDENTITY):]):
-            num = _number(val, dc)
-            if num is None:
-                metrics[col] = (None, None if val.strip() in _NA else val, unit)
-            else:
-                v, u = to_base(num, unit)
-                metrics[col] = (v, None, u)
-        out.append((ident, metrics))
-    return out
+    try:
+        wide = pl.read_csv(io.StringIO(body), has_header=False, new_columns=header, infer_schema=False,
+                           quote_char='"')
+    except pl.exceptions.PolarsError as e:
+        raise ArtifactError(name, f"raw-page CSV rows do not match its header (truncated file?): "
+                                  f"{str(e).splitlines()[0]}") from None
+    if wide.width != len(header):
+        raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
+    short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
+    if short.height:
+        raise ArtifactError(name, f"raw-page CSV kernel row {short.item(0, 0) + 1} is incomplete (truncated file?)")
+    ids = wide["ID"].str.strip_chars()
+    if not ids.str.contains(r"^\d+$").all():
+        raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
+    metric_cols = header[len(IDENTITY):]
+    sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
+    dc = _detect_decimal_comma([v for v in sample if v])
+    scale = pl.DataFrame({"metric": metric_cols,
+                          "factor": [to_base(1.0, u)[0] for u in units[len(IDENTITY):]],
+                          "unit": [to_base(1.0, u)[1] for u in units[len(IDENTITY):]]})
+    long = wide.select(pl.col("ID").cast(pl.Int64).alias("id"), *metric_cols).unpivot(
+        index="id", variable_name="metric", value_name="raw")
+    raw = pl.col("raw").str.strip_chars()
+    num = (raw.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True) if dc
+           else raw.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
+    long = long.join(scale, on="metric", how="left", maintain_order="left").select(
+        "id", "metric",
+        (num * pl.col("factor")).alias("value"),
+        pl.when(num.is_null() & ~raw.is_in(list(_NA))).then(pl.col("raw")).otherwise(None).alias("text"),
+        "unit",
+    )
+    idents = wide.select(IDENTITY).to_dicts()
+    return idents, long
 
 
 def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
@@ -286,18 +296,53 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
     return list(launches.values())
 
 
-def _parse_csv(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], str]:
+def _parse_csv(data: bytes, name: str):
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
     if "\x00" in text[:65536]:
         raise ArtifactError(name, "not an Nsight Compute CSV export (binary data)")
-    rows = _read_csv_rows(text, name)
-    h = _find_header(rows, name)
-    if "Metric Name" in rows[h] and "Metric Value" in rows[h]:
-        return _parse_details(rows, h, name), "csv-details"
-    return _parse_raw(rows, h, name), "csv-raw"
+    # find the header line: the first whose fields include "ID" and "Kernel Name" (skips ==PROF== noise)
+    pos, header = 0, None
+    for _ in range(5000):
+        nl = text.find("\n", pos)
+        line = text[pos: nl if nl >= 0 else len(text)]
+        if len(line) > 1 << 20:
+            raise ArtifactError(name, "not an Nsight Compute CSV export (a line of over 1 MiB before any header)")
+        if '"Kernel Name"' in line or "Kernel Name" in line:
+            try:
+                fields = next(csv.reader([line]))
+            except (csv.Error, StopIteration):
+                fields = []
+            if "ID" in fields and "Kernel Name" in fields:
+                header = fields
+                pos = nl + 1 if nl >= 0 else len(text)
+                break
+        if nl < 0:
+            break
+        pos = nl + 1
+    if header is None:
+        raise ArtifactError(name, 'not an Nsight Compute CSV export (no header row with "ID" and "Kernel Name")')
+    if "Metric Name" in header and "Metric Value" in header:
+        rows = _read_csv_rows(text[pos:], name)
+        return _long_from_launches(_parse_details([header] + rows, 0, name)), "csv-details"
+    nl = text.find("\n", pos)
+    units_line = text[pos: nl if nl >= 0 else len(text)]
+    if not units_line.strip():
+        raise ArtifactError(name, "raw-page CSV has a header but no units row and no kernels")
+    units = next(csv.reader([units_line]))
+    return _parse_raw(text, header, units, nl + 1 if nl >= 0 else len(text), name), "csv-raw"
+
+
+def _long_from_launches(launches: list[tuple[dict, dict]]):
+    idents, rows = [], []
+    for ident, metrics in launches:
+        idents.append(ident)
+        kid = _int(ident["ID"])
+        for m, (v, text, unit) in metrics.items():
+            rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
+    return idents, pl.DataFrame(rows, schema=METRIC_SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,9 +453,13 @@ def short_name(name: str) -> str:
     return s.split("::")[-1] or name
 
 
-def _build(launches: list[tuple[dict, dict]], name: str, fmt: str) -> Parsed:
-    krows, mrows = [], []
-    for ident, metrics in launches:
+def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parsed:
+    long = long.cast(dict(METRIC_SCHEMA))
+    wanted = {m for m in METRIC_COLUMNS.values()} | set(ALTERNATE_METRICS.values())
+    sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
+    values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
+    krows = []
+    for ident in idents:
         kid = _int(ident["ID"])
         kname = ident["Kernel Name"]
         bx, by, bz = _dims(ident["Block Size"])
@@ -424,37 +473,30 @@ def _build(launches: list[tuple[dict, dict]], name: str, fmt: str) -> Parsed:
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
         }
         for col, metric in METRIC_COLUMNS.items():
-            t = metrics.get(metric) or metrics.get(ALTERNATE_METRICS.get(metric, ""))
-            row[col] = t[0] if t else None
+            v = values.get((kid, metric))
+            row[col] = v if v is not None else values.get((kid, ALTERNATE_METRICS.get(metric, "")))
         krows.append(row)
-        for m, (v, text, unit) in metrics.items():
-            mrows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
     kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
-    if kernels["duration_ns"].null_count() == kernels.height:
+    if kernels.height == 0 or kernels["duration_ns"].null_count() == kernels.height:
         raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum): not an Nsight Compute "
                                   "export of kernel launches, or a truncated one")
-    metrics_df = pl.DataFrame(mrows, schema=METRIC_SCHEMA)
-    attrs = _device_attributes(launches[0][1])
-    gpu_name = attrs.get("display_name") or launches[0][0].get("GPU Name")
+    first = kernels["id"][0]
+    attrs_rows = long.filter((pl.col("id") == first) & pl.col("metric").str.starts_with("device__attribute_"))
+    attrs = {}
+    for m, v, text in attrs_rows.select("metric", "value", "text").iter_rows():
+        attrs[m[len("device__attribute_"):]] = text if v is None else (int(v) if float(v).is_integer() else v)
+    gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
+    counts = long.group_by("id").len()
     meta = {"source_format": fmt, "gpu_name": gpu_name, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height,
-            "metric_count": max(len(m) for _, m in launches)}
-    return Parsed("ncu", {"kernels": kernels, "metrics": metrics_df}, meta)
-
-
-def _device_attributes(metrics: dict) -> dict:
-    out = {}
-    for m, (v, text, _unit) in metrics.items():
-        if m.startswith("device__attribute_"):
-            key = m[len("device__attribute_"):]
-            out[key] = text if v is None else (int(v) if float(v).is_integer() else v)
-    return out
+            "metric_count": int(counts["len"].max()) if counts.height else 0}
+    return Parsed("ncu", {"kernels": kernels, "metrics": long}, meta)
 
 
 def parse(data: bytes, name: str) -> Parsed:
     """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
     base = (name[:-3] if name.endswith(".gz") else name).lower()
     if base.endswith(".ncu-rep"):
-        return _build(_parse_report(data, name), name, "ncu-rep")
-    launches, fmt = _parse_csv(data, name)
-    return _build(launches, name, fmt)
+        return _build(*_long_from_launches(_parse_report(data, name)), name, "ncu-rep")
+    (idents, long), fmt = _parse_csv(data, name)
+    return _build(idents, long, name, fmt)

@@ -1,0 +1,304 @@
+"""Nsight Systems SQLite export (`nsys export --type sqlite`) -> the normalized timeline tables.
+
+The tables and their schemas are those of `collectors.kineto` (gpu_ops, api_calls, cpu_ops, nvtx), so the
+timeline analyzers treat both sources alike. Source tables (formats.md §4; all optional, exports are lazy):
+CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET -> gpu_ops; CUPTI_ACTIVITY_KIND_RUNTIME (+ _DRIVER) ->
+api_calls; NVTX_EVENTS ranges -> nvtx; StringIds for names; TARGET_INFO_GPU, META_DATA_EXPORT,
+TARGET_INFO_SESSION_START_TIME, PROCESSES -> meta. Columns that an older or trimmed schema lacks read as null.
+
+IDs and joins (NVIDIA's own, formats.md §4.3): process key = globalPid >> 24 (= globalTid >> 24),
+pid = key & 0xFFFFFF, tid = globalTid & 0xFFFFFF. A GPU op is joined to the API call with the same
+correlationId *in the same process* (correlation ids are per process). `rank` is the index of the process:
+processes with GPU ops first, in process-key order. Times stay on the export's session clock (ns);
+meta["utc_offset_ns"] (utcEpochNs - systemClockNs of TARGET_INFO_SESSION_START_TIME) converts them to UTC
+where the export has it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from collectors.artifact import Parsed
+from collectors.errors import ArtifactError
+from collectors.kineto import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, api_kind_columns,
+                               conform, empty, link_launches)
+
+_MEMCPY_KIND = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+                8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
+_MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+             6: "Managed Static", 7: "Unknown"}
+_NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS")
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info([{table}])")}
+
+
+def _select(con, table: str, wanted: dict[str, str], required: tuple[str, ...], name: str,
+            where: str = "") -> pl.DataFrame:
+    """SELECT the wanted columns (alias -> SQL expression over the table's columns, with {c} placeholders
+    for optional ones); a missing optional column reads as NULL, a missing required one is an error."""
+    have = _columns(con, table)
+    lacking = [c for c in required if c not in have]
+    if lacking:
+        raise ArtifactError(name, f"{table} lacks columns {lacking}: not an Nsight Systems export this reader knows")
+    exprs = []
+    for alias, col in wanted.items():
+        exprs.append(f"[{col}] AS [{alias}]" if col in have else f"NULL AS [{alias}]")
+    sql = f"SELECT {', '.join(exprs)} FROM [{table}] {where}"
+    cur = con.execute(sql)
+    rows = cur.fetchall()
+    return pl.DataFrame(rows, schema=list(wanted), orient="row", infer_schema_length=None) if rows else \
+        pl.DataFrame({a: [] for a in wanted})
+
+
+def _strings(con, tables: set[str]) -> pl.DataFrame:
+    if "StringIds" not in tables:
+        return pl.DataFrame({"id": [], "value": []}, schema={"id": pl.Int64, "value": pl.String})
+    rows = con.execute("SELECT id, value FROM StringIds").fetchall()
+    return pl.DataFrame(rows, schema={"id": pl.Int64, "value": pl.String}, orient="row")
+
+
+def _name(df: pl.DataFrame, strings: pl.DataFrame, id_cols: list[str], out: str) -> pl.DataFrame:
+    """Resolve StringIds ids: the first of id_cols that resolves gives the name."""
+    parts = []
+    for c in id_cols:
+        s = strings.rename({"id": c, "value": f"__{c}"})
+        df = df.with_columns(pl.col(c).cast(pl.Int64)).join(s, on=c, how="left")
+        parts.append(f"__{c}")
+    return df.with_columns(pl.coalesce(parts).alias(out)).drop(parts)
+
+
+_INT = pl.Int64
+_P = 1 << 24  # globalTid = (process key << 24) | tid
+
+
+def _gpu_frames(con, tables: set[str], strings: pl.DataFrame, name: str) -> list[pl.DataFrame]:
+    frames = []
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        k = _select(con, "CUPTI_ACTIVITY_KIND_KERNEL", {
+            "start_ns": "start", "end_ns": "end", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "gpid": "globalPid", "demangled": "demangledName",
+            "short": "shortName", "mangled": "mangledName", "registers_per_thread": "registersPerThread",
+            "grid_x": "gridX", "grid_y": "gridY", "grid_z": "gridZ", "block_x": "blockX", "block_y": "blockY",
+            "block_z": "blockZ", "smem_static": "staticSharedMemory", "smem_dynamic": "dynamicSharedMemory",
+        }, ("start", "end", "deviceId", "streamId", "correlationId"), name)
+        k = _name(k, strings, ["demangled", "short", "mangled"], "name")
+        k = k.with_columns(
+            pl.lit("kernel").alias("kind"),
+            (pl.col("smem_static").cast(_INT) + pl.col("smem_dynamic").cast(_INT)).alias("shared_memory_bytes"),
+            pl.lit(None, _INT).alias("bytes"), pl.lit(None, pl.String).alias("copy_kind"),
+        )
+        frames.append(k)
+    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+        m = _select(con, "CUPTI_ACTIVITY_KIND_MEMCPY", {
+            "start_ns": "start", "end_ns": "end", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "gpid": "globalPid", "bytes": "bytes", "copy": "copyKind",
+            "src": "srcKind", "dst": "dstKind",
+        }, ("start", "end", "deviceId", "streamId"), name)
+        ck = pl.col("copy").cast(_INT).replace_strict(_MEMCPY_KIND, default="Unknown", return_dtype=pl.String)
+        mk = lambda c: pl.col(c).cast(_INT).replace_strict(_MEM_KIND, default="Unknown", return_dtype=pl.String)  # noqa: E731
+        m = m.with_columns(pl.lit("memcpy").alias("kind"), ck.alias("copy_kind")).with_columns(
+            pl.format("Memcpy {} ({} -> {})", pl.col("copy_kind"), mk("src"), mk("dst")).alias("name"))
+        frames.append(m)
+    if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+        s = _select(con, "CUPTI_ACTIVITY_KIND_MEMSET", {
+            "start_ns": "start", "end_ns": "end", "device": "deviceId", "stream": "streamId",
+            "correlation": "correlationId", "gpid": "globalPid", "bytes": "bytes", "mem": "memKind",
+        }, ("start", "end", "deviceId", "streamId"), name)
+        s = s.with_columns(pl.lit("memset").alias("kind"), pl.lit(None, pl.String).alias("copy_kind"),
+                           pl.format("Memset ({})", pl.col("mem").cast(_INT).replace_strict(
+                               _MEM_KIND, default="Unknown", return_dtype=pl.String)).alias("name"))
+        frames.append(s)
+    out = []
+    for f in frames:
+        f = f.with_columns([pl.lit(None, _INT).alias(c) for c in GPU_RAW_SCHEMA if c not in f.columns
+                            and c not in ("rank", "pid")])
+        out.append(f.with_columns(pl.col("gpid").cast(_INT), pl.col("start_ns").cast(_INT),
+                                  pl.col("end_ns").cast(_INT)))
+    return out
+
+
+def _api_frame(con, tables: set[str], strings: pl.DataFrame, name: str) -> pl.DataFrame:
+    parts = []
+    for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"):
+        if t in tables:
+            a = _select(con, t, {"start_ns": "start", "end_ns": "end", "gtid": "globalTid",
+                                 "correlation": "correlationId", "name_id": "nameId"},
+                        ("start", "end", "globalTid", "nameId"), name)
+            parts.append(a.with_columns(pl.all().cast(_INT)))
+    if not parts:
+        return pl.DataFrame(schema={"start_ns": _INT, "end_ns": _INT, "gtid": _INT, "correlation": _INT, "name": pl.String})
+    a = pl.concat(parts)
+    a = _name(a, strings, ["name_id"], "name")
+    # strip the _vNNNN version suffix once per distinct name
+    return a.with_columns(pl.col("name").fill_null("<unknown>").str.replace(r"_v\d+$", ""))
+
+
+def _nvtx_frame(con, tables: set[str], strings: pl.DataFrame, name: str) -> pl.DataFrame:
+    if "NVTX_EVENTS" not in tables:
+        return pl.DataFrame(schema={"start_ns": _INT, "end_ns": _INT, "gtid": _INT, "name": pl.String})
+    n = _select(con, "NVTX_EVENTS", {"start_ns": "start", "end_ns": "end", "gtid": "globalTid", "text": "text",
+                                     "text_id": "textId"}, ("start",), name,
+                where="WHERE [end] IS NOT NULL AND [end] >= [start]" if "end" in _columns(con, "NVTX_EVENTS")
+                else "WHERE 0")
+    n = n.with_columns(pl.col("start_ns").cast(_INT), pl.col("end_ns").cast(_INT), pl.col("gtid").cast(_INT),
+                       pl.col("text").cast(pl.String))
+    n = _name(n, strings, ["text_id"], "__t")
+    return n.with_columns(pl.coalesce("text", "__t").fill_null("").alias("name")).drop("text", "__t", "text_id")
+
+
+def _meta(con, tables: set[str], name: str) -> dict:
+    meta: dict = {"source_format": "nsys", "trace_name": name, "clock": "nsys session clock ns", "devices": []}
+    if "META_DATA_EXPORT" in tables:
+        kv = dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall())
+        for k, out in (("EXPORT_SCHEMA_VERSION", "schema_version"), ("EXPORT_PRODUCT_VERSION", "nsys_version")):
+            if k in kv:
+                meta[out] = kv[k]
+    if "TARGET_INFO_SESSION_START_TIME" in tables:
+        cols = _columns(con, "TARGET_INFO_SESSION_START_TIME")
+        if {"utcEpochNs", "systemClockNs"} <= cols:
+            row = con.execute("SELECT utcEpochNs, systemClockNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+            if row and row[0] is not None and row[1] is not None:
+                meta["utc_offset_ns"] = int(row[0]) - int(row[1])
+    if "TARGET_INFO_GPU" in tables:
+        cols = _columns(con, "TARGET_INFO_GPU")
+        want = {"id": "device", "name": "name", "smCount": "sm_count", "totalMemory": "total_memory_bytes",
+                "computeMajor": "cc_major", "computeMinor": "cc_minor", "l2CacheSize": "l2_bytes",
+                "clockRate": "clock_hz", "maxShmemPerBlockOptin": "smem_per_block_optin_bytes",
+                "maxShmemPerSm": "smem_per_sm_bytes", "busLocation": "bus_location"}
+        sel = [c for c in want if c in cols]
+        if sel:
+            for row in con.execute(f"SELECT {', '.join(f'[{c}]' for c in sel)} FROM TARGET_INFO_GPU"):
+                meta["devices"].append({want[c]: v for c, v in zip(sel, row)})
+        names = [d.get("name") for d in meta["devices"] if d.get("name")]
+        if names:
+            meta["gpu_name"] = names[0]
+    return meta
+
+
+def _open(data: bytes, name: str) -> sqlite3.Connection:
+    if not data.startswith(b"SQLite format 3\x00"):
+        raise ArtifactError(name, "not an SQLite database")
+    con = sqlite3.connect(":memory:")
+    try:
+        con.deserialize(data)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as e:
+        con.close()
+        raise ArtifactError(name, f"corrupt or truncated SQLite database ({e})") from None
+    return con
+
+
+def parse(data: bytes, name: str) -> Parsed:
+    """An Nsight Systems SQLite export -> Parsed(kind="nsys") with the timeline tables."""
+    con = _open(data, name)
+    try:
+        return _parse(con, name)
+    except sqlite3.DatabaseError as e:
+        raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
+    finally:
+        con.close()
+
+
+def _parse(con: sqlite3.Connection, name: str) -> Parsed:
+    tables = _tables(con)
+    if "StringTable" in tables and "StringIds" not in tables:
+        raise ArtifactError(name, "a legacy nvprof database, not an Nsight Systems export (nsys export --type sqlite)")
+    if not any(t in tables for t in _NSYS_MARKERS) and not any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
+        raise ArtifactError(name, "an SQLite database without Nsight Systems tables (StringIds, META_DATA_EXPORT, "
+                                  "CUPTI_ACTIVITY_KIND_*): not an nsys export")
+    strings = _strings(con, tables)
+    gpu_parts = _gpu_frames(con, tables, strings, name)
+    api = _api_frame(con, tables, strings, name)
+    nvtx = _nvtx_frame(con, tables, strings, name)
+
+    # process keys -> rank (processes with GPU ops first) and pid
+    gpu_keys = sorted({int(k) for f in gpu_parts for k in (f["gpid"] // _P).drop_nulls().unique().to_list()})
+    other = sorted({int(k) for f in (api, nvtx) for k in (f["gtid"] // _P).drop_nulls().unique().to_list()}
+                   - set(gpu_keys))
+    ranks = {k: i for i, k in enumerate(gpu_keys + other)}
+    rank_of = lambda col: (pl.col(col) // _P).replace_strict(ranks, default=None, return_dtype=pl.Int32)  # noqa: E731
+    pid_of = lambda col: (pl.col(col) // _P) % _P  # noqa: E731
+
+    if gpu_parts:
+        g = pl.concat([f.select([c for c in f.columns]) .with_columns(
+            rank_of("gpid").alias("rank"), pid_of("gpid").alias("pid")) for f in gpu_parts], how="diagonal_relaxed")
+        g = g.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
+        gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops")
+    else:
+        gpu_raw = empty(GPU_RAW_SCHEMA)
+
+    if api.height:
+        api = api.with_columns(rank_of("gtid").alias("rank"), pid_of("gtid").alias("pid"),
+                               (pl.col("gtid") % _P).alias("tid"),
+                               (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
+                               pl.lit(None, _INT).alias("external_id"))
+        api = conform(pl.concat([api, api_kind_columns(api["name"])], how="horizontal"), API_CALLS_SCHEMA,
+                      "api_calls").sort("start_ns")
+    else:
+        api = empty(API_CALLS_SCHEMA)
+    if nvtx.height:
+        nvtx = conform(nvtx.with_columns(rank_of("gtid").alias("rank"), pid_of("gtid").alias("pid"),
+                                         (pl.col("gtid") % _P).alias("tid"),
+                                         (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns")),
+                       NVTX_SCHEMA, "nvtx").sort("start_ns")
+    else:
+        nvtx = empty(NVTX_SCHEMA)
+    cpu = empty(CPU_OPS_SCHEMA)
+    gpu = link_launches(gpu_raw, api, cpu)
+
+    meta = _meta(con, tables, name)
+    meta["ranks"] = list(range(len(gpu_keys)))
+    meta["processes"] = [{"rank": ranks[k], "pid": k % _P} for k in gpu_keys]
+    meta["source_tables"] = sorted(t for t in tables if t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS")))
+    k = gpu.filter(pl.col("kind") == "kernel")
+    meta["counts"] = {
+        "gpu_ops": gpu.height, "kernels": k.height, "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
+        "memcpy": int((gpu["kind"] == "memcpy").sum()), "memset": int((gpu["kind"] == "memset").sum()),
+        "api_calls": api.height, "cpu_ops": 0, "nvtx": nvtx.height,
+    }
+    if gpu.height:
+        meta["window_ns"] = [int(gpu["start_ns"].min()), int(gpu["end_ns"].max())]
+    return Parsed("nsys", {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}, meta)
+
+
+def export_command(report: str, out: str | None = None) -> str:
+    out = out or (report.rsplit(".", 1)[0] + ".sqlite")
+    return f"nsys export --type sqlite --force-overwrite true -o {out} {report}"
+
+
+def parse_report(data: bytes, name: str) -> Parsed:
+    """A .nsys-rep: exported with `nsys export --type sqlite` when nsys is on PATH, else an ArtifactError
+    that gives the command to run."""
+    nsys = shutil.which("nsys")
+    base = Path(name).name
+    if not nsys:
+        raise ArtifactError(name, "an Nsight Systems report must be exported to SQLite first (nsys is not on PATH "
+                                  f"here): run `{export_command(base)}` and ingest the .sqlite file")
+    with tempfile.TemporaryDirectory(prefix="ks-nsys-") as tmp:
+        rep = os.path.join(tmp, "report.nsys-rep")
+        out = os.path.join(tmp, "report.sqlite")
+        Path(rep).write_bytes(data)
+        try:
+            r = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", out, rep],
+                               capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ArtifactError(name, f"nsys export failed ({e}); run `{export_command(base)}` yourself") from None
+        if r.returncode != 0 or not os.path.exists(out):
+            tail = (r.stderr or r.stdout or "").strip().splitlines()[-1:] or [""]
+            raise ArtifactError(name, f"nsys export failed (exit {r.returncode}: {tail[0]}); "
+                                      f"run `{export_command(base)}` yourself")
+        parsed = parse(Path(out).read_bytes(), name)
+    parsed.meta["exported_from"] = "nsys-rep"
+    return parsed
