@@ -192,7 +192,7 @@ def dashboard(
         env["KERNELSCOPE_TOKEN"] = token
     cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
            "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-           "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false"]
+           "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
     try:
         return subprocess.call(cmd, env=env)

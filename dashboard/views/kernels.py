@@ -79,7 +79,10 @@ if bars.height:
     c1.altair_chart(chart.properties(title="DRAM bandwidth per launch vs spec peak (dashed)"), width="stretch")
 occ = analyzed.select(pl.col("id").cast(pl.String).alias("launch"), "achieved_occupancy_pct",
                       "theoretical_occupancy_pct", "predicted_occupancy_pct").unpivot(
-    index="launch", variable_name="measure", value_name="pct").drop_nulls()
+    index="launch", variable_name="measure", value_name="pct").drop_nulls().with_columns(
+    pl.col("measure").replace({"achieved_occupancy_pct": "achieved (ncu counter)",
+                               "theoretical_occupancy_pct": "theoretical (ncu)",
+                               "predicted_occupancy_pct": "theoretical (our calculator)"}))
 if occ.height:
     c2.altair_chart(alt.Chart(occ).mark_bar().encode(
         x=alt.X("launch:N", title="launch id"), xOffset="measure:N",

@@ -1,0 +1,418 @@
+"""Building blocks of a textbook case: parameters, predictions, chapter figures, measurements, evaluation.
+
+A `Case` is data plus one pure function `model(p, gpu) -> list[Prediction]`: `p` holds the parameter
+values (attribute access: `p.M`), `gpu` is an `analyzers.gpus.GPUSpec`. Predictions are in base units
+(see `units.py`). Narrative cases have `model=None` and say why.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from analyzers.cases.units import fmt, to_base
+from analyzers.gpus import GPUSpec, get_gpu
+
+DEFAULT_GPU = "NVIDIA H200"
+
+ParamValue = Any  # int | float | str | tuple[float, ...]
+
+
+class CaseError(ValueError):
+    """A bad parameter or an impossible configuration for a case (one readable line)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameters
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    """One input of a case. Values are given in `unit` (µs, MiB, …), never silently rescaled.
+
+    `default` is the chapter's value; `from_chapter=False` marks an assumption where the chapter gives
+    none. `gpu_default(gpu)` (if set) gives the default from the GPU spec instead (e.g. its opt-in
+    shared memory); the chapter's own value then appears in the case's figures.
+    """
+    name: str
+    unit: str
+    default: ParamValue
+    description: str
+    type: str = "float"                      # "int" | "float" | "choice" | "floats"
+    min: float | None = None                 # inclusive
+    max: float | None = None                 # inclusive
+    choices: tuple = ()
+    from_chapter: bool = True
+    gpu_default: Callable[[GPUSpec], ParamValue] | None = None
+    gpu_default_text: str = ""
+    positive: bool = False                   # strictly > 0
+
+    def default_for(self, gpu: GPUSpec) -> ParamValue:
+        if self.gpu_default is not None:
+            v = self.gpu_default(gpu)
+            if v is None:
+                raise CaseError(f"{gpu.name} has no value for parameter {self.name!r} "
+                                f"({self.gpu_default_text}); set it with {self.name}=VALUE")
+            return self.parse(v)
+        return self.default
+
+    def parse(self, raw: ParamValue) -> ParamValue:
+        """Parse and check one value (strings from the command line or the URL allowed)."""
+        name = self.name
+        if self.type == "choice":
+            opts = {str(c): c for c in self.choices}
+            if str(raw) not in opts:
+                raise CaseError(f"parameter {name}={raw!r}: must be one of {', '.join(map(str, self.choices))}")
+            return opts[str(raw)]
+        if self.type == "floats":
+            items = raw.split(",") if isinstance(raw, str) else list(raw)
+            vals = tuple(_number(x, name) for x in items if str(x).strip() != "")
+            if not vals:
+                raise CaseError(f"parameter {name}: needs at least one number")
+            return vals
+        v = _number(raw, name)
+        if self.type == "int":
+            if not float(v).is_integer():
+                raise CaseError(f"parameter {name}={raw!r}: must be a whole number")
+            v = int(v)
+        if self.positive and v <= 0:
+            raise CaseError(f"parameter {name}={raw!r}: must be > 0{' ' + self.unit if self.unit else ''}")
+        if self.min is not None and v < self.min:
+            raise CaseError(f"parameter {name}={raw!r}: must be >= {self.min:g}{' ' + self.unit if self.unit else ''}")
+        if self.max is not None and v > self.max:
+            raise CaseError(f"parameter {name}={raw!r}: must be <= {self.max:g}{' ' + self.unit if self.unit else ''}")
+        return v
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "unit": self.unit, "default": _jsonable(self.default),
+                "type": self.type, "description": self.description, "from_chapter": self.from_chapter,
+                "gpu_default": self.gpu_default_text or None, "min": self.min, "max": self.max,
+                "choices": list(self.choices) or None}
+
+
+def _number(raw, name: str) -> float:
+    """A number from text: '64', '1.29', '2/3', 'ln4' / 'ln(4)' (natural log), '2^-24'."""
+    if isinstance(raw, bool):
+        raise CaseError(f"parameter {name}={raw!r}: not a number")
+    if isinstance(raw, (int, float)):
+        v = float(raw)
+    else:
+        s = str(raw).strip().replace(" ", "")
+        try:
+            if s.lower().startswith("ln"):
+                v = math.log(float(s[2:].strip("()")))
+            elif "/" in s:
+                a, b = s.split("/", 1)
+                v = float(a) / float(b)
+            elif "^" in s:
+                a, b = s.split("^", 1)
+                v = float(a) ** float(b)
+            else:
+                v = float(s)
+        except (ValueError, ZeroDivisionError):
+            raise CaseError(f"parameter {name}={raw!r}: not a number") from None
+    if not math.isfinite(v):
+        raise CaseError(f"parameter {name}={raw!r}: must be finite")
+    return int(v) if isinstance(raw, int) else v
+
+
+class Params(dict):
+    """Parameter values with attribute access (`p.M`)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Predictions
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Explanation:
+    """A known reason why a measurement may differ: applies when lo <= measured/predicted <= hi."""
+    text: str
+    lo: float = 0.0
+    hi: float = math.inf
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A predicted quantity in a base unit.
+
+    kind: "estimate" (agrees within ±rel_tol), "lower_bound" (a measurement at or above agrees),
+    "upper_bound" (at or below agrees), "range" (agrees inside [lo, hi]), "exact" (counts, ±rel_tol),
+    "info" (shown, not compared). `max_physical`/`min_physical`: a measurement beyond them is
+    physically impossible on this GPU (`physical` says which limit).
+    """
+    key: str
+    label: str
+    value: Any
+    unit: str
+    formula: str = ""
+    kind: str = "estimate"
+    rel_tol: float = 0.10
+    lo: float | None = None
+    hi: float | None = None
+    max_physical: float | None = None
+    min_physical: float | None = None
+    physical: str = ""
+    explanations: tuple[Explanation, ...] = ()
+
+    @property
+    def display(self) -> str:
+        return fmt(self.value, self.unit)
+
+    @property
+    def numeric(self) -> bool:
+        return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
+
+    def to_json(self) -> dict:
+        d = {"value": _jsonable(self.value), "unit": self.unit, "display": self.display, "label": self.label,
+             "kind": self.kind, "formula": self.formula}
+        if self.kind in ("estimate", "exact"):
+            d["rel_tol"] = self.rel_tol
+        if self.kind == "range":
+            d["lo"], d["hi"] = _jsonable(self.lo), _jsonable(self.hi)
+        if self.max_physical is not None:
+            d["max_physical"] = _jsonable(self.max_physical)
+        if self.min_physical is not None:
+            d["min_physical"] = _jsonable(self.min_physical)
+        return d
+
+
+def pred(key: str, label: str, value, unit: str, formula: str = "", **kw) -> Prediction:
+    return Prediction(key=key, label=label, value=value, unit=unit, formula=formula, **kw)
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter figures and confirming measurements
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Figure:
+    """A number the chapter quotes. `key` names the prediction it corresponds to (None: narrative only);
+    `params` are the parameter values it was quoted at (on top of the defaults); `gpu` the GPU it was
+    quoted for. `measured=True`: the chapter measured it (checked with a verdict); otherwise the model
+    must reproduce it within `tol` (relative)."""
+    text: str
+    value: float | None = None
+    unit: str = ""
+    key: str | None = None
+    gpu: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    measured: bool = False
+    tol: float = 0.01
+    source: str = "chapter"
+
+    def base_value(self) -> float | None:
+        if self.value is None:
+            return None
+        return to_base(self.value, self.unit)[0]
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "value": self.value, "unit": self.unit, "quantity": self.key,
+                "gpu": self.gpu, "params": dict(self.params), "measured": self.measured, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A measurement that can confirm a prediction: kind "ncu" (metric name), "bench" (microbenchmark case
+    id and metric), or "trace" (a trace statistic). `factor` converts the raw value to the quantity's base
+    unit (e.g. 32 B per L2 sector)."""
+    kind: str
+    name: str
+    quantity: str | None
+    how: str
+    factor: float = 1.0
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "quantity": self.quantity, "how": self.how,
+                "factor": self.factor}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A sweep for the dashboard: evaluate the model at each `values` of parameter `x` (and of the `link`
+    parameters), plot the `y` predictions (one unit)."""
+    x: str
+    values: tuple
+    y: tuple[str, ...]
+    link: tuple[str, ...] = ()
+    title: str = ""
+    log_x: bool = False
+    mark: str = "line"
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases and their evaluation
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    section: str                      # "5.2" and the chapter's example/figure numbers
+    summary: str                      # the reasoning, in a few sentences
+    params: tuple[Param, ...] = ()
+    model: Callable[[Params, GPUSpec], list[Prediction]] | None = None
+    figures: tuple[Figure, ...] = ()
+    measurements: tuple[Measure, ...] = ()
+    default_gpu: str | None = None    # the GPU the chapter quoted the case for
+    chart: Chart | None = None
+    chart_data: Callable[[Params, GPUSpec], list[dict]] | None = None   # custom rows {x, series, value, unit}
+    tables: Callable[[Params, GPUSpec], dict[str, list[dict]]] | None = None
+    validate: Callable[[Params, GPUSpec], None] | None = None
+    no_model_reason: str = ""
+
+    @property
+    def runnable(self) -> bool:
+        return self.model is not None
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params) or "none"
+        raise CaseError(f"unknown parameter {name!r} for case {self.id} (known: {known})")
+
+    def gpu(self, gpu: str | GPUSpec | None = None) -> GPUSpec:
+        if isinstance(gpu, GPUSpec):
+            return gpu
+        return get_gpu(gpu or self.default_gpu or DEFAULT_GPU)
+
+    def resolve(self, gpu: GPUSpec, overrides: Mapping[str, Any] | None = None) -> Params:
+        overrides = dict(overrides or {})
+        for name in overrides:
+            self.param(name)  # unknown names raise
+        p = Params()
+        for par in self.params:
+            p[par.name] = par.parse(overrides[par.name]) if name_in(par.name, overrides) else par.default_for(gpu)
+        if self.validate is not None:
+            self.validate(p, gpu)
+        return p
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "title": self.title, "section": self.section, "summary": self.summary,
+                "runnable": self.runnable, "no_model_reason": self.no_model_reason or None,
+                "default_gpu": self.gpu().name, "params": [p.to_json() for p in self.params],
+                "chapter_figures": [f.to_json() for f in self.figures],
+                "measurements": [m.to_json() for m in self.measurements]}
+
+
+def name_in(name: str, mapping: Mapping) -> bool:
+    return name in mapping and mapping[name] is not None
+
+
+@dataclass
+class Evaluation:
+    case: Case
+    gpu: GPUSpec
+    params: Params
+    predictions: dict[str, Prediction]
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Prediction:
+        try:
+            return self.predictions[key]
+        except KeyError:
+            raise KeyError(f"case {self.case.id} predicts no {key!r} "
+                           f"(it predicts: {', '.join(self.predictions)})") from None
+
+    def value(self, key: str):
+        return self[key].value
+
+    def to_json(self) -> dict:
+        return {"case": self.case.id, "title": self.case.title, "section": self.case.section,
+                "gpu": self.gpu.name, "runnable": self.case.runnable,
+                "params": {k: _jsonable(v) for k, v in self.params.items()},
+                "param_units": {p.name: p.unit for p in self.case.params},
+                "predictions": {k: p.to_json() for k, p in self.predictions.items()},
+                "tables": {k: [{c: _jsonable(v) for c, v in row.items()} for row in rows]
+                           for k, rows in self.tables.items()},
+                "summary": self.case.summary,
+                "no_model_reason": self.case.no_model_reason or None}
+
+
+def run_model(case: Case, gpu: GPUSpec, p: Params) -> Evaluation:
+    preds: dict[str, Prediction] = {}
+    if case.model is not None:
+        for q in case.model(p, gpu):
+            if q.key in preds:
+                raise AssertionError(f"{case.id}: duplicate prediction {q.key}")
+            preds[q.key] = q
+    tables = case.tables(p, gpu) if case.tables is not None else {}
+    return Evaluation(case=case, gpu=gpu, params=p, predictions=preds, tables=tables)
+
+
+def _jsonable(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        return v.item()
+    return v
+
+
+# ------------------------------------------------------------------------------------------------
+# Small helpers shared by the case modules
+# ------------------------------------------------------------------------------------------------
+
+KIB = 1024
+MIB = 1024 ** 2
+GIB = 1024 ** 3
+US = 1e-6
+MS = 1e-3
+
+
+def need(gpu: GPUSpec, field_name: str) -> float:
+    """A GPU spec field that the model needs; a clear error when the registry lacks it."""
+    v = getattr(gpu, field_name)
+    if v is None:
+        raise CaseError(f"{gpu.name} has no {field_name} in the GPU registry; this case needs it")
+    return v
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pipeline_time(n: int, t_m: float, t_c: float, slots: int = 2) -> float:
+    """Time for n blocks through a move stage (t_m each) and a compute stage (t_c each) with `slots`
+    buffers: slots = 1 is serial, n·(t_m + t_c); with slots >= 2 it is simulated event by event
+    (move i starts when move i-1 is done and slot i-slots has been consumed; compute i starts when move i
+    and compute i-1 are done). For slots = 2 this is T = t_m + (n-1)·max(t_m, t_c) + t_c."""
+    if n <= 0:
+        return 0.0
+    if slots <= 1:
+        return n * (t_m + t_c)
+    move_end: list[float] = []
+    comp_end: list[float] = []
+    for i in range(n):
+        start = move_end[i - 1] if i else 0.0
+        if i >= slots:
+            start = max(start, comp_end[i - slots])
+        move_end.append(start + t_m)
+        c_start = max(move_end[i], comp_end[i - 1] if i else 0.0)
+        comp_end.append(c_start + t_c)
+    return comp_end[-1]
+
+
+def check_tile(tile: int, name: str, size: int, size_name: str) -> None:
+    if tile > size:
+        raise CaseError(f"tile {name}={tile} is larger than the matrix ({size_name}={size})")
+
+
+def sweep_values(values: Iterable, lo=None, hi=None) -> list:
+    return [v for v in values if (lo is None or v >= lo) and (hi is None or v <= hi)]
+
+
+def percent(x: float) -> float:
+    return 100.0 * x
+
+
+Number = float | int
+Rows = Sequence[Mapping[str, Any]]

@@ -1,0 +1,489 @@
+"""Section 5.1 — submission, copies, synchronisation, and how a kernel runs on an SM."""
+from __future__ import annotations
+
+import math
+
+from analyzers.cases.model import (KIB, MIB, MS, US, Case, CaseError, Chart, Explanation, Figure, Measure, Param,
+                                   ceil_div, need, pipeline_time, pred)
+from analyzers.occupancy import occupancy
+
+H100 = "NVIDIA H100 SXM"
+H200 = "NVIDIA H200"
+
+PCIE_OVERHEAD = Explanation(
+    "PCIe packet headers and flow control leave roughly 85–90 % of the raw link rate for payload, "
+    "so a pinned copy runs at about that fraction of the model's rate", 0.75, 1.0)
+PCIE_OVERHEAD_TIME = Explanation(
+    "PCIe packet headers and flow control leave roughly 85–90 % of the raw link rate for payload, "
+    "so a pinned copy takes about 1.1–1.3× the raw-rate time", 1.0, 1.35)
+
+
+# ------------------------------------------------------------------------------------------------
+# h2d.chunked_copy — Example 5-1
+# ------------------------------------------------------------------------------------------------
+
+def _h2d(p, gpu):
+    size = p.size * MIB
+    bw = p.link * 1e9
+    t_raw = size / bw
+    t_chunk = p.t0 * US + size / p.k / bw
+    t_c = p.compute * US / p.k
+    serial = p.k * t_chunk + p.compute * US
+    piped = pipeline_time(p.k, t_chunk, t_c, slots=2)
+    staged = size / bw + size / (p.staging * 1e9)
+    return [
+        pred("copy_time", "copy time at the link rate", t_raw, "s", "bytes / link bandwidth",
+             rel_tol=0.05, min_physical=t_raw, physical="the link's raw rate",
+             explanations=(PCIE_OVERHEAD_TIME,)),
+        pred("pinned_bandwidth", "pinned copy bandwidth (k chunks, t0 each)", size / (p.k * t_chunk), "B/s",
+             "bytes / (k·t0 + bytes/BW)", rel_tol=0.05, max_physical=bw, physical="the link's raw rate",
+             explanations=(PCIE_OVERHEAD,)),
+        pred("chunk_time", "time per chunk copy", t_chunk, "s", "t0 + bytes/(k·BW)"),
+        pred("serial_time", "copy all, then compute", serial, "s", "k·(t0 + bytes/(k·BW)) + compute"),
+        pred("pipelined_time", "chunks overlapped with compute", piped, "s",
+             "t_chunk + (k-1)·max(t_chunk, compute/k) + compute/k"),
+        pred("pageable_time", "pageable copy (CPU staging pass first)", staged, "s",
+             "bytes/BW + bytes/staging bandwidth", rel_tol=0.3, min_physical=t_raw,
+             physical="the link's raw rate",
+             explanations=(Explanation("drivers stage pageable memory in pieces and overlap the CPU copy "
+                                       "with the DMA, so pageable can come closer to pinned than this serial "
+                                       "model", 0.4, 1.0),
+                           Explanation("the CPU copy into the staging buffer is slower than assumed "
+                                       "(NUMA placement, page faults on first touch)", 1.0, 10.0))),
+        pred("pageable_bandwidth", "pageable copy bandwidth", size / staged, "B/s", "bytes / pageable time",
+             rel_tol=0.3, max_physical=bw, physical="the link's raw rate"),
+    ]
+
+
+H2D = Case(
+    id="h2d.chunked_copy", title="Copying 64 MiB host→device in k chunks", section="5.1 · Example 5-1",
+    summary=("A host→device copy takes bytes / link bandwidth. Pageable memory is first copied by the CPU "
+             "into a pinned staging buffer (an extra pass), so pageable is slower. Splitting into k chunks "
+             "lets compute start on the first chunk early, at a fixed cost per copy."),
+    params=(
+        Param("size", "MiB", 64, "bytes to copy", positive=True),
+        Param("k", "count", 1, "number of chunks", type="int", min=1, max=1 << 20),
+        Param("link", "GB/s", 64, "host link bandwidth, one direction (chapter: PCIe Gen5 x16 = 64 GB/s)",
+              positive=True, gpu_default=lambda g: g.host_link_bytes_per_s and g.host_link_bytes_per_s / 1e9,
+              gpu_default_text="the GPU's host link, one direction"),
+        Param("t0", "µs", 10, "fixed cost per copy call (the chapter gives none; public anchors 10–30 µs "
+              "per synchronous call)", min=0, from_chapter=False),
+        Param("compute", "µs", 0, "compute on the copied data (0 = copy only)", min=0, from_chapter=False),
+        Param("staging", "GB/s", 20, "CPU memcpy bandwidth into the pinned staging buffer (pageable copies)",
+              positive=True, from_chapter=False),
+    ),
+    model=_h2d,
+    figures=(
+        Figure("64 MiB over PCIe Gen5 x16 (64 GB/s one way) ≈ 1.05 ms", 1.05, "ms", key="copy_time",
+               params={"link": 64}),
+    ),
+    measurements=(
+        Measure("bench", "h2d.chunked_copy/pinned_bandwidth", "pinned_bandwidth",
+                "event-timed cudaMemcpyAsync from pinned memory, chunks 1/4/16/64"),
+        Measure("bench", "h2d.chunked_copy/pageable_bandwidth", "pageable_bandwidth",
+                "event-timed copies from pageable memory"),
+        Measure("trace", "nsys CUPTI_ACTIVITY_KIND_MEMCPY bytes / (end - start)", "pinned_bandwidth",
+                "per-copy bandwidth of HtoD copies in an Nsight Systems export"),
+    ),
+    default_gpu=H200,
+    chart=Chart("k", (1, 2, 4, 8, 16, 32, 64), ("serial_time", "pipelined_time"),
+                title="copy time vs number of chunks", log_x=True),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# timing.positions — Example 5-2
+# ------------------------------------------------------------------------------------------------
+
+def _timing(p, gpu):
+    k, f, s = p.kernel * US, p.fixed * US, p.s
+    return [
+        pred("host_clock_time", "host clock around the async call (submission only)", p.submit * US, "s",
+             "submission time", rel_tol=0.5),
+        pred("kernel_time_old", "device events around the old kernel", k, "s", "k"),
+        pred("kernel_time_new", "device events around the new kernel", k / s, "s", "k / s"),
+        pred("call_time_old", "caller waits (old)", f + k, "s", "f + k"),
+        pred("call_time_new", "caller waits (new)", f + k / s, "s", "f + k/s"),
+        pred("call_speedup", "speedup the caller sees", (f + k) / (f + k / s), "×", "(f + k) / (f + k/s)"),
+        pred("kernel_speedup", "kernel speedup", s, "×", "s"),
+        pred("fixed_fraction", "fixed cost / old kernel time", f / k if k else math.inf, "×", "f / k"),
+    ]
+
+
+TIMING = Case(
+    id="timing.positions", title="Three clocks, three answers: kernel 4× faster, call 1.75× faster",
+    section="5.1 · Example 5-2",
+    summary=("A host clock around an asynchronous call measures only submission (~3 µs); device events "
+             "around the kernel measure the kernel; stopping after the result is back measures what the "
+             "caller waits. With call = fixed + kernel, a 4× faster kernel gives a 1.75× faster call when "
+             "fixed = 0.75 × the old kernel time: speedup = (f + k) / (f + k/s)."),
+    params=(
+        Param("kernel", "µs", 20, "old kernel time k (the 20 µs kernel of Figure 5-3)", positive=True),
+        Param("fixed", "µs", 15, "fixed cost f around the kernel (0.75 × 20 µs, implied by 4× → 1.75×)",
+              min=0),
+        Param("s", "×", 4, "kernel speedup", positive=True),
+        Param("submit", "µs", 3, "submission time seen by a host clock", min=0),
+    ),
+    model=_timing,
+    figures=(
+        Figure("kernel 4× faster, whole call only 1.75× faster", 1.75, "×", key="call_speedup"),
+        Figure("a host clock around the async call sees only submission: 3 µs", 3, "µs", key="host_clock_time"),
+    ),
+    measurements=(
+        Measure("bench", "timing.positions/host_clock_time", "host_clock_time", "perf_counter around the launch"),
+        Measure("bench", "timing.positions/kernel_time", "kernel_time_old", "CUDA events around the kernel"),
+        Measure("bench", "timing.positions/call_time", "call_time_old", "perf_counter around launch + sync"),
+    ),
+    chart=Chart("s", (1, 1.5, 2, 4, 8, 16, 32), ("call_speedup", "kernel_speedup"),
+                title="call speedup vs kernel speedup", log_x=True),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# compile.amortization
+# ------------------------------------------------------------------------------------------------
+
+def _compile(p, gpu):
+    gain = p.eager - p.run
+    n_star = p.compile / gain if gain > 0 else math.inf
+    return [
+        pred("mean_cost_per_call", "mean cost per call after N calls", (p.run + p.compile / p.N) * MS, "s",
+             "t_run + T_compile / N"),
+        pred("compiled_total", "compile + N runs", (p.compile + p.N * p.run) * MS, "s", "T_compile + N·t_run"),
+        pred("eager_total", "N eager runs", p.N * p.eager * MS, "s", "N·t_eager"),
+        pred("break_even_calls", "calls until compiling pays off", n_star, "count",
+             "N* = T_compile / (t_eager − t_compiled); never if the compiled run is not faster", kind="info"),
+    ]
+
+
+COMPILE = Case(
+    id="compile.amortization", title="First compile amortised over calls", section="5.1",
+    summary=("Compiling once costs T_compile; each compiled run costs t_run. After N calls the mean cost is "
+             "t_run + T_compile/N. Against an uncompiled path of t_eager per call, compiling pays off after "
+             "N* = T_compile / (t_eager − t_run) calls, and never if the compiled run is not faster."),
+    params=(
+        Param("compile", "ms", 100, "compile time", min=0),
+        Param("run", "ms", 1, "compiled run time per call", min=0),
+        Param("eager", "ms", 2, "uncompiled run time per call (the chapter gives none)", min=0,
+              from_chapter=False),
+        Param("N", "count", 100, "number of calls", type="int", min=1),
+    ),
+    model=_compile,
+    figures=(
+        Figure("compile 100 ms, each run 1 ms: after 100 calls 1 + 100/100 = 2 ms per call", 2, "ms",
+               key="mean_cost_per_call", params={"N": 100}),
+        Figure("… after 10 calls 11 ms per call", 11, "ms", key="mean_cost_per_call", params={"N": 10}),
+    ),
+    measurements=(
+        Measure("bench", "compile.amortization/first_call_time", None, "torch.compile first call vs eager"),
+        Measure("bench", "compile.amortization/steady_call_time", None, "compiled steady-state per call"),
+    ),
+    chart=Chart("N", (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000), ("mean_cost_per_call",),
+                title="mean cost per call vs number of calls", log_x=True),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# launch.overhead
+# ------------------------------------------------------------------------------------------------
+
+def _launch(p, gpu):
+    k, l = p.kernel * US, p.launch * US
+    total = pipeline_time(p.n, l, k, slots=10 ** 9 if p.n > 1 else 1) if p.n else 0.0
+    total = l + (p.n - 1) * max(l, k) + k
+    busy = p.n * k / total
+    return [
+        pred("total_time", "n kernels submitted back to back", total, "s", "t_l + (n−1)·max(t_l, t_k) + t_k"),
+        pred("gpu_busy", "GPU busy fraction", 100 * busy, "%", "n·t_k / total", max_physical=100.0,
+             physical="100 %"),
+        pred("gpu_idle_time", "GPU idle time", total - p.n * k, "s", "total − n·t_k"),
+        pred("bound", "who sets the pace", "host" if l > k else "GPU", "text", "host if t_l > t_k"),
+        pred("launch_floor", "per-kernel time floor", max(l, k), "s", "max(t_l, t_k)", kind="lower_bound"),
+    ]
+
+
+LAUNCH = Case(
+    id="launch.overhead", title="The GPU waits for the CPU", section="5.1",
+    summary=("The CPU submits and the GPU executes, as a two-stage pipeline. Big kernels give the CPU time "
+             "to prepare the next one; small ones finish before the next submission and the GPU idles. The "
+             "per-kernel floor is max(submission, kernel)."),
+    params=(
+        Param("n", "count", 100, "kernels back to back", type="int", min=1, from_chapter=False),
+        Param("kernel", "µs", 2, "GPU time per kernel", min=0, from_chapter=False),
+        Param("launch", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37)",
+              min=0),
+    ),
+    model=_launch,
+    measurements=(
+        Measure("bench", "launch.overhead/empty_kernel_launch_time", "launch_floor",
+                "empty kernels launched back to back; time per kernel"),
+        Measure("trace", "timeline launch gaps (GPU idle between kernels)", "gpu_busy",
+                "GPU busy fraction from a PyTorch/Nsight Systems trace"),
+    ),
+    chart=Chart("kernel", (0.5, 1, 2, 3, 5, 8, 10, 20, 50), ("gpu_busy",),
+                title="GPU busy fraction vs kernel time", log_x=True),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# occupancy.sm
+# ------------------------------------------------------------------------------------------------
+
+def _occ_smem(p) -> int:
+    return int(p.elem * p.m * p.k + p.elem * p.k * p.n + p.acc * p.m * p.n)
+
+
+def _occupancy(p, gpu):
+    smem = _occ_smem(p)
+    r = occupancy(gpu, p.threads, p.regs, smem_dynamic_bytes=smem)
+    lim = ", ".join(r.limiters) if r.blocks_per_sm else "does not fit"
+    bw = need(gpu, "dram_bandwidth_bytes_per_s")
+    return [
+        pred("smem_per_block", "shared memory per block", smem, "B", "elem·m·k + elem·k·n + acc·m·n",
+             kind="exact", rel_tol=0),
+        pred("smem_alloc_per_block", "allocated per block (+ reserved, 128 B granules)",
+             r.smem_per_block_alloc_bytes, "B", "roundup(S + reserved, 128)", kind="exact", rel_tol=0),
+        pred("warps_per_block", "warps per block", r.warps_per_block, "count", "ceil(threads / 32)", kind="exact",
+             rel_tol=0),
+        pred("blocks_by_threads", "blocks allowed by thread slots", r.limits["warps"], "count",
+             "floor(max warps/SM ÷ warps per block)", kind="exact", rel_tol=0),
+        pred("blocks_by_regs", "blocks allowed by registers", r.limits["registers"], "count",
+             "per sub-partition: floor(regs/4 ÷ roundup(regs·32, 256)) warps", kind="exact", rel_tol=0),
+        pred("blocks_by_smem", "blocks allowed by shared memory", r.limits["shared_mem"], "count",
+             "floor(smem per SM ÷ alloc)", kind="exact", rel_tol=0),
+        pred("blocks_per_sm", "resident blocks per SM", r.blocks_per_sm, "count",
+             "min(threads, registers, shared memory, block limit)", kind="exact", rel_tol=0),
+        pred("occupancy", "theoretical occupancy", r.occupancy_pct, "%", "resident warps ÷ max warps per SM",
+             kind="exact", rel_tol=0.005, max_physical=100.0, physical="100 %",
+             explanations=(Explanation("achieved occupancy is below the theoretical one (tail of the grid, "
+                                       "uneven blocks, warps waiting at barriers)", 0.0, 1.0),)),
+        pred("limiter", "limited by", lim, "text", "every limit equal to the minimum"),
+        pred("bandwidth_per_sm", "DRAM bandwidth per SM", bw / gpu.sm_count, "B/s", "bandwidth ÷ SMs",
+             kind="info"),
+    ]
+
+
+def _occ_validate(p, gpu):
+    if p.threads > 1024:
+        raise CaseError(f"threads={p.threads}: a block has at most 1024 threads")
+
+
+OCCUPANCY = Case(
+    id="occupancy.sm", title="SM occupancy calculator: the chapter's 128×128×64 block", section="5.1",
+    summary=("A block fits on an SM only if it gets thread slots, registers and shared memory; blocks per SM = "
+             "the minimum over the three (and the block limit); occupancy = resident warps ÷ max warps. The "
+             "chapter's block (128×128 output, K step 64) keeps A 16 KiB + W 16 KiB + an FP32 accumulator "
+             "64 KiB = 96 KiB in shared memory with 256 threads (8 warps). Exact rules: formats.md §3 "
+             "(analyzers.occupancy)."),
+    params=(
+        Param("m", "count", 128, "output tile rows", type="int", positive=True),
+        Param("n", "count", 128, "output tile columns", type="int", positive=True),
+        Param("k", "count", 64, "K step", type="int", positive=True),
+        Param("threads", "count", 256, "threads per block", type="int", positive=True),
+        Param("regs", "count", 64, "registers per thread (the chapter gives none)", type="int", min=0, max=255,
+              from_chapter=False),
+        Param("elem", "B", 2, "bytes per input element (BF16)", type="int", positive=True),
+        Param("acc", "B", 4, "bytes per accumulator element in shared memory (0 = accumulator in registers)",
+              type="int", min=0),
+    ),
+    model=_occupancy, validate=_occ_validate,
+    figures=(
+        Figure("A 16 KiB + W 16 KiB + FP32 accumulator 64 KiB = 96 KiB", 96, "KiB", key="smem_per_block",
+               gpu=H100),
+        Figure("256 threads (8 warps)", 8, "count", key="warps_per_block", gpu=H100),
+        Figure("H100: 3.35 TB/s ÷ 132 SMs per SM", 3.35e12 / 132 / 1e9, "GB/s", key="bandwidth_per_sm", gpu=H100),
+    ),
+    measurements=(
+        Measure("ncu", "sm__maximum_warps_per_active_cycle_pct", "occupancy", "theoretical occupancy"),
+        Measure("ncu", "launch__occupancy_limit_shared_mem", "blocks_by_smem", "blocks allowed by shared memory"),
+        Measure("ncu", "launch__occupancy_limit_registers", "blocks_by_regs", "blocks allowed by registers"),
+        Measure("ncu", "launch__occupancy_limit_warps", "blocks_by_threads", "blocks allowed by warps"),
+        Measure("ncu", "sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy",
+                "achieved occupancy (at most the theoretical one)"),
+        Measure("bench", "occupancy.sm/occupancy", "occupancy", "kernel with swept registers/shared memory"),
+    ),
+    default_gpu=H100,
+    chart=Chart("regs", (16, 32, 40, 48, 64, 96, 128, 168, 255), ("occupancy",),
+                title="theoretical occupancy vs registers per thread"),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# littles_law
+# ------------------------------------------------------------------------------------------------
+
+def _little(p, gpu):
+    bw = need(gpu, "dram_bandwidth_bytes_per_s")
+    lat = p.latency * 1e-9
+    needed = bw * lat
+    threads = gpu.sm_count * gpu.max_threads_per_sm * p.occ / 100
+    avail = threads * p.bytes_per_thread
+    achieved = min(bw, avail / lat)
+    occ_needed = 100 * needed / (gpu.sm_count * gpu.max_threads_per_sm * p.bytes_per_thread)
+    return [
+        pred("bytes_in_flight_needed", "bytes in flight to sustain the bandwidth", needed, "B",
+             "bandwidth × latency", kind="info"),
+        pred("bytes_in_flight", "bytes in flight at this occupancy", avail, "B",
+             "SMs × threads/SM × occupancy × bytes per thread", kind="info"),
+        pred("achieved_bandwidth", "achievable DRAM bandwidth", achieved, "B/s",
+             "min(peak, bytes in flight / latency)", rel_tol=0.15, max_physical=bw,
+             physical="the DRAM peak",
+             explanations=(Explanation("DRAM efficiency (refresh, row switches, read/write turnarounds) caps "
+                                       "streaming at roughly 80–93 % of the datasheet peak", 0.7, 1.0),
+                           Explanation("fewer bytes are in flight than assumed (dependent loads, narrow "
+                                       "accesses)", 0.0, 0.7))),
+        pred("occupancy_needed", "occupancy needed to saturate DRAM", min(occ_needed, math.inf), "%",
+             "needed ÷ (SMs × threads/SM × bytes per thread)", kind="info"),
+    ]
+
+
+LITTLE = Case(
+    id="littles_law", title="Little's law: bytes in flight hide latency", section="5.1",
+    summary=("Bytes in flight needed to sustain a bandwidth = bandwidth × latency. Requests in flight come "
+             "from resident warps, so fewer resident warps → fewer requests in flight → lower achieved "
+             "bandwidth."),
+    params=(
+        Param("latency", "ns", 550, "DRAM latency under load (the chapter gives none; H200 ≈ 500–600 ns)",
+              positive=True, from_chapter=False),
+        Param("occ", "%", 100, "occupancy (resident threads ÷ max threads)", positive=True, max=100),
+        Param("bytes_per_thread", "B", 16, "bytes each resident thread keeps in flight", positive=True,
+              from_chapter=False),
+    ),
+    model=_little,
+    figures=(
+        Figure("H200: 4.8 TB/s × ~500 ns ≈ 2.4 MB in flight", 2.4, "MB", key="bytes_in_flight_needed", gpu=H200,
+               params={"latency": 500}, source="reference note (chapter5-cases.md)"),
+        Figure("H200: 4.8 TB/s × ~600 ns ≈ 2.9 MB in flight", 2.9, "MB", key="bytes_in_flight_needed", gpu=H200,
+               params={"latency": 600}, tol=0.02, source="reference note (chapter5-cases.md)"),
+    ),
+    measurements=(
+        Measure("bench", "littles_law/achieved_bandwidth", "achieved_bandwidth",
+                "copy bandwidth vs occupancy (block size / shared-memory spoiler sweep)"),
+        Measure("ncu", "dram__throughput.avg.pct_of_peak_sustained_elapsed", None, "DRAM throughput % of peak"),
+    ),
+    chart=Chart("occ", (3.125, 6.25, 12.5, 25, 37.5, 50, 75, 100), ("achieved_bandwidth",),
+                title="achievable bandwidth vs occupancy"),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# mma.granularity
+# ------------------------------------------------------------------------------------------------
+
+def _mma(p, gpu):
+    per_mma = 2 * p.mma_m * p.mma_n * p.mma_k
+    count = (p.m // p.mma_m) * (p.n // p.mma_n) * (p.k // p.mma_k)
+    wg = (p.m // 64) * ceil_div(p.n, 256) * (p.k // 16) if p.m % 64 == 0 and p.k % 16 == 0 else None
+    out = [
+        pred("flop_per_mma", "FLOPs per MMA instruction", per_mma, "FLOP", "2 · 16·8·16", kind="exact", rel_tol=0),
+        pred("mma_per_block_step", "MMA instructions per block per K step", count, "count",
+             "(m/16)·(n/8)·(k/16)", kind="exact", rel_tol=0),
+        pred("mma_per_warp", "MMA instructions per warp", count / p.warps, "count", "÷ warps", kind="exact",
+             rel_tol=0),
+        pred("flop_per_block_step", "FLOPs per block per K step", 2 * p.m * p.n * p.k, "FLOP", "2·m·n·k",
+             kind="exact", rel_tol=0),
+    ]
+    if wg is not None:
+        out.append(pred("wgmma_per_block_step", "Hopper wgmma (m64 n≤256 k16) per block per K step", wg,
+                        "count", "(m/64)·ceil(n/256)·(k/16), one per warpgroup of 4 warps", kind="info"))
+    return out
+
+
+def _mma_validate(p, gpu):
+    for tile, name, g in ((p.m, "m", p.mma_m), (p.n, "n", p.mma_n), (p.k, "k", p.mma_k)):
+        if tile % g:
+            raise CaseError(f"{name}={tile} is not a multiple of the MMA shape ({g})")
+    if (p.m // p.mma_m) * (p.n // p.mma_n) * (p.k // p.mma_k) % p.warps:
+        raise CaseError(f"{p.warps} warps cannot share the MMA instructions evenly")
+
+
+MMA = Case(
+    id="mma.granularity", title="Matrix instructions: 16×8×16 per MMA", section="5.1",
+    summary=("One MMA instruction is 16×8×16 = 4,096 FLOPs. A 128×128×64 block needs 8 × 16 × 4 = 512 of "
+             "them; 8 warps issue 64 each. Hopper's warpgroup instructions (wgmma) are issued by 4 warps "
+             "together, read operands straight from shared memory and run asynchronously."),
+    params=(
+        Param("m", "count", 128, "block tile rows", type="int", positive=True),
+        Param("n", "count", 128, "block tile columns", type="int", positive=True),
+        Param("k", "count", 64, "K step", type="int", positive=True),
+        Param("warps", "count", 8, "warps per block", type="int", positive=True),
+        Param("mma_m", "count", 16, "MMA M", type="int", positive=True),
+        Param("mma_n", "count", 8, "MMA N", type="int", positive=True),
+        Param("mma_k", "count", 16, "MMA K", type="int", positive=True),
+    ),
+    model=_mma, validate=_mma_validate,
+    figures=(
+        Figure("one MMA is 16×8×16 = 4096 FLOPs", 4096, "FLOP", key="flop_per_mma"),
+        Figure("a 128×128×64 block needs 8×16×4 = 512 MMAs", 512, "count", key="mma_per_block_step"),
+        Figure("8 warps issue 64 each", 64, "count", key="mma_per_warp"),
+    ),
+    measurements=(
+        Measure("ncu", "smsp__inst_executed_pipe_tensor_op_hmma.sum", "mma_per_block_step",
+                "divide by (blocks × K steps) to get per block per K step"),
+    ),
+    chart=Chart("m", (16, 32, 64, 128, 256), ("mma_per_block_step",), link=("n",),
+                title="MMA instructions per K step vs square tile size", log_x=True),
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# warpspec.producer_consumer — Figure 5-5
+# ------------------------------------------------------------------------------------------------
+
+def warpspec_times(gpu, block_bytes: float, flop_per_byte: float) -> tuple[float, float]:
+    """(t_move, t_compute) for one block on one SM's share: t_move = bytes / (BW / SMs),
+    t_compute = FLOP/B × bytes / (peak / SMs)."""
+    bw = need(gpu, "dram_bandwidth_bytes_per_s")
+    peak = need(gpu, "bf16_dense_flop_per_s")
+    return block_bytes / (bw / gpu.sm_count), flop_per_byte * block_bytes / (peak / gpu.sm_count)
+
+
+def _warpspec(p, gpu):
+    bw = need(gpu, "dram_bandwidth_bytes_per_s")
+    peak = need(gpu, "bf16_dense_flop_per_s")
+    t_m, t_c = warpspec_times(gpu, p.block * KIB, p.intensity)
+    return [
+        pred("bandwidth_per_sm", "DRAM bandwidth per SM", bw / gpu.sm_count, "B/s", "BW ÷ SMs", kind="info"),
+        pred("peak_per_sm", "BF16 matrix peak per SM", peak / gpu.sm_count, "FLOP/s", "peak ÷ SMs", kind="info"),
+        pred("t_move", "move one block (producer)", t_m, "s", "bytes ÷ (BW/SMs)", kind="lower_bound"),
+        pred("t_compute", "compute on it (consumer)", t_c, "s", "FLOP/B · bytes ÷ (peak/SMs)",
+             kind="lower_bound"),
+        pred("move_compute_ratio", "move time ÷ compute time", t_m / t_c, "×", "t_move / t_compute"),
+        pred("machine_balance", "matrix peak ÷ bandwidth", peak / bw, "FLOP/B", "peak / BW"),
+        pred("bound", "slower stage", "move" if t_m > t_c else "compute", "text", "the slower stage sets the pace"),
+        pred("compute_busy", "consumer busy fraction", 100 * t_c / max(t_m, t_c), "%",
+             "t_compute / max(t_move, t_compute)", max_physical=100.0, physical="100 %"),
+    ]
+
+
+WARPSPEC = Case(
+    id="warpspec.producer_consumer", title="Warp specialisation: producers move, consumers compute",
+    section="5.1 · Figure 5-5",
+    summary=("Each slot has a 'full' barrier (set by the async copy) and an 'empty' one (set when compute is "
+             "done). On one SM's share of an H100, moving a 32 KiB K block takes 1.29 µs and computing on "
+             "it 0.28 µs: the copy is 4.6× slower, because the block does 64 FLOP per byte while the H100's "
+             "matrix-peak-to-bandwidth ratio is ≈ 295 FLOP/B. The slower stage sets the pace."),
+    params=(
+        Param("block", "KiB", 32, "bytes per block (a K block)", positive=True),
+        Param("intensity", "FLOP/B", 64, "FLOPs per byte moved", positive=True),
+    ),
+    model=_warpspec,
+    figures=(
+        Figure("H100: move a 32 KiB K block 1.29 µs", 1.29, "µs", key="t_move", gpu=H100),
+        Figure("H100: compute on it 0.28 µs", 0.28, "µs", key="t_compute", gpu=H100),
+        Figure("copy 4.6× slower than compute", 4.6, "×", key="move_compute_ratio", gpu=H100),
+        Figure("H100 matrix peak ÷ bandwidth ≈ 295 FLOP/byte", 295, "FLOP/B", key="machine_balance", gpu=H100),
+        Figure("H200 ≈ 206 FLOP/byte", 206, "FLOP/B", key="machine_balance", gpu=H200,
+               source="reference note (chapter5-cases.md)"),
+    ),
+    measurements=(
+        Measure("ncu", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "compute_busy",
+                "tensor pipe busy % in a warp-specialised kernel"),
+        Measure("ncu", "dram__throughput.avg.pct_of_peak_sustained_elapsed", None, "DRAM busy %"),
+    ),
+    default_gpu=H100,
+    chart=Chart("intensity", (16, 32, 64, 128, 256, 512), ("t_move", "t_compute"),
+                title="move vs compute time per block vs FLOP per byte", log_x=True),
+)
+
+CASES = (H2D, TIMING, COMPILE, LAUNCH, OCCUPANCY, LITTLE, MMA, WARPSPEC)

@@ -1,0 +1,414 @@
+"""Timeline analyzers: pure functions over the normalized timeline tables (`collectors.kineto` schemas).
+
+Inputs are the `gpu_ops` table (kernels, memcpy, memset with their launch calls) and, for the what-if, the
+`api_calls` table. All times are Int64 ns; results carry the unit in every column name. Groups are
+(rank, device) for device-level results and (rank, device, stream) for stream-level ones.
+
+Definitions (stated again in the dashboard):
+- launch delay = max(0, op start - end of its launch call)                         [HTA's "launch delay"]
+- queue time   = op start - end of its launch call, null when the op starts before the call returns
+                                                                                    [Nsight Systems' "Queue Dur"]
+- busy time    = length of the union of the op intervals (never a sum of durations; overlaps count once)
+- window       = last op end - first op start;  idle = window - busy;  idle fraction = idle / window
+- gaps         = the holes between the merged busy intervals, each with its size
+- idle categories, per stream, for each gap before an op (HTA `get_idle_time_breakdown`):
+    host wait   the op's launch call started after the previous op on the stream had ended
+                (the host had not submitted it yet);
+    kernel wait otherwise, when the gap is shorter than `kernel_wait_threshold_ns` (default 30,000 ns:
+                HTA's `consecutive_kernel_delay=30` is compared with its µs times, formats.md §5.4);
+    other       the remaining gaps (GPU-side waits on other streams, events, ...).
+- launch-bound: share of kernels shorter than their launch call, the kernel rate against the rate a
+  measured launch floor allows (1e9 / launch_floor_ns kernels per second), and the share of the window
+  the device sat idle waiting for the host; see `launch_bound`.
+- temporal breakdown: compute (non-NCCL kernels), communication (NCCL kernels not overlapping compute),
+  memcpy (memcpy + memset not overlapping kernels), idle; they add up to the window.
+- what-if: see `what_if`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+import polars as pl
+
+DEVICE = ("rank", "device")
+STREAM = ("rank", "device", "stream")
+KERNEL_WAIT_THRESHOLD_NS = 30_000
+LAUNCH_DELAY_CUTOFF_NS = 100_000   # HTA launch_delay_cutoff = 100 µs
+RUNTIME_CUTOFF_NS = 50_000         # HTA runtime_cutoff = 50 µs
+IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+_COMM = r"(?i)nccl"
+
+
+def kernels(gpu_ops: pl.DataFrame) -> pl.DataFrame:
+    return gpu_ops.filter(pl.col("kind") == "kernel")
+
+
+def _kinds(gpu_ops: pl.DataFrame, kinds) -> pl.DataFrame:
+    return gpu_ops if kinds is None else gpu_ops.filter(pl.col("kind").is_in(list(kinds)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch delay
+# --------------------------------------------------------------------------------------------------
+def launch_stats(gpu_ops: pl.DataFrame, *, by=DEVICE, kinds=("kernel",),
+                 launch_delay_cutoff_ns: int = LAUNCH_DELAY_CUTOFF_NS,
+                 runtime_cutoff_ns: int = RUNTIME_CUTOFF_NS) -> pl.DataFrame:
+    """Per group: op_count, with_launch (ops whose launch call is in the trace), launch delay mean / median /
+    p90 / p99 / max (ns, over ops with a launch call), queue_count (ops with a non-null queue time),
+    queue_median_ns, api_duration_median_ns, delay_outliers (launch delay > launch_delay_cutoff_ns),
+    long_launch_calls (launch call longer than runtime_cutoff_ns), short_ops (op shorter than its launch call)."""
+    d = pl.col("launch_delay_ns")
+    return (
+        _kinds(gpu_ops, kinds).group_by(list(by))
+        .agg(
+            pl.len().alias("op_count"),
+            pl.col("launch_api").is_not_null().sum().alias("with_launch"),
+            d.mean().alias("launch_delay_mean_ns"),
+            d.median().alias("launch_delay_median_ns"),
+            d.quantile(0.9, "nearest").alias("launch_delay_p90_ns"),
+            d.quantile(0.99, "nearest").alias("launch_delay_p99_ns"),
+            d.max().alias("launch_delay_max_ns"),
+            pl.col("queue_ns").is_not_null().sum().alias("queue_count"),
+            pl.col("queue_ns").median().alias("queue_median_ns"),
+            pl.col("api_duration_ns").median().alias("api_duration_median_ns"),
+            (d > launch_delay_cutoff_ns).sum().alias("delay_outliers"),
+            (pl.col("api_duration_ns") > runtime_cutoff_ns).sum().alias("long_launch_calls"),
+            (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_ops"),
+        )
+        .sort(list(by))
+    )
+
+
+def launch_delay_outliers(gpu_ops: pl.DataFrame, *, cutoff_ns: int = LAUNCH_DELAY_CUTOFF_NS, kinds=("kernel",),
+                          limit: int | None = 100) -> pl.DataFrame:
+    """Ops whose launch delay exceeds cutoff_ns, longest first."""
+    out = (_kinds(gpu_ops, kinds).filter(pl.col("launch_delay_ns") > cutoff_ns)
+           .sort("launch_delay_ns", descending=True)
+           .select(*STREAM, "name", "start_ns", "duration_ns", "launch_api", "api_start_ns", "api_end_ns",
+                   "launch_delay_ns", "queue_ns"))
+    return out.head(limit) if limit else out
+
+
+# --------------------------------------------------------------------------------------------------
+# Busy time, idle fraction, gaps
+# --------------------------------------------------------------------------------------------------
+def merge_intervals(ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """Union of the [start_ns, end_ns) intervals per group -> (by..., start_ns, end_ns), sorted."""
+    by = list(by)
+    if ops.height == 0:
+        return ops.select(*by, "start_ns", "end_ns").clear()
+    s = ops.select(*by, "start_ns", "end_ns").sort(*by, "start_ns")
+    prev_max = pl.col("end_ns").cum_max().shift(1).over(by)
+    s = s.with_columns(((pl.col("start_ns") > prev_max) | prev_max.is_null()).cast(pl.Int64).alias("_new"))
+    s = s.with_columns(pl.col("_new").cum_sum().over(by).alias("_iv"))
+    return (s.group_by(*by, "_iv").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+            .sort(*by, "start_ns").drop("_iv"))
+
+
+def utilization(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """Per group: op_count, kernel_count, kernels_with_launch, first_start_ns, last_end_ns, window_ns,
+    busy_ns (union of op intervals), idle_ns = window - busy, idle_fraction = idle / window."""
+    by = list(by)
+    merged = merge_intervals(gpu_ops, by)
+    busy = merged.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
+    counts = gpu_ops.group_by(by).agg(
+        pl.len().alias("op_count"),
+        (pl.col("kind") == "kernel").sum().alias("kernel_count"),
+        ((pl.col("kind") == "kernel") & pl.col("launch_api").is_not_null()).sum().alias("kernels_with_launch"),
+        pl.col("start_ns").min().alias("first_start_ns"),
+        pl.col("end_ns").max().alias("last_end_ns"),
+    )
+    out = counts.join(busy, on=by, how="left").with_columns(
+        (pl.col("last_end_ns") - pl.col("first_start_ns")).alias("window_ns"))
+    return out.with_columns(
+        (pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"),
+        pl.when(pl.col("window_ns") > 0).then(1.0 - pl.col("busy_ns") / pl.col("window_ns")).otherwise(0.0)
+        .alias("idle_fraction"),
+    ).sort(by)
+
+
+def gaps(gpu_ops: pl.DataFrame, by=DEVICE, *, min_gap_ns: int = 0) -> pl.DataFrame:
+    """Idle gaps between merged busy intervals per group: (by..., start_ns, end_ns, gap_ns), gap_ns > min_gap_ns."""
+    by = list(by)
+    m = merge_intervals(gpu_ops, by)
+    return (m.with_columns(pl.col("start_ns").shift(-1).over(by).alias("_next"))
+            .filter(pl.col("_next").is_not_null())
+            .select(*by, pl.col("end_ns").alias("start_ns"), pl.col("_next").alias("end_ns"))
+            .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("gap_ns"))
+            .filter(pl.col("gap_ns") > min_gap_ns))
+
+
+def stream_gaps(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
+    """Every idle gap before an op on its stream, with its HTA category (module docstring).
+
+    Columns: rank, device, stream, start_ns (end of the stream's previous work), end_ns (op start),
+    gap_ns, category, next_name (the op after the gap), api_start_ns (its launch call start, null if unknown)."""
+    s = gpu_ops.select(*STREAM, "start_ns", "end_ns", "name", "api_start_ns").sort(*STREAM, "start_ns")
+    prev_end = pl.col("end_ns").cum_max().shift(1).over(list(STREAM))
+    s = s.with_columns(prev_end.alias("_prev")).filter(pl.col("_prev").is_not_null()) \
+        .with_columns((pl.col("start_ns") - pl.col("_prev")).alias("gap_ns")).filter(pl.col("gap_ns") > 0)
+    cat = (pl.when(pl.col("api_start_ns") > pl.col("_prev")).then(pl.lit("host_wait"))
+           .when(pl.col("gap_ns") < kernel_wait_threshold_ns).then(pl.lit("kernel_wait"))
+           .otherwise(pl.lit("other")))
+    return s.select(*STREAM, pl.col("_prev").alias("start_ns"), pl.col("start_ns").alias("end_ns"), "gap_ns",
+                    cat.alias("category"), pl.col("name").alias("next_name"), "api_start_ns")
+
+
+def idle_categories(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS,
+                    by=STREAM) -> pl.DataFrame:
+    """Idle time per group and HTA category: idle_ns, gap_count, idle_ratio (share of the group's idle time).
+    Every group gets the three categories (0 when absent), as HTA reports them."""
+    by = list(by)
+    g = stream_gaps(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns)
+    groups = gpu_ops.select(by).unique()
+    grid = groups.join(pl.DataFrame({"category": list(IDLE_CATEGORIES)}), how="cross")
+    agg = g.group_by(*by, "category").agg(pl.col("gap_ns").sum().alias("idle_ns"), pl.len().alias("gap_count"))
+    out = grid.join(agg, on=[*by, "category"], how="left").with_columns(
+        pl.col("idle_ns").fill_null(0), pl.col("gap_count").fill_null(0).cast(pl.UInt32))
+    tot = pl.col("idle_ns").sum().over(by)
+    return out.with_columns(pl.when(tot > 0).then(pl.col("idle_ns") / tot).otherwise(0.0).alias("idle_ratio")) \
+        .sort(*by, "category")
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch-bound detection, temporal breakdown, per-kernel summary
+# --------------------------------------------------------------------------------------------------
+def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None, short_share_min: float = 0.5,
+                 host_wait_min: float = 0.3, by=DEVICE,
+                 kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
+    """Per group: kernel_count, kernels_with_launch, short_kernels (kernel shorter than its launch call),
+    short_kernel_share (of kernels with a launch call), window_ns, kernels_per_s (kernel_count / window),
+    launch_floor_ns (the parameter: measured back-to-back launch time of an empty kernel),
+    floor_kernels_per_s = 1e9 / launch_floor_ns, rate_vs_floor = kernels_per_s / floor_kernels_per_s,
+    idle_fraction, host_wait_ns (HTA host-wait idle summed over the group's streams),
+    host_wait_fraction = host_wait_ns / window_ns, and the verdict
+
+        launch_bound = short_kernel_share >= short_share_min  and  host_wait_fraction >= host_wait_min
+
+    i.e. most kernels finish faster than the host can issue them, and the device spends a large part of
+    its window waiting for the host to submit the next op."""
+    by = list(by)
+    k = kernels(gpu_ops)
+    u = utilization(gpu_ops, by).select(*by, "window_ns", "idle_fraction")
+    hw = (idle_categories(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns, by=STREAM)
+          .filter(pl.col("category") == "host_wait").group_by(by).agg(pl.col("idle_ns").sum().alias("host_wait_ns")))
+    c = k.group_by(by).agg(
+        pl.len().alias("kernel_count"),
+        pl.col("launch_api").is_not_null().sum().alias("kernels_with_launch"),
+        (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_kernels"),
+    )
+    out = c.join(u, on=by, how="left").join(hw, on=by, how="left").with_columns(pl.col("host_wait_ns").fill_null(0))
+    floor = float(launch_floor_ns) if launch_floor_ns else None
+    out = out.with_columns(
+        pl.when(pl.col("kernels_with_launch") > 0).then(pl.col("short_kernels") / pl.col("kernels_with_launch"))
+        .otherwise(None).alias("short_kernel_share"),
+        pl.when(pl.col("window_ns") > 0).then(pl.col("kernel_count") * 1e9 / pl.col("window_ns")).otherwise(None)
+        .alias("kernels_per_s"),
+        pl.when(pl.col("window_ns") > 0).then(pl.col("host_wait_ns") / pl.col("window_ns")).otherwise(0.0)
+        .alias("host_wait_fraction"),
+        pl.lit(floor, pl.Float64).alias("launch_floor_ns"),
+        pl.lit(1e9 / floor if floor else None, pl.Float64).alias("floor_kernels_per_s"),
+    ).with_columns(
+        (pl.col("kernels_per_s") / pl.col("floor_kernels_per_s")).alias("rate_vs_floor"),
+        ((pl.col("short_kernel_share").fill_null(0.0) >= short_share_min)
+         & (pl.col("host_wait_fraction") >= host_wait_min)).alias("launch_bound"),
+    )
+    return out.sort(by)
+
+
+def union_ns(ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    by = list(by)
+    return merge_intervals(ops, by).group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns"))
+
+
+def temporal_breakdown(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """Per group: window_ns, compute_ns = |U(non-NCCL kernels)|, communication_ns = |U(all kernels)| - compute_ns,
+    memcpy_ns = |U(all ops)| - |U(all kernels)| (memcpy + memset time not hidden under kernels),
+    idle_ns = window_ns - |U(all ops)|, and each as a fraction of the window."""
+    by = list(by)
+    is_k = pl.col("kind") == "kernel"
+    comp = union_ns(gpu_ops.filter(is_k & ~pl.col("name").str.contains(_COMM)), by).rename({"ns": "_c"})
+    allk = union_ns(gpu_ops.filter(is_k), by).rename({"ns": "_k"})
+    allo = union_ns(gpu_ops, by).rename({"ns": "_a"})
+    win = gpu_ops.group_by(by).agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("window_ns"))
+    out = (win.join(comp, on=by, how="left").join(allk, on=by, how="left").join(allo, on=by, how="left")
+           .with_columns(pl.col("_c", "_k", "_a").fill_null(0)))
+    out = out.select(
+        *by, "window_ns",
+        pl.col("_c").alias("compute_ns"),
+        (pl.col("_k") - pl.col("_c")).alias("communication_ns"),
+        (pl.col("_a") - pl.col("_k")).alias("memcpy_ns"),
+        (pl.col("window_ns") - pl.col("_a")).alias("idle_ns"),
+    )
+    frac = [(pl.col(c) / pl.col("window_ns")).alias(c.replace("_ns", "_fraction"))
+            for c in ("compute_ns", "communication_ns", "memcpy_ns", "idle_ns")]
+    return out.with_columns(frac).sort(by)
+
+
+def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",)) -> pl.DataFrame:
+    """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = total_ns /
+    busy time of all GPU ops of the trace (union over each device, summed over devices). Shares of
+    overlapping kernels can add up to more than 1. Sorted by total_ns, largest first."""
+    busy = union_ns(gpu_ops, DEVICE)["ns"].sum() if gpu_ops.height else 0
+    d = pl.col("duration_ns")
+    out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
+        pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
+        d.min().alias("min_ns"), d.max().alias("max_ns"))
+    return out.with_columns((pl.col("total_ns") / busy if busy else pl.lit(None, pl.Float64)).alias("busy_share")) \
+        .sort(["total_ns", *by], descending=[True] + [False] * len(by))
+
+
+# --------------------------------------------------------------------------------------------------
+# What-if: speed some kernels up and replay the trace's own dependencies
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class WhatIf:
+    pattern: str
+    speedup: float
+    matched_kernels: int
+    matched_kernel_ns: int            # sum of the matched kernels' durations (before)
+    run_ns: int                       # measured run time: first to last event (host calls and GPU ops)
+    predicted_ns: float               # replay of the dependencies with the faster kernels
+    amdahl_ns: float                  # run_ns * ((1 - f) + f / speedup), f = matched_kernel_ns / run_ns
+    fraction: float                   # f (capped at 1)
+    speedup_whatif: float             # run_ns / predicted_ns
+    speedup_amdahl: float             # run_ns / amdahl_ns
+    ranks: list = field(default_factory=list)   # the same per rank
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_pattern(pattern: str) -> None:
+    try:
+        re.compile(pattern)
+        pl.Series(["x"]).str.contains(pattern)
+    except (re.error, pl.exceptions.ComputeError) as e:
+        raise ValueError(f"invalid kernel regex {pattern!r}: {e}") from None
+
+
+def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedup: float) -> WhatIf:
+    """Predicted run time when the kernels whose name matches `pattern` (a regex, searched) run `speedup`x
+    faster, by replaying the trace's own dependencies (the textbook's Section 5.6 method), next to Amdahl.
+
+    Model, per rank (ranks are replayed independently; the run time is the slowest rank's):
+    - Run time = last end - first start over the rank's API calls and GPU ops.
+    - GPU ops keep their order on their stream; a matched kernel lasts duration / speedup.
+    - An op that started after an idle gap on its stream (or first on it) was waiting for the host: it keeps
+      its start relative to the host timeline (start + host shift, see below). An op that started right
+      behind the previous op on its stream was waiting for the stream: it starts when the new previous op
+      ends, but not before its launch call has ended (min(launch call end, old start) + host shift).
+        new start = max(ready + host shift, new end of the previous op on the stream - old overlap)
+    - The host timeline is unchanged except that a blocking call (cudaDeviceSynchronize,
+      cudaStreamSynchronize, cudaEventSynchronize, synchronous cudaMemcpy ...) that waited for GPU work
+      now ends when that work ends in the replay: the ops it waited for are those launched before the call
+      started that ended before it returned; new end = max(new call start, their new last end) + the time the
+      call took after the GPU work ended. Every later host call moves by (new end - old end) = host shift.
+    - Not modelled: waits between streams (cudaStreamWaitEvent, NCCL), kernels sharing the GPU's SMs,
+      host work that depends on GPU results without a blocking call, and coupling between ranks.
+    With speedup = 1 the replay reproduces the measured run time exactly.
+
+    Amdahl: f = sum of the matched kernels' durations / run time (capped at 1);
+    predicted = run time * ((1 - f) + f / speedup)."""
+    if not speedup > 0:
+        raise ValueError("speedup must be > 0")
+    _check_pattern(pattern)
+    g = gpu_ops.with_columns(
+        ((pl.col("kind") == "kernel") & pl.col("name").str.contains(pattern)).alias("_match"))
+    per_rank = []
+    for rank in sorted(set(g["rank"].drop_nulls().to_list()) | set(api_calls["rank"].drop_nulls().to_list())):
+        r_ops = g.filter(pl.col("rank") == rank)
+        r_api = api_calls.filter(pl.col("rank") == rank)
+        per_rank.append(_replay_rank(int(rank), r_ops, r_api, speedup))
+    if not per_rank:
+        return WhatIf(pattern, speedup, 0, 0, 0, 0.0, 0.0, 0.0, 1.0, 1.0, [])
+    worst = max(per_rank, key=lambda r: r["run_ns"])
+    run = worst["run_ns"]
+    predicted = max(r["predicted_ns"] for r in per_rank)
+    amdahl = max(r["amdahl_ns"] for r in per_rank)
+    matched = sum(r["matched_kernels"] for r in per_rank)
+    matched_ns = sum(r["matched_kernel_ns"] for r in per_rank)
+    return WhatIf(
+        pattern=pattern, speedup=speedup, matched_kernels=matched, matched_kernel_ns=matched_ns, run_ns=run,
+        predicted_ns=predicted, amdahl_ns=amdahl, fraction=worst["fraction"],
+        speedup_whatif=run / predicted if predicted else 1.0, speedup_amdahl=run / amdahl if amdahl else 1.0,
+        ranks=per_rank,
+    )
+
+
+def _replay_rank(rank: int, ops: pl.DataFrame, api: pl.DataFrame, s: float) -> dict:
+    ops = ops.sort("device", "stream", "start_ns")
+    n = ops.height
+    starts_old = [x for x in (api["start_ns"].min(), ops["start_ns"].min()) if x is not None]
+    ends_old = [x for x in (api["end_ns"].max(), ops["end_ns"].max()) if x is not None]
+    if not starts_old:
+        return {"rank": rank, "run_ns": 0, "predicted_ns": 0.0, "amdahl_ns": 0.0, "fraction": 0.0,
+                "matched_kernels": 0, "matched_kernel_ns": 0}
+    t0 = min(starts_old)   # times relative to the first event, so floats keep ns precision
+    run = max(ends_old) - t0
+    rel = lambda c: (pl.col(c) - t0)  # noqa: E731
+    o = ops.select(rel("start_ns"), rel("end_ns"), rel("api_start_ns"), rel("api_end_ns"))
+    start = o["start_ns"].to_list()
+    end = o["end_ns"].to_list()
+    dur = ops["duration_ns"].to_list()
+    match = ops["_match"].to_list()
+    api_start = o["api_start_ns"].to_list()
+    api_end = o["api_end_ns"].to_list()
+    streams = list(zip(ops["device"].to_list(), ops["stream"].to_list()))
+
+    blocking = api.filter(pl.col("blocking")).sort("start_ns").select(rel("start_ns"), rel("end_ns"))
+    b_start = blocking["start_ns"].to_list()
+    b_end = blocking["end_ns"].to_list()
+
+    # issue order: ops by their launch call start (their own start when the call is not in the trace),
+    # blocking calls by their start; at equal times an op goes first
+    items = [(api_start[i] if api_start[i] is not None else start[i], 0, i) for i in range(n)]
+    items += [(b_start[j], 1, j) for j in range(len(b_start))]
+    items.sort()
+
+    new_end = [0.0] * n
+    last_old: dict = {}
+    last_new: dict = {}
+    pending: list[int] = []
+    shift = 0.0
+    for _, typ, i in items:
+        if typ == 0:
+            key = streams[i]
+            prev_old = last_old.get(key)
+            if prev_old is None or start[i] > prev_old:
+                ready = start[i]                     # waited for the host (or first on the stream)
+                behind = None
+            else:
+                ready = min(api_end[i], start[i]) if api_end[i] is not None else None
+                behind = last_new[key] - (prev_old - start[i])
+            t = max(x for x in ((ready + shift) if ready is not None else None, behind) if x is not None)
+            d = dur[i] / s if match[i] else dur[i]
+            new_end[i] = t + d
+            last_old[key] = end[i] if prev_old is None else max(prev_old, end[i])
+            last_new[key] = new_end[i] if key not in last_new else max(last_new[key], new_end[i])
+            pending.append(i)
+        else:
+            s0, e0 = b_start[i], b_end[i]
+            waited = [k for k in pending if end[k] <= e0]
+            if waited:
+                pending = [k for k in pending if end[k] > e0]
+            w_old = max((end[k] for k in waited), default=None)
+            s_new = s0 + shift
+            if w_old is None or w_old <= s0:
+                e_new = s_new + (e0 - s0)
+            else:
+                w_new = max(new_end[k] for k in waited)
+                e_new = max(s_new, w_new) + (e0 - w_old)
+            shift = e_new - e0
+
+    # the first event does not move (the first host call is not shifted; an op may only move later)
+    ends_new = [e - t0 + shift for e in [api["end_ns"].max()] if e is not None]
+    if n:
+        ends_new.append(max(new_end))
+    predicted = max(ends_new)
+    matched_ns = int(ops.filter(pl.col("_match"))["duration_ns"].sum())
+    f = min(1.0, matched_ns / run) if run > 0 else 0.0
+    amdahl = run * ((1.0 - f) + f / s)
+    return {"rank": rank, "run_ns": int(run), "predicted_ns": float(predicted), "amdahl_ns": float(amdahl),
+            "fraction": f, "matched_kernels": int(ops["_match"].sum()), "matched_kernel_ns": matched_ns}
