@@ -175,7 +175,7 @@ def idle_categories(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KE
 # Launch-bound detection, temporal breakdown, per-kernel summary
 # --------------------------------------------------------------------------------------------------
 def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None, short_share_min: float = 0.5,
-                 host_wait_min: float = 0.3, by=DEVICE,
+                 host_wait_min: float = 0.3, host_wait_partial: float = 0.1, by=DEVICE,
                  kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
     """Per group: kernel_count, kernels_with_launch, short_kernels (kernel shorter than its launch call),
     short_kernel_share (of kernels with a launch call), window_ns, kernels_per_s (kernel_count / window),
@@ -184,7 +184,9 @@ def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None,
     idle_fraction, host_wait_ns (HTA host-wait idle summed over the group's streams),
     host_wait_fraction = host_wait_ns / window_ns, and the verdict
 
-        launch_bound = short_kernel_share >= short_share_min  and  host_wait_fraction >= host_wait_min
+        "launch-bound"        short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_min
+        "partly launch-bound" short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_partial
+        "not launch-bound"    otherwise;  launch_bound = (verdict == "launch-bound")
 
     i.e. most kernels finish faster than the host can issue them, and the device spends a large part of
     its window waiting for the host to submit the next op."""
@@ -211,9 +213,13 @@ def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None,
         pl.lit(1e9 / floor if floor else None, pl.Float64).alias("floor_kernels_per_s"),
     ).with_columns(
         (pl.col("kernels_per_s") / pl.col("floor_kernels_per_s")).alias("rate_vs_floor"),
-        ((pl.col("short_kernel_share").fill_null(0.0) >= short_share_min)
-         & (pl.col("host_wait_fraction") >= host_wait_min)).alias("launch_bound"),
     )
+    short = pl.col("short_kernel_share").fill_null(0.0) >= short_share_min
+    verdict = (pl.when(short & (pl.col("host_wait_fraction") >= host_wait_min)).then(pl.lit("launch-bound"))
+               .when(short & (pl.col("host_wait_fraction") >= host_wait_partial)).then(pl.lit("partly launch-bound"))
+               .otherwise(pl.lit("not launch-bound")))
+    out = out.with_columns(verdict.alias("verdict")).with_columns(
+        (pl.col("verdict") == "launch-bound").alias("launch_bound"))
     return out.sort(by)
 
 
@@ -288,18 +294,21 @@ def _check_pattern(pattern: str) -> None:
         raise ValueError(f"invalid kernel regex {pattern!r}: {e}") from None
 
 
-def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedup: float) -> WhatIf:
+def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedup: float, *,
+            kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> WhatIf:
     """Predicted run time when the kernels whose name matches `pattern` (a regex, searched) run `speedup`x
     faster, by replaying the trace's own dependencies (the textbook's Section 5.6 method), next to Amdahl.
 
     Model, per rank (ranks are replayed independently; the run time is the slowest rank's):
     - Run time = last end - first start over the rank's API calls and GPU ops.
     - GPU ops keep their order on their stream; a matched kernel lasts duration / speedup.
-    - An op that started after an idle gap on its stream (or first on it) was waiting for the host: it keeps
-      its start relative to the host timeline (start + host shift, see below). An op that started right
-      behind the previous op on its stream was waiting for the stream: it starts when the new previous op
-      ends, but not before its launch call has ended (min(launch call end, old start) + host shift).
-        new start = max(ready + host shift, new end of the previous op on the stream - old overlap)
+    - An op whose launch call ended after the previous op on its stream had ended was waiting for the host
+      (host-gated): it keeps its start on the host timeline (old start + host shift, see below). Any other
+      op was waiting for its stream: it starts behind the new end of the previous op, keeping the observed
+      op-to-op gap, but not before min(its launch call end, its old start) + host shift:
+        new start = max(ready + host shift, new end of the previous op + old gap)
+      An op whose launch call is not in the trace is host-gated when it followed a gap of at least
+      kernel_wait_threshold_ns, stream-gated otherwise; the first op of a stream follows the host.
     - The host timeline is unchanged except that a blocking call (cudaDeviceSynchronize,
       cudaStreamSynchronize, cudaEventSynchronize, synchronous cudaMemcpy ...) that waited for GPU work
       now ends when that work ends in the replay: the ops it waited for are those launched before the call
@@ -320,7 +329,7 @@ def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedu
     for rank in sorted(set(g["rank"].drop_nulls().to_list()) | set(api_calls["rank"].drop_nulls().to_list())):
         r_ops = g.filter(pl.col("rank") == rank)
         r_api = api_calls.filter(pl.col("rank") == rank)
-        per_rank.append(_replay_rank(int(rank), r_ops, r_api, speedup))
+        per_rank.append(_replay_rank(int(rank), r_ops, r_api, speedup, kernel_wait_threshold_ns))
     if not per_rank:
         return WhatIf(pattern, speedup, 0, 0, 0, 0.0, 0.0, 0.0, 1.0, 1.0, [])
     worst = max(per_rank, key=lambda r: r["run_ns"])
@@ -337,11 +346,12 @@ def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedu
     )
 
 
-def _replay_rank(rank: int, ops: pl.DataFrame, api: pl.DataFrame, s: float) -> dict:
+def _replay_rank(rank: int, ops: pl.DataFrame, api: pl.DataFrame, s: float, gap_threshold: int) -> dict:
     ops = ops.sort("device", "stream", "start_ns")
     n = ops.height
-    starts_old = [x for x in (api["start_ns"].min(), ops["start_ns"].min()) if x is not None]
-    ends_old = [x for x in (api["end_ns"].max(), ops["end_ns"].max()) if x is not None]
+    starts_old = [x for x in (api["start_ns"].min(), ops["start_ns"].min(), ops["api_start_ns"].min())
+                  if x is not None]
+    ends_old = [x for x in (api["end_ns"].max(), ops["end_ns"].max(), ops["api_end_ns"].max()) if x is not None]
     if not starts_old:
         return {"rank": rank, "run_ns": 0, "predicted_ns": 0.0, "amdahl_ns": 0.0, "fraction": 0.0,
                 "matched_kernels": 0, "matched_kernel_ns": 0}
@@ -376,13 +386,18 @@ def _replay_rank(rank: int, ops: pl.DataFrame, api: pl.DataFrame, s: float) -> d
         if typ == 0:
             key = streams[i]
             prev_old = last_old.get(key)
-            if prev_old is None or start[i] > prev_old:
-                ready = start[i]                     # waited for the host (or first on the stream)
-                behind = None
+            if prev_old is None:                       # first op on its stream: follows the host
+                t = start[i] + shift
             else:
-                ready = min(api_end[i], start[i]) if api_end[i] is not None else None
-                behind = last_new[key] - (prev_old - start[i])
-            t = max(x for x in ((ready + shift) if ready is not None else None, behind) if x is not None)
+                behind = last_new[key] + (start[i] - prev_old)   # keep the observed op-to-op gap
+                if api_end[i] is not None:
+                    host_gated = api_end[i] > prev_old
+                    ready = start[i] if host_gated else min(api_end[i], start[i])
+                    t = max(ready + shift, behind)
+                elif start[i] - prev_old >= gap_threshold:   # no launch call: a long gap was an outside wait
+                    t = max(start[i] + shift, behind)
+                else:
+                    t = behind
             d = dur[i] / s if match[i] else dur[i]
             new_end[i] = t + d
             last_old[key] = end[i] if prev_old is None else max(prev_old, end[i])
@@ -403,12 +418,13 @@ def _replay_rank(rank: int, ops: pl.DataFrame, api: pl.DataFrame, s: float) -> d
             shift = e_new - e0
 
     # the first event does not move (the first host call is not shifted; an op may only move later)
-    ends_new = [e - t0 + shift for e in [api["end_ns"].max()] if e is not None]
+    ends_new = [e - t0 + shift for e in (api["end_ns"].max(), ops["api_end_ns"].max()) if e is not None]
     if n:
         ends_new.append(max(new_end))
     predicted = max(ends_new)
     matched_ns = int(ops.filter(pl.col("_match"))["duration_ns"].sum())
-    f = min(1.0, matched_ns / run) if run > 0 else 0.0
-    amdahl = run * ((1.0 - f) + f / s)
+    m = min(matched_ns, run)          # f = m / run, capped at 1
+    f = m / run if run > 0 else 0.0
+    amdahl = run - m + m / s          # = run * ((1 - f) + f / s)
     return {"rank": rank, "run_ns": int(run), "predicted_ns": float(predicted), "amdahl_ns": float(amdahl),
             "fraction": f, "matched_kernels": int(ops["_match"].sum()), "matched_kernel_ns": matched_ns}

@@ -48,6 +48,13 @@ def _is_sqlite(head: bytes) -> bool:
     return head.startswith(b"SQLite format 3\x00")
 
 
+def _is_kineto_tar(head: bytes, lname: str) -> bool:
+    if len(head) < 263 or head[257:262] != b"ustar":
+        return False
+    first = head[:100].split(b"\0", 1)[0].lower()
+    return lname.endswith(".kineto.tar") or first.endswith((b".json", b".json.gz"))
+
+
 def detect_kind(data: bytes, name: str) -> str:
     """Recognise an (already decompressed) artifact from its content first, its name second."""
     head = data[:4096]
@@ -60,6 +67,8 @@ def detect_kind(data: bytes, name: str) -> str:
         return "nsys-rep"
     if _is_sqlite(head):
         return "nsys"
+    if _is_kineto_tar(head, lname):
+        return "kineto"  # a folder of rank traces packed by collectors.kineto.pack_rank_folder
     stripped = head.lstrip()
     if stripped[:1] in (b"{", b"["):
         if b'"kernelscope_bench"' in data[:65536]:

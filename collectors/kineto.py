@@ -119,12 +119,15 @@ _SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchr
 _BLOCKING_COPY = re.compile(r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?)$")
 
 
-def conform(df: pl.DataFrame, schema: pl.Schema, table: str) -> pl.DataFrame:
-    """The table's columns in schema order and types; raises ValueError naming a missing column."""
+def conform(df: pl.DataFrame, schema: pl.Schema, table: str, *, keep_categorical: bool = False) -> pl.DataFrame:
+    """The table's columns in schema order and types; raises ValueError naming a missing column.
+    keep_categorical: leave Categorical string columns as they are (intermediate frames: repeated kernel
+    names then cost one copy each until the final conform)."""
     missing = [c for c in schema if c not in df.columns]
     if missing:
         raise ValueError(f"table {table!r} lacks columns {missing}")
-    return df.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
+    return df.select([pl.col(c) if keep_categorical and df.schema[c] == pl.Categorical and t == pl.String
+                      else pl.col(c).cast(t, strict=True) for c, t in schema.items()])
 
 
 def empty(schema: pl.Schema) -> pl.DataFrame:
@@ -166,11 +169,12 @@ def api_kind_columns(names: pl.Series) -> pl.DataFrame:
 
 def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
-    CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table."""
+    CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
+    api_calls must be sorted by start_ns (when a runtime and a driver call share a correlation id, the
+    outer one, which starts first, is the launch call)."""
     launches = (
         api_calls.filter(pl.col("correlation").is_not_null())
-        .sort("start_ns")
-        .unique(["rank", "correlation"], keep="first", maintain_order=True)
+        .unique(["rank", "correlation"], keep="first")   # api_calls come sorted by start: the outer call
         .select("rank", "correlation",
                 pl.col("name").alias("launch_api"), pl.col("pid").alias("api_pid"), pl.col("tid").alias("api_tid"),
                 pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
@@ -217,13 +221,9 @@ def _json_error(name: str, e: Exception) -> ArtifactError:
     return ArtifactError(name, f"not valid JSON ({e}); the file may be truncated or not a trace")
 
 
-def _fast_chunks(data: bytes) -> tuple[dict, Iterable[list]]:
-    """(top-level object without traceEvents, iterator over lists of events).
-
-    Locate the `traceEvents` array and split it between events at `}, {` separators into pieces of
-    about CHUNK_BYTES, each parsed on its own. Every piece (and the rest of the document with an empty
-    array) must parse as JSON; a split inside a string cannot, so a wrong guess raises _FastPathFailed
-    and the caller parses the whole document at once instead."""
+def _locate(data: bytes) -> tuple[dict, int, int]:
+    """(top-level object without traceEvents, index of the events array's "[", index of its "]").
+    The rest of the document with an empty array must parse; raises _FastPathFailed otherwise."""
     key = data.find(b'"traceEvents"')
     if key < 0:
         raise _FastPathFailed
@@ -246,6 +246,17 @@ def _fast_chunks(data: bytes) -> tuple[dict, Iterable[list]]:
     if not isinstance(top, dict):
         raise _FastPathFailed
     top.pop("traceEvents", None)
+    return top, open_at, close_at
+
+
+def _fast_chunks(data: bytes) -> tuple[dict, Iterable[list]]:
+    """(top-level object without traceEvents, iterator over lists of events).
+
+    Locate the `traceEvents` array and split it between events at `}, {` separators into pieces of
+    about CHUNK_BYTES, each parsed on its own. Every piece (and the rest of the document with an empty
+    array) must parse as JSON; a split inside a string cannot, so a wrong guess raises _FastPathFailed
+    and the caller parses the whole document at once instead."""
+    top, open_at, close_at = _locate(data)
 
     # split points first (cheap), so a failure is found before any event is used
     bounds = []
@@ -282,7 +293,88 @@ def _chain_first(first, it):
 
 
 # --------------------------------------------------------------------------------------------------
-# Events -> columns
+# Tier 1: the events array as NDJSON, read by polars (no Python object per event)
+# --------------------------------------------------------------------------------------------------
+NDJSON_CHUNK_BYTES = 32 << 20
+_NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
+_ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
+                   "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,
+                   "shared memory": pl.Int64, "bytes": pl.Int64})
+_EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
+                 "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
+
+
+def _ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int]:
+    """Tier 1 reader: (top, typed frames per category, number of events).
+
+    JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
+    separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
+    newline once every newline has become a space. polars then reads each piece with a fixed schema.
+    Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
+    missing ts / dur / name) raises _FastPathFailed, and the exact Python readers take over."""
+    top, open_at, close_at = _locate(data)
+    m = _SEP.search(data, open_at + 1, close_at)
+    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    n_events = 0
+    if m is None:  # zero or one event: not worth a special path
+        raise _FastPathFailed
+    sep = m.group(0)
+    sep_flat = sep.translate(_NL_TO_SPACE)
+    pos = open_at + 1
+    while pos < close_at:
+        target = pos + NDJSON_CHUNK_BYTES
+        cut = data.find(sep, target, close_at) if target < close_at else -1
+        end = cut + 1 if cut >= 0 else close_at
+        piece = data[pos:end]
+        pos = cut + len(sep) - 1 if cut >= 0 else close_at
+        piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
+        try:
+            df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
+        except (pl.exceptions.PolarsError, ValueError, TypeError):
+            raise _FastPathFailed from None
+        del piece
+        n_events += df.height
+        for k, f in _split_events(df).items():
+            frames[k].append(f)
+    return top, frames, n_events
+
+
+def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """One NDJSON piece -> the frames `_build` takes (same columns as the Python readers produce)."""
+    x = df.filter(pl.col("ph") == "X")
+    cat = pl.col("cat")
+    a = pl.col("args")
+    ident = lambda c: pl.col(c).cast(pl.Int64, strict=False)  # noqa: E731 - "Spans" etc. become null
+    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), pl.col("ts"), pl.col("dur")]
+    out = {}
+    g = x.filter(cat.is_in(list(_GPU_CATS)))
+    if g.height:
+        out["gpu"] = g.select(
+            cat.replace_strict(_GPU_CATS, return_dtype=pl.String).alias("kind"), *base,
+            a.struct.field("device").alias("device"), a.struct.field("stream").alias("stream"),
+            a.struct.field("correlation").alias("correlation"), a.struct.field("External id").alias("external_id"),
+            *[a.struct.field(f).list.get(i, null_on_oob=True).cast(pl.Int32).alias(f"{f}_{xyz}")
+              for f in ("grid", "block") for i, xyz in enumerate("xyz")],
+            a.struct.field("registers per thread").alias("registers_per_thread"),
+            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"))
+    api = x.filter(cat.is_in(list(_API_CATS)))
+    if api.height:
+        out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"),
+                                a.struct.field("External id").alias("external_id"))
+    cpu = x.filter(cat == "cpu_op")
+    if cpu.height:
+        out["cpu"] = cpu.select(*base, a.struct.field("External id").alias("external_id"))
+    ann = x.filter(cat == "user_annotation")
+    if ann.height:
+        out["ann"] = ann.select(*base)
+    for f in out.values():
+        if f.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():
+            raise _FastPathFailed   # the exact reader names the event
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Tier 2: events -> Python objects -> columns (exact error messages)
 # --------------------------------------------------------------------------------------------------
 class _Cols:
     """Per-category column lists of one chunk."""
@@ -441,9 +533,25 @@ def _to_ns(df: pl.DataFrame, base_ns: int, origin_us: int) -> pl.DataFrame:
 _MEMCPY_KIND = re.compile(r"^Memcpy (\w+)")
 
 
+def _copy_kinds(names: pl.Series) -> dict[str, str]:
+    """Memcpy name -> copy kind ("Memcpy HtoD (Pinned -> Device)" -> "HtoD"), once per distinct name."""
+    out = {}
+    for n in names.unique().drop_nulls().cast(pl.String).to_list():
+        m = _MEMCPY_KIND.match(n)
+        if m:
+            out[n] = m.group(1)
+    return out
+
+
 def _parse_one(data: bytes, name: str, rank_override: int | None = None) -> tuple[dict[str, pl.DataFrame], dict]:
-    """One Kineto JSON document -> (tables, meta)."""
-    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    """One Kineto JSON document -> (tables, meta). Tier 1 (NDJSON via polars) first; on anything unexpected
+    tier 2 (orjson, chunk by chunk, exact errors), then tier 3 (the whole document at once)."""
+    try:
+        top, frames, n = _ndjson_frames(data)
+        return _build(top, frames, name, rank_override, n)
+    except _FastPathFailed:
+        pass
+    frames = {"gpu": [], "api": [], "cpu": [], "ann": []}
     base_idx = 0
     try:
         top, chunks = _fast_chunks(data)
@@ -502,6 +610,8 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     base_ns = base or 0
 
     cat = {k: (pl.concat(v, how="diagonal_relaxed") if v else None) for k, v in frames.items()}
+    for v in frames.values():
+        v.clear()  # the caller's chunk frames are no longer needed
     mins = [df["ts"].min() for df in cat.values() if df is not None and df.height]
     origin_us = int(min(mins) // 1) if mins else 0
     for k, df in cat.items():
@@ -514,7 +624,7 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     if cat["api"] is not None:
         api = cat["api"]
         api = pl.concat([api, api_kind_columns(api["name"])], how="horizontal")
-        api = conform(api, API_CALLS_SCHEMA, "api_calls")
+        api = conform(api, API_CALLS_SCHEMA, "api_calls").sort("start_ns")
     else:
         api = empty(API_CALLS_SCHEMA)
     cpu = conform(cat["cpu"], CPU_OPS_SCHEMA, "cpu_ops") if cat["cpu"] is not None else empty(CPU_OPS_SCHEMA)
@@ -529,16 +639,17 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
             pl.coalesce(pl.col("device"), pl.col("pid")).cast(pl.Int32).alias("device"),
             pl.coalesce(pl.col("stream"), pl.col("tid")).alias("stream"),
             pl.lit(host_pid, pl.Int64).alias("pid"),
-            pl.when(pl.col("kind") == "memcpy").then(pl.col("name").str.extract(_MEMCPY_KIND.pattern, 1))
-            .otherwise(None).alias("copy_kind"),
+            pl.when(pl.col("kind") == "memcpy").then(pl.col("name").replace_strict(
+                _copy_kinds(g["name"]), default=None, return_dtype=pl.String)).otherwise(None).alias("copy_kind"),
         )
-        gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops")
+        gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops", keep_categorical=True)
     else:
         gpu_raw = empty(GPU_RAW_SCHEMA)
+    del cat
     gpu = link_launches(gpu_raw, api, cpu)
 
     meta = _meta(top, rank, base, name, n_events)
-    return {"gpu_ops": gpu, "api_calls": api.sort("start_ns"), "cpu_ops": cpu.sort("start_ns"),
+    return {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu.sort("start_ns"),
             "nvtx": nvtx.sort("start_ns")}, meta
 
 

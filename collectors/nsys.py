@@ -26,6 +26,7 @@ import polars as pl
 
 from collectors.artifact import Parsed
 from collectors.errors import ArtifactError
+from collectors.kineto import _loads
 from collectors.kineto import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, api_kind_columns,
                                conform, empty, link_launches)
 
@@ -46,18 +47,31 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
 
 def _select(con, table: str, wanted: dict[str, str], required: tuple[str, ...], name: str,
             where: str = "") -> pl.DataFrame:
-    """SELECT the wanted columns (alias -> SQL expression over the table's columns, with {c} placeholders
-    for optional ones); a missing optional column reads as NULL, a missing required one is an error."""
+    """SELECT the wanted columns (alias -> column name); a missing optional column reads as NULL, a missing
+    required one is an error. Values come back column by column (one json_group_array per column, built by
+    SQLite in C), which avoids a Python tuple per row; plain fetchall() where SQLite lacks JSON functions."""
     have = _columns(con, table)
     lacking = [c for c in required if c not in have]
     if lacking:
         raise ArtifactError(name, f"{table} lacks columns {lacking}: not an Nsight Systems export this reader knows")
-    exprs = []
+    exprs = {}
     for alias, col in wanted.items():
-        exprs.append(f"[{col}] AS [{alias}]" if col in have else f"NULL AS [{alias}]")
-    sql = f"SELECT {', '.join(exprs)} FROM [{table}] {where}"
-    cur = con.execute(sql)
-    rows = cur.fetchall()
+        if isinstance(col, tuple):  # (SQL expression over {placeholders}, columns it needs): COALESCE over those present
+            fmt, need = col
+            present = [c for c in need if c in have]
+            exprs[alias] = fmt(present) if present else "NULL"
+        else:
+            exprs[alias] = f"[{col}]" if col in have else "NULL"
+    try:
+        sql = "SELECT " + ", ".join(f"json_group_array({e})" for e in exprs.values()) + f" FROM [{table}] {where}"
+        row = con.execute(sql).fetchone()
+        cols = {alias: _loads(text) for alias, text in zip(exprs, row)}
+        return pl.DataFrame({a: pl.Series(a, v, strict=False) for a, v in cols.items()})
+    except sqlite3.OperationalError as e:
+        if "json_group_array" not in str(e):
+            raise
+    sql = "SELECT " + ", ".join(f"{e} AS [{a}]" for a, e in exprs.items()) + f" FROM [{table}] {where}"
+    rows = con.execute(sql).fetchall()
     return pl.DataFrame(rows, schema=list(wanted), orient="row", infer_schema_length=None) if rows else \
         pl.DataFrame({a: [] for a in wanted})
 
@@ -88,15 +102,20 @@ def _gpu_frames(con, tables: set[str], strings: pl.DataFrame, name: str) -> list
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
         k = _select(con, "CUPTI_ACTIVITY_KIND_KERNEL", {
             "start_ns": "start", "end_ns": "end", "device": "deviceId", "stream": "streamId",
-            "correlation": "correlationId", "gpid": "globalPid", "demangled": "demangledName",
-            "short": "shortName", "mangled": "mangledName", "registers_per_thread": "registersPerThread",
+            "correlation": "correlationId", "gpid": "globalPid",
+            # the demangled name, else the short one, else the mangled one
+            "name_id": (lambda cs: f"COALESCE({', '.join(f'[{c}]' for c in cs)})" if len(cs) > 1 else f"[{cs[0]}]",
+                        ["demangledName", "shortName", "mangledName"]),
+            "registers_per_thread": "registersPerThread",
             "grid_x": "gridX", "grid_y": "gridY", "grid_z": "gridZ", "block_x": "blockX", "block_y": "blockY",
-            "block_z": "blockZ", "smem_static": "staticSharedMemory", "smem_dynamic": "dynamicSharedMemory",
+            "block_z": "blockZ",
+            "shared_memory_bytes": (lambda cs: " + ".join(f"[{c}]" for c in cs) if len(cs) == 2 else "NULL",
+                                    ["staticSharedMemory", "dynamicSharedMemory"]),
         }, ("start", "end", "deviceId", "streamId", "correlationId"), name)
-        k = _name(k, strings, ["demangled", "short", "mangled"], "name")
+        k = _name(k, strings, ["name_id"], "name")
         k = k.with_columns(
             pl.lit("kernel").alias("kind"),
-            (pl.col("smem_static").cast(_INT) + pl.col("smem_dynamic").cast(_INT)).alias("shared_memory_bytes"),
+            pl.col("shared_memory_bytes").cast(_INT),
             pl.lit(None, _INT).alias("bytes"), pl.lit(None, pl.String).alias("copy_kind"),
         )
         frames.append(k)
@@ -140,9 +159,11 @@ def _api_frame(con, tables: set[str], strings: pl.DataFrame, name: str) -> pl.Da
     if not parts:
         return pl.DataFrame(schema={"start_ns": _INT, "end_ns": _INT, "gtid": _INT, "correlation": _INT, "name": pl.String})
     a = pl.concat(parts)
-    a = _name(a, strings, ["name_id"], "name")
-    # strip the _vNNNN version suffix once per distinct name
-    return a.with_columns(pl.col("name").fill_null("<unknown>").str.replace(r"_v\d+$", ""))
+    # names without the _vNNNN version suffix, stripped once per string id, not per call
+    used = a["name_id"].unique().drop_nulls()
+    names = strings.filter(pl.col("id").is_in(used.implode())).with_columns(pl.col("value").str.replace(r"_v\d+$", ""))
+    a = _name(a, names, ["name_id"], "name")
+    return a.with_columns(pl.col("name").fill_null("<unknown>"))
 
 
 def _nvtx_frame(con, tables: set[str], strings: pl.DataFrame, name: str) -> pl.DataFrame:

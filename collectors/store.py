@@ -131,6 +131,12 @@ class Store:
 
     def ingest_path(self, path: str | os.PathLike) -> tuple[Run, bool]:
         p = Path(path)
+        if p.is_dir():  # a folder of Kineto rank traces is one run (see expand_paths)
+            from collectors.kineto import pack_rank_folder
+            packed = pack_rank_folder(p)
+            if packed is None:
+                raise ArtifactError(str(p), "a folder is one run only when it holds Kineto traces of distinct ranks")
+            return self.ingest_bytes(*packed)
         try:
             data = p.read_bytes()
         except OSError as e:
@@ -175,15 +181,29 @@ class Store:
 
 
 def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
-    """Files as given; folders walked recursively (sorted), skipping hidden files and sources/notes."""
+    """Files as given; folders walked recursively (sorted), skipping hidden files and sources/notes.
+    A folder that holds only Kineto traces of distinct ranks is returned itself, as one run
+    (`Store.ingest_path` packs it with `collectors.kineto.pack_rank_folder`)."""
+    from collectors.kineto import pack_rank_folder
+
+    def walk(d: Path) -> list[Path]:
+        if pack_rank_folder(d) is not None:
+            return [d]
+        found: list[Path] = []
+        for q in sorted(d.iterdir()):
+            if q.name.startswith("."):
+                continue
+            if q.is_dir():
+                found.extend(walk(q))
+            elif q.is_file() and q.suffix.lower() not in SKIP_SUFFIXES and q.name != "record_summary.json":
+                found.append(q)
+        return found
+
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            for q in sorted(p.rglob("*")):
-                if q.is_file() and not any(part.startswith(".") for part in q.relative_to(p).parts) \
-                        and q.suffix.lower() not in SKIP_SUFFIXES and q.name != "record_summary.json":
-                    out.append(q)
+            out.extend(walk(p))
         elif p.exists():
             out.append(p)
         else:

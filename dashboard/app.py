@@ -2,6 +2,10 @@
 
 Pages live in dashboard/views/ and rebuild themselves from the URL query string alone, so a link
 pasted into chat opens the same view in a new browser.
+
+Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment; required
+with a non-loopback --host) every browser session must give it once, in the form or as ?token=… in the first
+URL. The token is then removed from the address bar, so a copied link never carries it.
 """
 from __future__ import annotations
 
@@ -15,20 +19,30 @@ from dashboard import data
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
 
-# lab-server mode: a token given on the command line (or in KERNELSCOPE_TOKEN) must be supplied once
+
+def token_ok(given: str | None, token: str) -> bool:
+    """Constant-time comparison of UTF-8 bytes (str compare_digest refuses non-ASCII input)."""
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
 token = os.environ.get("KERNELSCOPE_TOKEN")
 if token and not st.session_state.get("authenticated"):
-    given = st.query_params.get("token") or ""
-    if not hmac.compare_digest(given, token):
+    if token_ok(st.query_params.get("token"), token):
+        st.session_state["authenticated"] = True
+    else:
         st.title("Kernelscope")
+        st.caption("This server needs an access token (ask whoever started it).")
         entered = st.text_input("Access token", type="password")
-        if entered and hmac.compare_digest(entered, token):
+        if token_ok(entered, token):
             st.session_state["authenticated"] = True
+            if "token" in st.query_params:
+                del st.query_params["token"]
             st.rerun()
-        if entered:
+        if entered or st.query_params.get("token"):
             st.error("Wrong token.")
         st.stop()
-    st.session_state["authenticated"] = True
+if "token" in st.query_params:
+    del st.query_params["token"]
 
 if "samples_checked" not in st.session_state:
     n = data.ensure_samples(data.store())
@@ -37,12 +51,28 @@ if "samples_checked" not in st.session_state:
         st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")
 
 VIEWS = Path(__file__).parent / "views"
-pages = [
-    st.Page("views/runs.py", title="Runs", url_path="runs", default=True),
-    st.Page("views/kernels.py", title="Kernels", url_path="kernels"),
-]
-for fname, title, slug in [("timeline.py", "Timeline", "timeline"), ("cases.py", "Textbook cases", "cases"),
-                           ("claims.py", "Claims", "claims"), ("gpus.py", "GPUs", "gpus")]:
-    if (VIEWS / fname).is_file():
-        pages.append(st.Page(f"views/{fname}", title=title, url_path=slug))
-st.navigation(pages).run()
+
+
+def page(fname: str, title: str, slug: str, icon: str, **kw):
+    return st.Page(f"views/{fname}", title=title, url_path=slug, icon=icon, **kw)
+
+
+def optional(fname: str, title: str, slug: str, icon: str):
+    """Pages written by other parts of the project appear once their file exists."""
+    return page(fname, title, slug, icon) if (VIEWS / fname).is_file() else None
+
+
+sections = {
+    "Kernelscope": [page("home.py", "Home", "home", ":material/home:", default=True),
+                    page("upload.py", "Upload", "upload", ":material/upload:"),
+                    page("runs.py", "Runs", "runs", ":material/list:")],
+    "Analyse": [page("kernels.py", "Kernels", "kernels", ":material/memory:"),
+                optional("timeline.py", "Timeline", "timeline", ":material/timeline:"),
+                page("compare.py", "Compare", "compare", ":material/compare_arrows:")],
+    "Hardware": [page("gpus.py", "GPUs", "gpus", ":material/developer_board:"),
+                 page("live.py", "Live", "live", ":material/monitor_heart:")],
+    "Textbook": [optional("cases.py", "Textbook cases", "cases", ":material/menu_book:"),
+                 optional("claims.py", "Claims", "claims", ":material/fact_check:")],
+}
+st.navigation({k: [p for p in v if p is not None] for k, v in sections.items()
+               if any(p is not None for p in v)}).run()

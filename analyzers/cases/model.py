@@ -75,12 +75,13 @@ class Param:
             if not float(v).is_integer():
                 raise CaseError(f"parameter {name}={raw!r}: must be a whole number")
             v = int(v)
+        u = f" {self.unit}" if self.unit not in ("", "count") else ""
         if self.positive and v <= 0:
-            raise CaseError(f"parameter {name}={raw!r}: must be > 0{' ' + self.unit if self.unit else ''}")
+            raise CaseError(f"parameter {name}={raw!r}: must be > 0{u}")
         if self.min is not None and v < self.min:
-            raise CaseError(f"parameter {name}={raw!r}: must be >= {self.min:g}{' ' + self.unit if self.unit else ''}")
+            raise CaseError(f"parameter {name}={raw!r}: must be >= {self.min:g}{u}")
         if self.max is not None and v > self.max:
-            raise CaseError(f"parameter {name}={raw!r}: must be <= {self.max:g}{' ' + self.unit if self.unit else ''}")
+            raise CaseError(f"parameter {name}={raw!r}: must be <= {self.max:g}{u}")
         return v
 
     def to_json(self) -> dict:

@@ -96,7 +96,7 @@ H2D = Case(
 # ------------------------------------------------------------------------------------------------
 
 def _timing(p, gpu):
-    k, f, s = p.kernel * US, p.fixed * US, p.s
+    k, f, s = p.k * US, p.f * US, p.s
     return [
         pred("host_clock_time", "host clock around the async call (submission only)", p.submit * US, "s",
              "submission time", rel_tol=0.5),
@@ -118,8 +118,8 @@ TIMING = Case(
              "caller waits. With call = fixed + kernel, a 4× faster kernel gives a 1.75× faster call when "
              "fixed = 0.75 × the old kernel time: speedup = (f + k) / (f + k/s)."),
     params=(
-        Param("kernel", "µs", 20, "old kernel time k (the 20 µs kernel of Figure 5-3)", positive=True),
-        Param("fixed", "µs", 15, "fixed cost f around the kernel (0.75 × 20 µs, implied by 4× → 1.75×)",
+        Param("k", "µs", 20, "old kernel time (the 20 µs kernel of Figure 5-3)", positive=True),
+        Param("f", "µs", 15, "fixed cost around the kernel (0.75 × 20 µs, implied by 4× → 1.75×)",
               min=0),
         Param("s", "×", 4, "kernel speedup", positive=True),
         Param("submit", "µs", 3, "submission time seen by a host clock", min=0),
@@ -144,13 +144,13 @@ TIMING = Case(
 # ------------------------------------------------------------------------------------------------
 
 def _compile(p, gpu):
-    gain = p.eager - p.run
-    n_star = p.compile / gain if gain > 0 else math.inf
+    gain = p.t_eager - p.t_run
+    n_star = p.T_compile / gain if gain > 0 else math.inf
     return [
-        pred("mean_cost_per_call", "mean cost per call after N calls", (p.run + p.compile / p.N) * MS, "s",
+        pred("mean_cost_per_call", "mean cost per call after N calls", (p.t_run + p.T_compile / p.N) * MS, "s",
              "t_run + T_compile / N"),
-        pred("compiled_total", "compile + N runs", (p.compile + p.N * p.run) * MS, "s", "T_compile + N·t_run"),
-        pred("eager_total", "N eager runs", p.N * p.eager * MS, "s", "N·t_eager"),
+        pred("compiled_total", "compile + N runs", (p.T_compile + p.N * p.t_run) * MS, "s", "T_compile + N·t_run"),
+        pred("eager_total", "N eager runs", p.N * p.t_eager * MS, "s", "N·t_eager"),
         pred("break_even_calls", "calls until compiling pays off", n_star, "count",
              "N* = T_compile / (t_eager − t_compiled); never if the compiled run is not faster", kind="info"),
     ]
@@ -162,9 +162,9 @@ COMPILE = Case(
              "t_run + T_compile/N. Against an uncompiled path of t_eager per call, compiling pays off after "
              "N* = T_compile / (t_eager − t_run) calls, and never if the compiled run is not faster."),
     params=(
-        Param("compile", "ms", 100, "compile time", min=0),
-        Param("run", "ms", 1, "compiled run time per call", min=0),
-        Param("eager", "ms", 2, "uncompiled run time per call (the chapter gives none)", min=0,
+        Param("T_compile", "ms", 100, "compile time", min=0),
+        Param("t_run", "ms", 1, "compiled run time per call", min=0),
+        Param("t_eager", "ms", 2, "uncompiled run time per call (the chapter gives none)", min=0,
               from_chapter=False),
         Param("N", "count", 100, "number of calls", type="int", min=1),
     ),
@@ -188,8 +188,7 @@ COMPILE = Case(
 # ------------------------------------------------------------------------------------------------
 
 def _launch(p, gpu):
-    k, l = p.kernel * US, p.launch * US
-    total = pipeline_time(p.n, l, k, slots=10 ** 9 if p.n > 1 else 1) if p.n else 0.0
+    k, l = p.t_k * US, p.t_l * US
     total = l + (p.n - 1) * max(l, k) + k
     busy = p.n * k / total
     return [
@@ -209,8 +208,8 @@ LAUNCH = Case(
              "per-kernel floor is max(submission, kernel)."),
     params=(
         Param("n", "count", 100, "kernels back to back", type="int", min=1, from_chapter=False),
-        Param("kernel", "µs", 2, "GPU time per kernel", min=0, from_chapter=False),
-        Param("launch", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37)",
+        Param("t_k", "µs", 2, "GPU time per kernel", min=0, from_chapter=False),
+        Param("t_l", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37)",
               min=0),
     ),
     model=_launch,
@@ -220,7 +219,7 @@ LAUNCH = Case(
         Measure("trace", "timeline launch gaps (GPU idle between kernels)", "gpu_busy",
                 "GPU busy fraction from a PyTorch/Nsight Systems trace"),
     ),
-    chart=Chart("kernel", (0.5, 1, 2, 3, 5, 8, 10, 20, 50), ("gpu_busy",),
+    chart=Chart("t_k", (0.5, 1, 2, 3, 5, 8, 10, 20, 50), ("gpu_busy",),
                 title="GPU busy fraction vs kernel time", log_x=True),
 )
 
@@ -250,13 +249,16 @@ def _occupancy(p, gpu):
         pred("blocks_by_regs", "blocks allowed by registers", r.limits["registers"], "count",
              "per sub-partition: floor(regs/4 ÷ roundup(regs·32, 256)) warps", kind="exact", rel_tol=0),
         pred("blocks_by_smem", "blocks allowed by shared memory", r.limits["shared_mem"], "count",
-             "floor(smem per SM ÷ alloc)", kind="exact", rel_tol=0),
+             "floor(smem per SM ÷ alloc)", kind="exact", rel_tol=0,
+             explanations=(Explanation("the driver chose a smaller shared-memory carve-out than the maximum the "
+                                       "model assumes (ncu: launch__shared_mem_config_size)", 0.0, 1.0),)),
         pred("blocks_per_sm", "resident blocks per SM", r.blocks_per_sm, "count",
              "min(threads, registers, shared memory, block limit)", kind="exact", rel_tol=0),
         pred("occupancy", "theoretical occupancy", r.occupancy_pct, "%", "resident warps ÷ max warps per SM",
              kind="exact", rel_tol=0.005, max_physical=100.0, physical="100 %",
-             explanations=(Explanation("achieved occupancy is below the theoretical one (tail of the grid, "
-                                       "uneven blocks, warps waiting at barriers)", 0.0, 1.0),)),
+             explanations=(Explanation("below the model: an achieved occupancy is lower than the theoretical one "
+                                       "(tail of the grid, uneven blocks), or the driver chose a smaller "
+                                       "shared-memory carve-out than the maximum the model assumes", 0.0, 1.0),)),
         pred("limiter", "limited by", lim, "text", "every limit equal to the minimum"),
         pred("bandwidth_per_sm", "DRAM bandwidth per SM", bw / gpu.sm_count, "B/s", "bandwidth ÷ SMs",
              kind="info"),
@@ -332,7 +334,7 @@ def _little(p, gpu):
                                        "streaming at roughly 80–93 % of the datasheet peak", 0.7, 1.0),
                            Explanation("fewer bytes are in flight than assumed (dependent loads, narrow "
                                        "accesses)", 0.0, 0.7))),
-        pred("occupancy_needed", "occupancy needed to saturate DRAM", min(occ_needed, math.inf), "%",
+        pred("occupancy_needed", "occupancy needed to saturate DRAM", occ_needed, "%",
              "needed ÷ (SMs × threads/SM × bytes per thread)", kind="info"),
     ]
 

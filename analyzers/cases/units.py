@@ -91,6 +91,8 @@ def fmt(value, unit: str) -> str:
         return "never" if value > 0 else "-inf"
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
+    if unit == "B" and 2.0 ** 30 <= abs(value) < 16 * 2.0 ** 30 and not (value / 2.0 ** 30).is_integer():
+        return f"{_num(round(value / 2.0 ** 20, 10))} MiB"      # the chapter writes 3096 MiB, not 3.02 GiB
     if unit in _SCALES:
         v, u = _pick(float(value), _SCALES[unit])
         return f"{_num(round(v, 10))} {u}"
@@ -98,6 +100,23 @@ def fmt(value, unit: str) -> str:
         return f"{value:.3g} %" if abs(value) < 100 else f"{value:.4g} %"
     if unit in ("×",):
         return f"{value:.3g}×"
+    if unit == "count":
+        return _num(value)
+    if unit == "way":
+        return f"{_num(value)}-way"
     if unit == "":
         return _num(value)
     return f"{_num(value)} {unit}"
+
+
+def scale_for(max_abs: float, unit: str) -> tuple[float, str]:
+    """(divisor, display unit) to plot values of `unit` whose largest magnitude is `max_abs`:
+    scale_for(3.2e9, 'B') == (2**20, 'MiB')."""
+    if unit == "B" and 2.0 ** 30 <= max_abs < 16 * 2.0 ** 30:
+        return 2.0 ** 20, "MiB"
+    if unit in _SCALES:
+        for factor, name in _SCALES[unit]:
+            if max_abs >= factor * 0.9995:
+                return factor, name
+        return _SCALES[unit][-1]
+    return 1.0, unit

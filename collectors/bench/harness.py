@@ -31,7 +31,7 @@ GIB = 1 << 30
 
 SOURCES = {
     "event timing", "graph replay", "host clock", "ncu counter", "nvml", "torch memory stats",
-    "torch profiler", "calculated", "driver occupancy API", "compiler",
+    "torch profiler", "calculated", "driver occupancy API", "compiler", "cpu computation",
 }
 UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%", "1"}
 RECORD_KEYS = ("case", "metric", "value", "unit", "params", "cv", "n", "source", "notes", "flags")
@@ -147,17 +147,20 @@ def validate_record(rec: dict) -> None:
 def timing_records(case: str, params: dict, stats: Stats, *, source: str, bytes_moved: float | None = None,
                    flop: float | None = None, prefix: str = "", notes: str | None = None) -> list[dict]:
     """`<prefix>time` (s, the median) plus, when given, `<prefix>bandwidth` = bytes / median (B/s) and
-    `<prefix>flop_rate` = flop / median (FLOP/s); all carry the same cv and n and the flag "noisy"
-    when is_noisy(median, cv)."""
+    `<prefix>flop_rate` = flop / median (FLOP/s). All carry the same params (with "bytes" / "flop"
+    added when given), cv and n, and the flag "noisy" when is_noisy(median, cv)."""
     flags = ["noisy"] if is_noisy(stats.median, stats.cv) else []
+    params = dict(params)
+    if bytes_moved is not None:
+        params["bytes"] = bytes_moved
+    if flop is not None:
+        params["flop"] = flop
     kw = dict(source=source, cv=stats.cv, n=stats.n, notes=notes, flags=flags)
     out = [make_record(case, prefix + "time", stats.median, "s", params, **kw)]
     if bytes_moved is not None:
-        out.append(make_record(case, prefix + "bandwidth", bytes_moved / stats.median, "B/s",
-                               {**params, "bytes": bytes_moved}, **kw))
+        out.append(make_record(case, prefix + "bandwidth", bytes_moved / stats.median, "B/s", params, **kw))
     if flop is not None:
-        out.append(make_record(case, prefix + "flop_rate", flop / stats.median, "FLOP/s",
-                               {**params, "flop": flop}, **kw))
+        out.append(make_record(case, prefix + "flop_rate", flop / stats.median, "FLOP/s", params, **kw))
     return out
 
 

@@ -14,6 +14,8 @@ from dashboard.cli._app import app
 from dashboard.cli import core  # noqa: E402,F401  ingest, runs, analyze, gpus, dashboard
 from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
+from dashboard.cli import export  # noqa: E402,F401  export
+from dashboard.cli import bench  # noqa: E402,F401  bench
 
 
 def main(argv: list[str] | None = None) -> int:

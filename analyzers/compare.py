@@ -1,0 +1,99 @@
+"""Run A vs run B: kernels matched by name and launch configuration, classified with the noise in mind.
+
+Input: one row per launch with `name`, `config` (grid and block, as text) and `duration_ns`, plus any other
+numeric columns to carry (e.g. the fraction of the GPU's DRAM peak).
+
+- Nsight Compute runs (`per_launch=True`): each profiled launch is one measurement; the n-th launch of a
+  (name, config) in A is matched with the n-th in B. There is no spread per launch, so the noise floor alone
+  decides.
+- Traces (`per_launch=False`): launches are grouped by (name, config); the per-launch median is compared
+  and the spread (standard deviation of the launches) widens the threshold.
+
+Classification of a matched kernel with medians a, b and spreads s_a, s_b:
+    change    = b / a - 1
+    threshold = max(noise_floor, k x sqrt((s_a / a)^2 + (s_b / b)^2))      (k = 2)
+    faster if change < -threshold; slower if change > threshold; otherwise unchanged (inside the spread).
+Kernels only in B are "added", only in A "removed".
+"""
+from __future__ import annotations
+
+import polars as pl
+
+STATUSES = ("slower", "faster", "unchanged", "added", "removed")
+NOISE_FLOOR = 0.05
+SPREAD_K = 2.0
+
+
+def ncu_launches(kernels: pl.DataFrame, extra: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Launch rows from an (analyzed) ncu kernel table: name (demangled), config "grid (x,y,z) block (x,y,z)"."""
+    return kernels.sort("id").select(
+        pl.col("kernel_name").alias("name"),
+        pl.format("grid ({},{},{}) block ({},{},{})", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+        .alias("config"),
+        pl.col("duration_ns").cast(pl.Float64),
+        *[pl.col(c) for c in extra if c in kernels.columns],
+    )
+
+
+def trace_launches(gpu_ops: pl.DataFrame) -> pl.DataFrame:
+    """Kernel launch rows from a timeline `gpu_ops` table (Kineto or nsys)."""
+    k = gpu_ops.filter(pl.col("kind") == "kernel")
+    cfg = [c for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z") if c in k.columns]
+    if len(cfg) == 6:
+        config = pl.when(pl.col("grid_x").is_not_null()).then(
+            pl.format("grid ({},{},{}) block ({},{},{})", *cfg)).otherwise(pl.lit("—"))
+    else:
+        config = pl.lit("—")
+    return k.sort("start_ns").select(pl.col("name"), config.alias("config"), pl.col("duration_ns").cast(pl.Float64))
+
+
+def _groups(df: pl.DataFrame, per_launch: bool) -> pl.DataFrame:
+    extra = [c for c in df.columns if c not in ("name", "config", "duration_ns")]
+    if per_launch:
+        return df.with_columns(occurrence=pl.int_range(pl.len()).over("name", "config")).select(
+            "name", "config", "occurrence", pl.lit(1, pl.UInt32).alias("n"),
+            pl.col("duration_ns").alias("median_ns"), pl.lit(0.0).alias("spread_ns"),
+            pl.col("duration_ns").alias("total_ns"), *extra)
+    return df.group_by("name", "config", maintain_order=True).agg(
+        pl.lit(None, pl.Int64).first().alias("occurrence"), pl.len().alias("n"),
+        pl.col("duration_ns").median().alias("median_ns"),
+        pl.col("duration_ns").std(ddof=0).fill_null(0.0).alias("spread_ns"),
+        pl.col("duration_ns").sum().alias("total_ns"),
+        *[pl.col(c).mean() for c in extra])
+
+
+def compare_runs(a: pl.DataFrame, b: pl.DataFrame, *, per_launch: bool, noise_floor: float = NOISE_FLOOR,
+                 k: float = SPREAD_K) -> pl.DataFrame:
+    """One row per kernel (per launch for ncu) of A or B: n_a/n_b, median_a_ns/median_b_ns, spread_*_ns,
+    total_*_ns, change_pct, threshold_pct, status; carried columns get suffixes _a and _b. Sorted by the
+    absolute time difference, largest first."""
+    ga, gb = _groups(a, per_launch), _groups(b, per_launch)
+    keys = ["name", "config", "occurrence"]
+    ga = ga.rename({c: f"{c}_a" for c in ga.columns if c not in keys})
+    gb = gb.rename({c: f"{c}_b" for c in gb.columns if c not in keys})
+    j = ga.join(gb, on=keys, how="full", coalesce=True, nulls_equal=True)
+    rel = ((pl.col("spread_ns_a") / pl.col("median_ns_a")) ** 2
+           + (pl.col("spread_ns_b") / pl.col("median_ns_b")) ** 2).sqrt()
+    thr = pl.max_horizontal(pl.lit(noise_floor), k * rel)
+    change = pl.col("median_ns_b") / pl.col("median_ns_a") - 1
+    j = j.with_columns(change=change, threshold=thr)
+    status = (pl.when(pl.col("median_ns_a").is_null()).then(pl.lit("added"))
+              .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
+              .when(pl.col("change") < -pl.col("threshold")).then(pl.lit("faster"))
+              .when(pl.col("change") > pl.col("threshold")).then(pl.lit("slower"))
+              .otherwise(pl.lit("unchanged")))
+    return j.with_columns(
+        status=status,
+        change_pct=pl.col("change") * 100,
+        threshold_pct=pl.when(pl.col("change").is_not_null()).then(pl.col("threshold") * 100),
+        delta_ns=pl.col("total_ns_b").fill_null(0) - pl.col("total_ns_a").fill_null(0),
+    ).drop("change", "threshold").sort(pl.col("delta_ns").abs(), descending=True)
+
+
+def totals(cmp: pl.DataFrame) -> dict:
+    """Total kernel time of A and B (all launches, matched or not), its change, and counts by status."""
+    ta = float(cmp["total_ns_a"].fill_null(0).sum())
+    tb = float(cmp["total_ns_b"].fill_null(0).sum())
+    counts = {s: int((cmp["status"] == s).sum()) for s in STATUSES}
+    return {"total_a_ns": ta, "total_b_ns": tb, "change_pct": (tb / ta - 1) * 100 if ta else None,
+            "counts": counts}

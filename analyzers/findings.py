@@ -1,0 +1,225 @@
+"""Plain-language findings for one profiled kernel, ranked by the time they are estimated to cost.
+
+Pure functions: an analyzed kernel row (`analyzers.kernels.analyze_kernels`), the GPU spec and, where a
+microbenchmark run measured them, the GPU's measured ceilings in; a list of `Finding` out.
+
+The model is a set of throughput bounds. A kernel cannot finish faster than the busiest resource allows:
+
+    t_dram = DRAM bytes / DRAM peak                  (dram__bytes_read.sum + dram__bytes_write.sum)
+    t_fp32 = FP32 FLOP / FP32 peak                   (fadd + fmul + 2 x ffma thread instructions)
+    t_smem = shared-memory wavefronts / (SMs x f_SM) (one wavefront per SM per cycle: 32 banks x 4 B)
+    t_bound = max(t_dram, t_fp32, t_smem)
+
+Peaks are the measured ceilings when a bench run of the same GPU has them (what the GPU really reaches),
+else the spec sheet's; each finding names which. Findings:
+
+- bank conflicts: the conflict wavefronts lengthen t_smem; estimated loss = the part of the shared-memory
+  time above every other bound: max(0, min(d, t_smem) - max(t_smem_ideal, t_dram, t_fp32)), with
+  t_smem_ideal = (wavefronts - conflicts) / (SMs x f_SM);
+- uncoalesced global loads: sectors per request above the ideal (ratio r); when DRAM is the limiter the
+  extra sectors cost at most t_dram x (1 - 1/r);
+- below the roofline (latency-bound): d - t_bound, the time no throughput bound explains: too few bytes or
+  instructions in flight (Little's law: in flight = throughput x latency); cites occupancy and its limiter;
+- grid smaller than one wave: with w = blocks / (blocks per SM x SMs) < 1, only a fraction w of the GPU's
+  block slots is used; estimated loss d x (1 - w).
+
+Estimates overlap (a latency-bound kernel with a small grid counts both); they rank causes, they do not add.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from analyzers.gpus import GPUSpec
+
+SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
+SMEM_MODEL = ("shared memory serves one 128-byte wavefront (32 banks x 4 B) per SM per cycle: "
+              "t_smem = wavefronts / (SMs x SM clock)")
+
+
+@dataclass(frozen=True)
+class Peak:
+    value: float           # base units per second (B/s, FLOP/s)
+    source: str            # "spec: ..." or "measured: ..."
+    measured: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    key: str                          # "bank_conflicts", "uncoalesced", "latency", "small_grid", "at_bound"
+    title: str
+    text: str                         # plain language: what, why, what to try
+    lost_ns: float                    # estimated time lost (>= 0)
+    share: float                      # lost / duration
+    metrics: dict[str, str] = field(default_factory=dict)   # cited metric -> value as shown
+    model: str = ""                   # the model the estimate comes from
+
+
+def peaks_for(gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> dict[str, Peak]:
+    """DRAM and FP32 peaks for the bound model: a measured ceiling ("dram" in B/s, "fp32" in FLOP/s, each with
+    its source) when given, else the spec sheet's figure. Missing peaks are left out."""
+    out: dict[str, Peak] = {}
+    measured = measured or {}
+    for key, field_name in (("dram", "dram_bandwidth_bytes_per_s"), ("fp32", "fp32_flop_per_s")):
+        if key in measured and measured[key][0]:
+            v, src = measured[key]
+            out[key] = Peak(float(v), f"measured ceiling: {src}", True)
+        elif getattr(gpu, field_name, None):
+            out[key] = Peak(float(getattr(gpu, field_name)), f"spec sheet: {gpu.source_of(field_name)}")
+    return out
+
+
+def _f(row: dict, key: str) -> float | None:
+    v = row.get(key)
+    if v is None or isinstance(v, bool):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _t(ns: float) -> str:
+    a = abs(ns)
+    for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if a >= s:
+            return f"{ns / s:.3g} {u}"
+    return f"{ns:.3g} ns"
+
+
+def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
+    """Throughput bounds of one launch in ns (see the module docstring); a bound whose inputs are missing
+    is absent. Keys: dram, fp32, smem, smem_ideal."""
+    out: dict[str, float] = {}
+    dram_bytes = _f(row, "dram_bytes")
+    if dram_bytes is not None and "dram" in peaks:
+        out["dram"] = dram_bytes / peaks["dram"].value * 1e9
+    flop = _f(row, "flop_fp32")
+    if flop is not None and "fp32" in peaks:
+        out["fp32"] = flop / peaks["fp32"].value * 1e9
+    w, c, clk = _f(row, "smem_wavefronts"), _f(row, "smem_bank_conflicts"), _f(row, "sm_clock_hz")
+    if w is not None and clk and gpu.sm_count:
+        rate = gpu.sm_count * SMEM_WAVEFRONTS_PER_SM_CYCLE * clk / 1e9  # wavefronts per ns
+        out["smem"] = w / rate
+        if c is not None:
+            out["smem_ideal"] = max(w - c, 0.0) / rate
+    return out
+
+
+RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "smem": "shared-memory bandwidth"}
+
+
+def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> list[Finding]:
+    """Findings for one analyzed launch, largest estimated loss first (see the module docstring)."""
+    d = _f(row, "duration_ns")
+    if not d:
+        return []
+    peaks = peaks_for(gpu, measured)
+    b = bounds(row, gpu, peaks)
+    tb = {k: v for k, v in b.items() if k in RESOURCE_NAMES}
+    out: list[Finding] = []
+
+    def add(key, title, text, lost, metrics, model):
+        lost = max(0.0, min(float(lost), d))
+        out.append(Finding(key, title, text, lost, lost / d, metrics, model))
+
+    limiter = max(tb, key=tb.get) if tb else None
+    t_bound = tb[limiter] if limiter else None
+    peak_txt = {k: p.source for k, p in peaks.items()}
+
+    # bank conflicts
+    deg, w, c = _f(row, "smem_conflict_degree"), _f(row, "smem_wavefronts"), _f(row, "smem_bank_conflicts")
+    if deg is not None and deg >= 1.1 and c and "smem" in b:
+        others = max([b.get("smem_ideal", 0.0)] + [v for k, v in tb.items() if k != "smem"])
+        lost = min(d, b["smem"]) - others
+        where = []
+        for side in ("ld", "st"):
+            dv = _f(row, f"smem_{side}_conflict_degree")
+            if dv is not None and dv >= 1.1:
+                where.append(f"{'loads' if side == 'ld' else 'stores'} {dv:.1f}-way")
+        if lost > 0.05 * d:
+            text = (f"Shared-memory accesses are serialised {deg:.1f}-way on average ({', '.join(where)}): "
+                    f"{c:,.0f} of {w:,.0f} wavefronts are conflicts. The shared-memory pipe alone needs "
+                    f"{_t(b['smem'])} of the {_t(d)} kernel; conflict-free it would need {_t(b.get('smem_ideal', 0))}. "
+                    "Pad the shared array (e.g. a row stride of 33 words instead of 32) or swizzle the index.")
+        else:
+            text = (f"Shared-memory accesses are serialised {deg:.1f}-way ({', '.join(where) or 'loads and stores'}), "
+                    f"but the shared-memory pipe needs only {_t(b['smem'])} of the {_t(d)} kernel; "
+                    f"{RESOURCE_NAMES.get(limiter, 'another resource')} limits it, so removing the conflicts saves little.")
+        add("bank_conflicts", f"{deg:.1f}-way shared-memory bank conflicts", text, lost, {
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared (ld+st)": f"{w:,.0f} wavefronts",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared (ld+st)": f"{c:,.0f} wavefronts",
+            "conflict degree = wavefronts / (wavefronts − conflicts)": f"{deg:.2f} ways",
+            "sm clock (gpc__cycles_elapsed.avg.per_second)": f"{_f(row, 'sm_clock_hz') / 1e9:.3g} GHz",
+        }, SMEM_MODEL + f"; SMs = {gpu.sm_count} ({gpu.source_of('sm_count')})")
+
+    # uncoalesced global loads
+    r = _f(row, "global_ld_coalescing_ratio")
+    if r is not None and r >= 1.2:
+        lost = b["dram"] * (1 - 1 / r) if limiter == "dram" and "dram" in b else 0.0
+        spr, ideal = _f(row, "global_ld_sectors_per_request"), _f(row, "global_ld_ideal_sectors_per_request")
+        add("uncoalesced", f"Global loads fetch {r:.1f}× the sectors they need",
+            f"Each warp-wide load touches {spr:.1f} sectors of 32 B where {ideal:.0f} would hold the bytes it uses, "
+            f"so {1 - 1 / r:.0%} of the load sectors carry unused bytes. "
+            + ("DRAM limits this kernel, so the extra sectors cost time. " if limiter == "dram" else
+               f"{RESOURCE_NAMES.get(limiter, 'Another resource')} limits this kernel, so the cost is mostly extra L2 traffic. ")
+            + "Make consecutive threads read consecutive addresses (or stage through shared memory).",
+            lost, {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / l1tex__t_requests_…": f"{spr:.2f} sectors/request",
+                   "ideal (from smsp__sass_average_data_bytes_per_sector_mem_global_op_ld)": f"{ideal:.0f} sectors/request"},
+            "extra sectors = 1 − 1/r of the load traffic; costs time only when DRAM is the limiter: t_dram × (1 − 1/r)"
+            + (f"; DRAM peak {peak_txt['dram']}" if "dram" in peak_txt else ""))
+
+    # below the roofline / at a bound
+    occ_a, occ_t = _f(row, "achieved_occupancy_pct"), _f(row, "theoretical_occupancy_pct")
+    occ_ours, lim = _f(row, "predicted_occupancy_pct"), row.get("occupancy_limiter")
+    if t_bound is not None:
+        util = t_bound / d
+        res = RESOURCE_NAMES[limiter]
+        metrics = {"duration (gpu__time_duration.sum)": _t(d)}
+        for k, v in tb.items():
+            metrics[f"t_{k} ({RESOURCE_NAMES[k]} bound)"] = _t(v)
+        if occ_a is not None:
+            metrics["achieved occupancy (sm__warps_active…pct_of_peak_sustained_active)"] = f"{occ_a:.1f} %"
+        if occ_t is not None:
+            metrics["theoretical occupancy (ncu)"] = f"{occ_t:.1f} %"
+        if occ_ours is not None:
+            metrics["theoretical occupancy (ours), limiter"] = f"{occ_ours:.1f} %, {lim or '—'}"
+        model = ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_smem as above; "
+                 "time lost = duration − max(bounds)")
+        model += "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES)
+        if util >= 0.7:
+            add("at_bound", f"{res}-bound at {util:.0%} of the ceiling",
+                f"The kernel spends {util:.0%} of its time at the {res} bound ({_t(t_bound)} of {_t(d)}). "
+                f"To go faster it must need less of it: " + {
+                    "dram": "move fewer bytes (fuse with neighbours, keep data on chip, use narrower types).",
+                    "fp32": "do less arithmetic or use the tensor cores.",
+                    "smem": "issue fewer shared-memory wavefronts (wider accesses, fewer conflicts, reuse in registers)."}[limiter],
+                d - t_bound, metrics, model)
+        else:
+            occ_txt = ""
+            if occ_a is not None and occ_t is not None:
+                occ_txt = (f" Achieved occupancy is {occ_a:.0f} % of the warp slots (theoretical {occ_t:.0f} %"
+                           + (f", limited by {lim}" if lim else "") + ").")
+                if occ_a < 0.8 * occ_t:
+                    occ_txt += " Achieved is well below theoretical: blocks finish unevenly or the grid is small."
+            add("latency", f"Latency-bound: {res} is only {util:.0%} busy",
+                f"No throughput limit explains the time: the busiest resource ({res}) would need {_t(t_bound)} of the "
+                f"{_t(d)}. The kernel waits on latency: too few bytes or instructions are in flight "
+                f"(Little's law: in flight = throughput × latency).{occ_txt} Raise occupancy (fewer registers or "
+                "less shared memory per block, more blocks) or independent work per thread.",
+                d - t_bound, metrics, model)
+
+    # grid smaller than one wave
+    blocks, per_sm = _f(row, "grid_size"), _f(row, "predicted_blocks_per_sm")
+    if blocks and per_sm and gpu.sm_count:
+        wave = blocks / (per_sm * gpu.sm_count)
+        if wave < 1:
+            add("small_grid", f"The grid fills {wave:.0%} of one wave",
+                f"{blocks:,.0f} blocks for {gpu.sm_count} SMs × {per_sm:.0f} resident blocks each: "
+                f"{1 - wave:.0%} of the block slots stay empty for the whole kernel. Launch more, smaller blocks "
+                "or split the work (e.g. split-K).",
+                d * (1 - wave), {"launch__grid_size": f"{blocks:,.0f} blocks",
+                                 "blocks per SM (our occupancy calculator)": f"{per_sm:.0f}",
+                                 "SMs": f"{gpu.sm_count}"},
+                "wave = blocks / (blocks per SM × SMs); lost ≈ duration × (1 − wave)")
+
+    out.sort(key=lambda f: f.lost_ns, reverse=True)
+    return out

@@ -1,0 +1,118 @@
+"""Chart builders (altair, the kernelscope theme). Each takes tidy polars frames in base units and returns a
+chart whose axes name their quantity, unit and source."""
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import polars as pl
+
+from dashboard.theme import MEASURED_COLOR, SPEC_COLOR, STATUS_COLORS, ensure_theme
+
+
+def roofline(points: pl.DataFrame, roofs: list[dict]) -> alt.LayerChart:
+    """FP32 roofline: attainable = min(FP32 peak, AI x DRAM peak) for each roof, and one point per launch.
+
+    points: launch (str), kernel (str), ai_flop_per_byte, tflop_per_s, duration_us.
+    roofs: dicts with label, dram_bytes_per_s, fp32_flop_per_s, measured (bool)."""
+    ensure_theme()
+    ais = [a for a in points["ai_flop_per_byte"].to_list() if a and a > 0]
+    ridges = [r["fp32_flop_per_s"] / r["dram_bytes_per_s"] for r in roofs]
+    lo = min(ais + ridges) / 8 if ais or ridges else 0.01
+    hi = max(ais + ridges) * 8 if ais or ridges else 1000
+    n = 80
+    rows = []
+    for r in roofs:
+        for i in range(n + 1):
+            ai = lo * (hi / lo) ** (i / n)
+            rows.append({"roof": r["label"], "ai_flop_per_byte": ai,
+                         "tflop_per_s": min(r["fp32_flop_per_s"], ai * r["dram_bytes_per_s"]) / 1e12})
+    roof_df = pl.DataFrame(rows, schema={"roof": pl.String, "ai_flop_per_byte": pl.Float64, "tflop_per_s": pl.Float64})
+    labels = [r["label"] for r in roofs]
+    colors = [MEASURED_COLOR if r["measured"] else SPEC_COLOR for r in roofs]
+    x = alt.X("ai_flop_per_byte:Q", scale=alt.Scale(type="log", domain=[lo, hi]),
+              title="arithmetic intensity [FLOP/byte] = FP32 FLOP / DRAM bytes (ncu counters)")
+    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="FP32 throughput [TFLOP/s]")
+    lines = alt.Chart(roof_df).mark_line().encode(
+        x=x, y=y,
+        color=alt.Color("roof:N", title="ceiling", scale=alt.Scale(domain=labels, range=colors)),
+        strokeDash=alt.StrokeDash("roof:N", legend=None, scale=alt.Scale(
+            domain=labels, range=[[1, 0] if r["measured"] else [6, 4] for r in roofs])),
+        tooltip=[alt.Tooltip("roof:N", title="ceiling"),
+                 alt.Tooltip("ai_flop_per_byte:Q", format=".3g", title="FLOP/byte"),
+                 alt.Tooltip("tflop_per_s:Q", format=".3g", title="TFLOP/s")])
+    dots = alt.Chart(points).mark_point(size=90, filled=True, color="#111827").encode(
+        x=x, y=y, shape=alt.Shape("kernel:N", title="kernel"),
+        tooltip=[alt.Tooltip("launch:N", title="launch id"), alt.Tooltip("kernel:N"),
+                 alt.Tooltip("ai_flop_per_byte:Q", format=".3g", title="FLOP/byte"),
+                 alt.Tooltip("tflop_per_s:Q", format=".3g", title="TFLOP/s"),
+                 alt.Tooltip("duration_us:Q", format=",.2f", title="duration [µs]")])
+    return alt.layer(lines, dots).resolve_scale(color="independent", shape="independent").properties(
+        title="Roofline: FP32 throughput vs arithmetic intensity (per launch)", height=360)
+
+
+def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | alt.Chart:
+    """Achieved DRAM bandwidth per launch (bars: launch, kernel, dram_gbps) against peaks
+    (rules: label, gbps, measured)."""
+    ensure_theme()
+    chart = alt.Chart(bars).mark_bar().encode(
+        x=alt.X("launch:N", sort=None, title="launch id"),
+        y=alt.Y("dram_gbps:Q", title="achieved DRAM bandwidth [GB/s] (ncu counters)"),
+        tooltip=[alt.Tooltip("launch:N", title="launch id"), "kernel:N",
+                 alt.Tooltip("dram_gbps:Q", format=",.0f", title="DRAM [GB/s]")])
+    if not rules:
+        return chart.properties(title="DRAM bandwidth per launch")
+    rdf = pl.DataFrame(rules, schema={"label": pl.String, "gbps": pl.Float64, "measured": pl.Boolean})
+    labels = rdf["label"].to_list()
+    rule = alt.Chart(rdf).mark_rule(strokeWidth=2).encode(
+        y="gbps:Q",
+        color=alt.Color("label:N", title="peak", scale=alt.Scale(
+            domain=labels, range=[MEASURED_COLOR if m else SPEC_COLOR for m in rdf["measured"].to_list()])),
+        strokeDash=alt.StrokeDash("label:N", legend=None, scale=alt.Scale(
+            domain=labels, range=[[1, 0] if m else [6, 4] for m in rdf["measured"].to_list()])),
+        tooltip=[alt.Tooltip("label:N", title="peak"), alt.Tooltip("gbps:Q", format=",.0f", title="GB/s")])
+    return alt.layer(chart, rule).properties(title="DRAM bandwidth per launch vs peaks")
+
+
+def occupancy_bars(occ: pl.DataFrame) -> alt.Chart:
+    """occ: launch, measure, pct (long form)."""
+    ensure_theme()
+    return alt.Chart(occ).mark_bar().encode(
+        x=alt.X("launch:N", title="launch id", sort=None), xOffset="measure:N",
+        y=alt.Y("pct:Q", title="occupancy [% of max warps per SM]", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("measure:N", title=None),
+        tooltip=[alt.Tooltip("launch:N", title="launch id"), "measure:N",
+                 alt.Tooltip("pct:Q", format=".1f", title="occupancy [%]")],
+    ).properties(title="Occupancy: achieved (ncu), theoretical (ncu), theoretical (our calculator)")
+
+
+def change_bars(rows: pl.DataFrame, noise_pct: float) -> alt.LayerChart:
+    """Relative change of matched kernels: rows with label, change_pct, status; band = ± noise floor."""
+    ensure_theme()
+    statuses = list(STATUS_COLORS)
+    bars = alt.Chart(rows).mark_bar().encode(
+        y=alt.Y("label:N", sort=alt.EncodingSortField("change_pct", order="ascending"), title="kernel (launch configuration)"),
+        x=alt.X("change_pct:Q", title="duration change B vs A [%] (negative = faster)"),
+        color=alt.Color("status:N", title="status", scale=alt.Scale(domain=statuses, range=[STATUS_COLORS[s] for s in statuses])),
+        tooltip=["label:N", "status:N", alt.Tooltip("change_pct:Q", format="+.1f", title="change [%]"),
+                 alt.Tooltip("threshold_pct:Q", format=".1f", title="noise threshold [%]")])
+    band = alt.Chart(pl.DataFrame({"lo": [-noise_pct], "hi": [noise_pct]})).mark_rect(opacity=0.12, color="#6b7280").encode(
+        x="lo:Q", x2="hi:Q")
+    return alt.layer(band, bars).properties(title="Per-kernel change (grey band: noise floor)",
+                                            height=max(120, 22 * rows.height))
+
+
+def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_title: str, title: str,
+                  value: str = "pct", value_title: str = "[% of the GPU's own peak]") -> alt.Chart:
+    """Grouped bars of percentages (e.g. measured ceiling / spec peak per GPU)."""
+    ensure_theme()
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=x_title), xOffset=f"{group}:N",
+        y=alt.Y(f"{value}:Q", title=value_title),
+        color=alt.Color(f"{group}:N", title=group_title),
+        tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".1f", title=value_title)],
+    ).properties(title=title)
+
+
+def log_ok(v) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0

@@ -1,0 +1,167 @@
+"""`kernelscope bench`: run the microbenchmark suite on every visible GPU (one subprocess per GPU, one
+after the other so that they do not disturb each other), store one run per GPU, print the run ids.
+Without a GPU: say so in one line and run the CPU cases (numerics) only."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from collectors.errors import ArtifactError
+from dashboard.cli._app import StoreOpt, app, open_store, repo_root
+
+_DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
+SUITE_TIMEOUT_S = 20 * 60
+
+
+def visible_gpu_count() -> int:
+    """GPUs a CUDA program here would see: CUDA_VISIBLE_DEVICES when set, else NVML's count."""
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        n = pynvml.nvmlDeviceGetCount()
+        pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver, no NVML, no GPU: all mean "no GPU here"
+        return 0
+    if cvd is not None:
+        ids = [x for x in cvd.split(",") if x.strip() and x.strip() != "-1"]
+        return min(len(ids), n)
+    return n
+
+
+def missing_gpu_packages() -> list[str]:
+    return [m for m in ("torch", "triton", "cupy") if importlib.util.find_spec(m) is None]
+
+
+def _store_doc(st, doc: dict, out_dir: Path) -> str:
+    import json
+    from collectors.bench.harness import result_file_name
+    path = out_dir / result_file_name(doc["gpu"]["name"], doc["gpu"].get("uuid"))
+    path.write_text(json.dumps(doc, indent=1, allow_nan=False))
+    run, _ = st.ingest_path(path)
+    return run.run_id
+
+
+def _run_gpu(index: int, args: list[str], out_dir: Path, n_cases: int) -> tuple[Path | None, str]:
+    """Run the suite on GPU `index` in a subprocess with a progress bar; (result file, log path)."""
+    gdir = out_dir / f"gpu{index}"
+    gdir.mkdir(parents=True, exist_ok=True)
+    log_path = gdir / "bench.log"
+    cmd = [sys.executable, "-u", "-m", "collectors.bench.run", "--out", str(gdir), "--device", str(index), *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(repo_root()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    with open(log_path, "w") as log, typer.progressbar(length=n_cases, label=f"GPU {index}") as bar:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                encoding="utf-8", errors="replace", env=env,
+                                cwd=repo_root())
+        done = 0
+        for line in proc.stdout:
+            log.write(line)
+            m = _DONE.search(line)
+            if m and int(m.group(1)) > done:
+                bar.update(int(m.group(1)) - done)
+                done = int(m.group(1))
+        proc.wait(timeout=SUITE_TIMEOUT_S)
+    files = sorted(gdir.glob("bench_*.json"))
+    return (files[-1] if files else None), str(log_path)
+
+
+@app.command()
+def bench(
+    ncu: Annotated[bool, typer.Option("--ncu", help="Rerun the suite's own kernels under Nsight Compute and attach the counters.")] = False,
+    cases: Annotated[Optional[str], typer.Option("--cases", help="Comma list of case ids or prefixes (default: all).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes and few repetitions (a smoke test).")] = False,
+    store: StoreOpt = None,
+    all_cpu: Annotated[bool, typer.Option("--all-cpu", help="Run the CPU cases (numerics) too when GPUs are present; "
+                                          "without a GPU they are all that runs.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the result files and logs (default: a new temporary folder).")] = None,
+) -> int:
+    """Run the chapter's measurable cases on every visible GPU and store one run per GPU; print the run ids."""
+    from collectors.bench.cases import select_cases
+    st = open_store(store)
+    out_dir = Path(out) if out else Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n_gpus = visible_gpu_count()
+    run_ids: list[str] = []
+    failed = 0
+    if n_gpus == 0:
+        typer.echo("kernelscope bench: no NVIDIA GPU visible here; running the CPU cases (numerics) only.")
+    else:
+        missing = missing_gpu_packages()
+        if missing:
+            typer.echo(f"kernelscope bench: the GPU suite needs {', '.join(missing)}; install the bench extra "
+                       f"(pip install 'kernelscope[bench]')", err=True)
+            return 1
+        try:
+            selected = select_cases(cases)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--cases") from None
+        args = [*(["--ncu"] if ncu else []), *(["--quick"] if quick else []), *(["--cases", cases] if cases else [])]
+        for i in range(n_gpus):
+            path, log = _run_gpu(i, args, out_dir, len(selected))
+            if path is None:
+                typer.echo(f"kernelscope bench: GPU {i}: the suite wrote no result (log: {log})", err=True)
+                failed += 1
+                continue
+            try:
+                run, _ = st.ingest_path(path)
+            except ArtifactError as e:
+                typer.echo(f"kernelscope: {e} (log: {log})", err=True)
+                failed += 1
+                continue
+            meta = run.meta
+            nf = len(meta.get("failures", []))
+            typer.echo(f"GPU {i}: {meta.get('gpu_name')}: {meta.get('result_count')} results, "
+                       f"{meta.get('ceiling_count')} ceilings, {nf} failures (log: {log})")
+            run_ids.append(run.run_id)
+    if n_gpus == 0 or all_cpu:
+        from collectors.bench.cpu_cases import run_cpu_cases
+        doc = run_cpu_cases(quick=quick, log=lambda m: None)
+        run_ids.append(_store_doc(st, doc, out_dir))
+    for rid in run_ids:
+        typer.echo(rid)
+    return 1 if failed else 0
+
+
+# ---- `kernelscope analyze RUN` for bench runs (called from core.report_for) ------------------------
+
+TABLE_COLUMNS = [("case", "case", None), ("metric", "metric", None), ("value", "value", None), ("unit", "unit", None),
+                 ("params", "params", None), ("predicted", "predicted", None), ("verdict", "verdict", None),
+                 ("cv", "cv", None), ("source", "source", None)]
+
+
+def _record_rows(df) -> list[dict]:
+    import json
+    rows = []
+    for r in df.to_dicts():
+        r["params"] = json.loads(r["params"]) if r.get("params") else {}
+        if "predicted" in r:
+            v, u = r.pop("predicted"), r.pop("predicted_unit")
+            r["predicted"] = None if v is None else {"value": v, "unit": u}
+        rows.append(r)
+    return rows
+
+
+def report(parsed) -> dict:
+    """JSON report of a bench run: GPU, versions, ceilings, results (with predicted and verdict), failures."""
+    m = parsed.meta
+    gpu = m.get("gpu", {})
+    return {
+        "kind": "bench",
+        "gpu": {k: gpu.get(k) for k in ("name", "uuid", "index", "cc", "sm_count", "l2_bytes", "memory_bytes",
+                                        "max_sm_clock_mhz", "power_limit_w")},
+        "versions": m.get("versions", {}),
+        "started": m.get("started"), "finished": m.get("finished"), "partial": m.get("partial"),
+        "ncu": m.get("ncu"),
+        "ceilings": _record_rows(parsed.table("ceilings")),
+        "results": _record_rows(parsed.table("results")),
+        "failures": m.get("failures", []),
+    }

@@ -1,0 +1,61 @@
+"""Small Streamlit helpers shared by the views: query parameters <-> widgets, and the share panel."""
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from dashboard.report import Report
+
+TOKEN_PARAM = "token"
+
+
+def params() -> dict[str, str]:
+    """The current query parameters (last value of each), without the access token."""
+    p = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    p.pop(TOKEN_PARAM, None)
+    return p
+
+
+def sync(values: dict) -> None:
+    """Write a page's state to the URL: set what differs, drop what is empty; other keys are left alone."""
+    for k, v in values.items():
+        if v is None or v == "" or v == []:
+            if k in st.query_params:
+                del st.query_params[k]
+        else:
+            v = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            if st.query_params.get(k) != v:
+                st.query_params[k] = v
+
+
+def share_link(page: str, values: dict) -> str:
+    """The full link of this view (page URL + its query parameters, never the token)."""
+    q = {k: (",".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in values.items()
+         if v not in (None, "", [])}
+    base = None
+    try:
+        base = st.context.url
+    except (AttributeError, RuntimeError):
+        base = None
+    if not base:
+        base = f"/{page}" if page != "home" else "/"
+    return base + (f"?{urlencode(q)}" if q else "")
+
+
+def share_panel(page: str, values: dict, reports: list[Report] | None) -> None:
+    """Sidebar: the view's link with a copy button, and an offline HTML download of the same tables/charts."""
+    with st.sidebar:
+        st.markdown("**Share this view**")
+        st.caption("Copy the link (button at the right of the box); it opens this view for anyone on this server.")
+        st.code(share_link(page, values), language=None, wrap_lines=True)
+        if reports:
+            def make() -> str:
+                from dashboard.export import render_html
+                return render_html(reports, source=share_link(page, values))
+            slug = "-".join(str(values.get(k)) for k in ("run", "a", "b") if values.get(k))
+            name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")) + ".html"
+            st.download_button("Download HTML (offline copy)", data=make, file_name=name, mime="text/html",
+                               on_click="ignore", icon=":material/download:", key="download-html",
+                               help="One self-contained file: the same tables and charts, no network needed.")

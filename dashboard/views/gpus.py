@@ -1,0 +1,23 @@
+"""GPUs: spec sheets vs measured ceilings, the bench runs, and the same cases compared across GPUs, each
+normalised to its own peaks.  URL: ?gpu=NAME,NAME (GPUs to compare; default all with bench results)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data, pages, ui
+from dashboard.report import render_streamlit
+
+src = data.source()
+qp = ui.params()
+st.title("GPUs")
+res = src.bench_results()
+have = res["gpu_name"].unique(maintain_order=True).to_list()
+wanted = [g for g in pages._gpu_list(qp.get("gpu")) if g in have]
+if len(have) > 1:
+    wanted = st.multiselect("GPUs to compare", have, default=wanted or have)
+state = {"gpu": wanted if wanted and len(wanted) < len(have) else None}
+ui.sync(state)
+rep = pages.gpus_page(src, state)
+st.caption(rep.subtitle)
+render_streamlit(rep)
+ui.share_panel("gpus", state, [rep])

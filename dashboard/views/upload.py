@@ -1,0 +1,72 @@
+"""Upload: several artifacts at once, with progress, a result or an error per file, and a link to each run.
+
+A file that is not an artifact (wrong type, truncated, random bytes) or is above the upload cap is named with
+the problem; nothing of it is stored. Results are kept per uploaded file for the session, so a rerun does not
+ingest again.
+"""
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from collectors.errors import ArtifactError
+from dashboard import data, pages
+from dashboard.report import code
+
+
+def cap_bytes() -> int:
+    """The upload cap: server.maxUploadSize (set by `kernelscope dashboard --max-upload-mb`), or a lower
+    KERNELSCOPE_MAX_UPLOAD_MB."""
+    mb = float(st.get_option("server.maxUploadSize"))
+    env = os.environ.get("KERNELSCOPE_MAX_UPLOAD_MB")
+    if env:
+        try:
+            mb = min(mb, float(env))
+        except ValueError:
+            pass
+    return int(mb * 1e6)
+
+
+store = data.store()
+st.title("Upload")
+cap = cap_bytes()
+st.markdown(
+    "Drop one or several files:\n"
+    "- Nsight Compute: `ncu --set full -o r ./app` → `r.ncu-rep`, or a CSV export "
+    "(`ncu --import r.ncu-rep --page raw --csv > r.csv`);\n"
+    "- PyTorch profiler traces (`.json`, `.json.gz`);\n"
+    "- Nsight Systems: `nsys export --type sqlite r.nsys-rep` → `r.sqlite`;\n"
+    "- `kernelscope bench` result files.\n\n"
+    f"Files up to **{cap / 1e6:,.0f} MB**; for larger ones run `kernelscope ingest FILE` on the server "
+    "(the store is shared, the run appears here).")
+files = st.file_uploader("Artifacts", accept_multiple_files=True, key="uploads")
+done: dict = st.session_state.setdefault("ingested", {})
+if files:
+    bar = st.progress(0.0, text=f"0 of {len(files)} files")
+    for i, f in enumerate(files):
+        key = (f.file_id, f.name, f.size)
+        if key not in done:
+            bar.progress(i / len(files), text=f"Reading {f.name} ({i + 1} of {len(files)})")
+            if f.size > cap:
+                done[key] = ("error", f"{f.size / 1e6:,.1f} MB is above this server's upload cap of "
+                                      f"{cap / 1e6:,.0f} MB. Copy it to the server and run `kernelscope ingest FILE`.")
+            else:
+                try:
+                    run, created = store.ingest_bytes(f.getvalue(), f.name)
+                    done[key] = ("ok", run.run_id, run.kind, created)
+                except ArtifactError as e:
+                    done[key] = ("error", f"{e.problem}.")
+                except OSError as e:
+                    done[key] = ("error", f"the store could not be written ({e.strerror}).")
+        res = done[key]
+        if res[0] == "ok":
+            _, rid, kind, created = res
+            page = pages.PAGE_FOR_KIND.get(kind, "runs")
+            st.success(f"{code(f.name)} → run `{rid}` ({kind}, {'new' if created else 'already stored'}) — "
+                       f"[open]({pages.link(page, run=rid)})")
+        else:
+            st.error(f"{code(f.name)}: {res[1]} Nothing was stored.")
+    ok = sum(1 for f in files if done[(f.file_id, f.name, f.size)][0] == "ok")
+    bar.progress(1.0, text=f"{len(files)} of {len(files)} files: {ok} stored, {len(files) - ok} refused")
+st.caption(f"Store: {len(store.runs())} runs. All of them: [Runs](runs).")
