@@ -4,7 +4,7 @@ export of one million kernels.
 Kineto: the real H200 trace sample_traces/h200/torch_ffn/ffn_M1_eager.json.gz (706 events, 120 kernels
 launched with cuLaunchKernelEx / cudaLaunchKernel / cudaLaunchKernelExC) is replicated, each copy shifted
 in time and given fresh correlation ids, External ids and flow ids, until the JSON is about --mb MB
-(default 400). Both tools then do, each in its own fresh process: load the trace, compute the kernel
+(default 400), each event spread over several lines as Kineto writes them. Both tools then do, each in its own fresh process: load the trace, compute the kernel
 launch statistics, and the idle-time breakdown per stream; the time of that work (imports excluded)
 and the process's peak resident memory (ru_maxrss of the process and of any children it waited for)
 are reported. HTA: `TraceAnalysis(trace_dir=...)`, `get_cuda_kernel_launch_stats(visualize=False)`,
@@ -122,11 +122,11 @@ def run_worker(python: str, code: str, *args: str, timeout: int = 3600) -> dict:
 # --------------------------------------------------------------------------------------------------------------
 def build_kineto(path: Path, target_mb: float) -> dict:
     """Replicate the sample trace until the file holds about target_mb MB. Returns facts about it."""
-    try:
+    try:  # events written over several lines each, as Kineto writes them
         import orjson
-        dumps = orjson.dumps
+        dumps = lambda o: orjson.dumps(o, option=orjson.OPT_INDENT_2)  # noqa: E731
     except ImportError:  # pragma: no cover
-        dumps = lambda o: json.dumps(o, separators=(",", ":")).encode()  # noqa: E731
+        dumps = lambda o: json.dumps(o, indent=2).encode()  # noqa: E731
     doc = json.loads(gzip.decompress(SAMPLE.read_bytes()))
     events = [e for e in doc["traceEvents"] if e.get("ph") in ("X", "s", "f")]
     meta_events = [e for e in doc["traceEvents"] if e.get("ph") not in ("X", "s", "f")]

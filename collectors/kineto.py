@@ -167,6 +167,23 @@ def api_kind_columns(names: pl.Series) -> pl.DataFrame:
     })
 
 
+def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
+    """Whether df is sorted by keys (lexicographically, nulls first)."""
+    if df.height < 2:
+        return True
+    prev = [pl.col(k).shift(1) for k in keys]
+    cur = [pl.col(k) for k in keys]
+    # row i is out of order when, at the first key that differs from row i-1, it is smaller
+    bad = pl.lit(False)
+    same = pl.lit(True)
+    for p, c in zip(prev, cur):
+        p_ = p.fill_null(-(1 << 62))
+        c_ = c.fill_null(-(1 << 62))
+        bad = bad | (same & (c_ < p_))
+        same = same & (c_ == p_)
+    return not df.select(bad.slice(1).any()).item()
+
+
 def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
     CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
@@ -180,7 +197,12 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
                 pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
                 pl.col("external_id").alias("api_external_id"))
     )
-    g = gpu_raw.join(launches, on=["rank", "correlation"], how="left")
+    # ops in (rank, device, stream, start) order; traces usually deliver them so, then nothing moves
+    order = ["rank", "device", "stream", "start_ns"]
+    if not _is_sorted(gpu_raw, order):
+        gpu_raw = gpu_raw.sort(order)
+    # one lazy query, left order kept: the final casts run once over the joined columns
+    g = gpu_raw.lazy().join(launches.lazy(), on=["rank", "correlation"], how="left", maintain_order="left")
     lag = pl.col("start_ns") - pl.col("api_end_ns")
     g = g.with_columns(
         pl.coalesce("api_pid", "pid").alias("pid"),
@@ -199,8 +221,9 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
            .sort("start_ns")
            .unique(["rank", "external_id"], keep="last", maintain_order=True)  # innermost op of a nest
            .select("rank", "external_id", pl.col("name").alias("op_name")))
-    g = g.join(ops, on=["rank", "external_id"], how="left")
-    return conform(g.sort("rank", "device", "stream", "start_ns"), GPU_OPS_SCHEMA, "gpu_ops")
+    g = g.join(ops.lazy(), on=["rank", "external_id"], how="left", maintain_order="left")
+    g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])
+    return conform(g.collect(), GPU_OPS_SCHEMA, "gpu_ops")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -97,4 +97,6 @@ def texts(at) -> str:
 
 
 def frames(at) -> list:
-    return [d.value for d in at.dataframe]
+    """The page's dataframes as polars frames (AppTest returns pandas)."""
+    import polars as pl
+    return [pl.from_pandas(d.value) for d in at.dataframe]

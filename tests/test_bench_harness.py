@@ -378,3 +378,80 @@ def test_run_cases_skips_after_budget(monkeypatch):
     dead = R._run_cases(ctx, ["a", "b"], doc, lambda: saves.append(1), lambda m: None,
                         _t.monotonic(), 50, False, None, None)
     assert calls == ["a", "b"] and len(saves) == 2
+
+
+# ---- the --ncu stage end to end, with a stand-in for ncu that returns the recorded H200 report ----------
+
+_FAKE_NCU = r'''#!{python}
+import gzip, json, os, shutil, sys
+a = sys.argv[1:]
+if a == ["--version"]:
+    print("Version 2025.3.1.0 (fake)"); sys.exit(0)
+if os.environ.get("FAKE_NCU_PERM"):
+    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+    sys.exit(1)
+out = a[a.index("-o") + 1]
+manifest = a[a.index("--out") + 1]
+case = a[a.index("--ncu-child") + 1]
+with gzip.open({report!r}, "rb") as f, open(out, "wb") as g:
+    shutil.copyfileobj(f, g)
+names = ["ks_copy_u4", "ks_transpose16", "ks_transpose16_pad", "ks_transpose32", "ks_transpose32_pad",
+         "ks_colread4", "ks_colread4", "ks_matmul_64x64", "ks_matmul_128x128"]
+with open(manifest, "w") as f:
+    for i, n in enumerate(names):
+        f.write(json.dumps({{"case": case, "kernel": n, "params": {{"kernel": n, "i": i}}, "notes": "fake"}}) + "\n")
+print("==PROF== Disconnected")
+'''
+
+
+def _fake_ncu(tmp_path):
+    import stat
+    import sys
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    p = tmp_path / "bin" / "ncu"
+    p.write_text(_FAKE_NCU.format(python=sys.executable, report=str(H200_KERNELS / "full.ncu-rep.gz")))
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return str(p)
+
+
+def test_ncu_stage_attaches_counters(tmp_path, monkeypatch):
+    pytest.importorskip("ncu_report")
+    import time as _t
+
+    from collectors.bench import ncu_rerun
+    monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: _fake_ncu(tmp_path))
+    doc = {"results": [], "failures": []}
+    ncu_rerun.run_stage(doc, ["transpose.tile", "bank.column_read"], device=0, quick=True, out_dir=tmp_path,
+                        file_stem="bench_x", deadline=_t.monotonic() + 120, save=lambda: None, log=lambda m: None)
+    assert doc["failures"] == []
+    assert doc["ncu"]["status"] == "ok" and doc["ncu"]["version"] == "Version 2025.3.1.0 (fake)"
+    assert [r["file"] for r in doc["ncu"]["reports"]] == ["bench_x_bank-column_read.ncu-rep", "bench_x_transpose-tile.ncu-rep"]
+    deg = [r for r in doc["results"] if r["case"] == "bank.column_read" and r["metric"] == "bank_conflict_degree"]
+    assert [round(r["value"], 3) for r in deg if r["params"]["kernel"] == "ks_colread4"] == [32.0, 1.0]
+    tr = {r["params"]["kernel"]: r["value"] for r in doc["results"]
+          if r["case"] == "transpose.tile" and r["metric"] == "dram_read_bytes"}
+    assert tr["ks_transpose32"] == 268446720
+    assert (tmp_path / "ncu" / "bench_x_transpose-tile.log").read_text().startswith("==PROF==")
+
+
+def test_ncu_stage_counters_forbidden(tmp_path, monkeypatch):
+    import time as _t
+
+    from collectors.bench import ncu_rerun
+    monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: _fake_ncu(tmp_path))
+    monkeypatch.setenv("FAKE_NCU_PERM", "1")
+    doc = {"results": [], "failures": []}
+    ncu_rerun.run_stage(doc, ["transpose.tile", "bank.column_read"], device=0, quick=True, out_dir=tmp_path,
+                        file_stem="bench_x", deadline=_t.monotonic() + 120, save=lambda: None, log=lambda m: None)
+    assert doc["results"] == []
+    assert len(doc["failures"]) == 1 and doc["failures"][0]["error"].startswith("ERR_NVGPUCTRPERM")
+    assert doc["ncu"]["status"].startswith("counters forbidden")
+
+
+def test_ncu_stage_without_ncu(tmp_path, monkeypatch):
+    from collectors.bench import ncu_rerun
+    monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: None)
+    doc = {"results": [], "failures": []}
+    ncu_rerun.run_stage(doc, ["transpose.tile"], device=0, quick=True, out_dir=tmp_path, file_stem="b",
+                        deadline=0, save=lambda: None)
+    assert doc["ncu"]["status"] == "ncu not found" and "not found" in doc["failures"][0]["error"]

@@ -177,11 +177,16 @@ def test_chunked_reading_equals_whole_document(monkeypatch, compact):
         ev += _launch_pair(i, 1000.0 + 30 * i, name="void f<{lambda()#1}, {x}>(int)" if i % 7 == 0 else "k")
     data = _trace(ev, base=10**18, compact=compact)
     whole = kineto.parse(data, "a.json").tables
-    monkeypatch.setattr(kineto, "CHUNK_BYTES", 300)   # many small pieces
+    monkeypatch.setattr(kineto, "NDJSON_CHUNK_BYTES", 300)   # tier 1 in many small pieces
+    ndjson_pieces = kineto.parse(data, "a.json").tables
+    monkeypatch.setattr(kineto, "_ndjson_frames", lambda d: (_ for _ in ()).throw(kineto._FastPathFailed()))
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 300)          # tier 2 in many small pieces
     pieces = kineto.parse(data, "a.json").tables
     for t in kineto.TIMELINE_SCHEMAS:
         assert pieces[t].equals(whole[t]), t
+        assert ndjson_pieces[t].equals(whole[t]), t
     assert whole["gpu_ops"].height == 60 and whole["gpu_ops"]["launch_api"].null_count() == 0
+    assert whole["gpu_ops"]["name"].n_unique() == 2
 
 
 @pytest.mark.parametrize("key", list(SAMPLES))

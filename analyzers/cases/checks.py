@@ -135,13 +135,13 @@ def arithmetic_checks() -> list[ChapterCheck]:
     return out
 
 
-def chapter_checks() -> list[ChapterCheck]:
-    """Measured chapter figures judged by their models, then the arithmetic checks."""
+def chapter_checks(case_id: str | None = None) -> list[ChapterCheck]:
+    """Measured chapter figures judged by their models, then the arithmetic checks (of one case, or all)."""
     out = []
-    for c in figure_checks():
+    for c in figure_checks(case_id):
         if c.figure.measured:
             out.append(ChapterCheck(c.case, c.figure.text, c.verdict.kind, c.verdict.explanation))
-    return out + arithmetic_checks()
+    return out + [c for c in arithmetic_checks() if case_id is None or c.case == case_id]
 
 
 def reproduction_failures() -> list[str]:

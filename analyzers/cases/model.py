@@ -14,6 +14,10 @@ from analyzers.cases.units import fmt, to_base
 from analyzers.gpus import GPUSpec, get_gpu
 
 DEFAULT_GPU = "NVIDIA H200"
+#: GPUSpec fields the case models read (shown with their sources next to every evaluation)
+GPU_FIELDS = ("sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s", "l2_bytes", "smem_per_sm_bytes",
+              "smem_per_block_optin_bytes", "reserved_smem_per_block_bytes", "max_threads_per_sm",
+              "max_blocks_per_sm", "regs_per_sm", "host_link_bytes_per_s")
 
 ParamValue = Any  # int | float | str | tuple[float, ...]
 
@@ -164,6 +168,8 @@ class Prediction:
 
     @property
     def display(self) -> str:
+        if self.kind == "range":
+            return f"{fmt(self.value, self.unit)} ({fmt(self.lo, self.unit)} … {fmt(self.hi, self.unit)})"
         return fmt(self.value, self.unit)
 
     @property
@@ -185,6 +191,8 @@ class Prediction:
 
 
 def pred(key: str, label: str, value, unit: str, formula: str = "", **kw) -> Prediction:
+    if unit == "text":
+        kw.setdefault("kind", "info")            # a word is shown, never compared
     return Prediction(key=key, label=label, value=value, unit=unit, formula=formula, **kw)
 
 
@@ -325,9 +333,14 @@ class Evaluation:
     def value(self, key: str):
         return self[key].value
 
+    def gpu_specs(self) -> dict[str, dict]:
+        """The GPU spec fields the models read, each with its value and registry source."""
+        return {f: {"value": _jsonable(getattr(self.gpu, f)), "source": self.gpu.source_of(f)}
+                for f in GPU_FIELDS if getattr(self.gpu, f, None) is not None}
+
     def to_json(self) -> dict:
         return {"case": self.case.id, "title": self.case.title, "section": self.case.section,
-                "gpu": self.gpu.name, "runnable": self.case.runnable,
+                "gpu": self.gpu.name, "gpu_specs": self.gpu_specs(), "runnable": self.case.runnable,
                 "params": {k: _jsonable(v) for k, v in self.params.items()},
                 "param_units": {p.name: p.unit for p in self.case.params},
                 "predictions": {k: p.to_json() for k, p in self.predictions.items()},

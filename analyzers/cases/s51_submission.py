@@ -384,6 +384,8 @@ def _mma(p, gpu):
              rel_tol=0),
         pred("flop_per_block_step", "FLOPs per block per K step", 2 * p.m * p.n * p.k, "FLOP", "2·m·n·k",
              kind="exact", rel_tol=0),
+        pred("acc_smem_traffic_per_step", "accumulator moved between registers and shared memory per K step "
+             "(if it lives in shared memory; 0 in registers)", 2 * 4 * p.m * p.n, "B", "2 · 4·m·n", kind="info"),
     ]
     if wg is not None:
         out.append(pred("wgmma_per_block_step", "Hopper wgmma (m64 n≤256 k16) per block per K step", wg,
@@ -420,8 +422,8 @@ MMA = Case(
         Figure("8 warps issue 64 each", 64, "count", key="mma_per_warp"),
     ),
     measurements=(
-        Measure("ncu", "smsp__inst_executed_pipe_tensor_op_hmma.sum", "mma_per_block_step",
-                "divide by (blocks × K steps) to get per block per K step"),
+        Measure("ncu", "smsp__inst_executed_pipe_tensor_op_hmma.sum", None,
+                "divide by (blocks × K steps) to compare with mma_per_block_step"),
     ),
     chart=Chart("m", (16, 32, 64, 128, 256), ("mma_per_block_step",), link=("n",),
                 title="MMA instructions per K step vs square tile size", log_x=True),

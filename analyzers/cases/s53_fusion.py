@@ -16,10 +16,12 @@ H100 = "NVIDIA H100 SXM"
 # fusion.activation_chain — Example 5-4, Figure 5-15, Experiment 5-2
 # ------------------------------------------------------------------------------------------------
 
-def run_steps(inputs: dict[str, int], steps: list[tuple[str, list[str], dict[str, int]]]) -> tuple[int, int, int]:
+def run_steps(inputs: dict[str, int], steps: list[tuple[str, list[str], dict[str, int]]],
+              timeline: list | None = None) -> tuple[int, int, int]:
     """(traffic, peak live bytes, bytes touched) of a chain of steps. `inputs` are live from the start;
     each step reads tensors and writes new ones; a tensor is freed after its last read (the final
-    outputs stay). Traffic = Σ reads + writes."""
+    outputs stay). Traffic = Σ reads + writes. With `timeline`, one row per step is appended to it
+    (what it reads and writes, what is live during it, what is freed after it)."""
     size = dict(inputs)
     last_use: dict[str, int] = {}
     for i, (_, reads, writes) in enumerate(steps):
@@ -32,11 +34,18 @@ def run_steps(inputs: dict[str, int], steps: list[tuple[str, list[str], dict[str
         traffic += sum(size[r] for r in reads) + sum(writes.values())
         live |= set(writes)
         peak = max(peak, sum(size[t] for t in live))
-        live -= {r for r in reads if last_use.get(r) == i}
+        freed = {r for r in reads if last_use.get(r) == i}
+        if timeline is not None:
+            timeline.append({"step": steps[i][0], "reads": ", ".join(reads), "writes": ", ".join(writes),
+                             "traffic_MiB": (sum(size[r] for r in reads) + sum(writes.values())) / MIB,
+                             "live": ", ".join(sorted(live)), "live_MiB": sum(size[t] for t in live) / MIB,
+                             "freed_after": ", ".join(sorted(freed))})
+        live -= freed
     return traffic, peak, sum(size.values())
 
 
-def activation_chain(M: int, F: int, elem: int = 2, q: int = 1, quant: bool = False, fused: bool = False):
+def activation_chain(M: int, F: int, elem: int = 2, q: int = 1, quant: bool = False, fused: bool = False,
+                     timeline: list | None = None):
     t = M * F * elem
     inputs = {"G": t, "U": t}
     if fused:
@@ -45,7 +54,17 @@ def activation_chain(M: int, F: int, elem: int = 2, q: int = 1, quant: bool = Fa
         steps = [("silu", ["G"], {"S": t}), ("mul", ["S", "U"], {"Z": t})]
         if quant:
             steps.append(("quant", ["Z"], {"Zq": M * F * q}))
-    return run_steps(inputs, steps)
+    return run_steps(inputs, steps, timeline)
+
+
+def _fusion_tables(p, gpu):
+    """Experiment 5-2: allocation, use and release of each tensor, three separate steps vs fully fused."""
+    rows: list[dict] = []
+    for name, fused in (("three steps", False), ("fully fused", True)):
+        tl: list = []
+        activation_chain(p.M, p.F, p.elem, p.q, quant=True, fused=fused, timeline=tl)
+        rows += [{"variant": name, **r} for r in tl]
+    return {"tensor_lifetimes": rows}
 
 
 def _fusion(p, gpu):
@@ -116,7 +135,7 @@ FUSION = Case(
         Param("q", "B", 1, "bytes per quantised element (FP8)", type="int", positive=True),
         Param("overhead", "µs", 5, "extra fixed cost of the fused kernel (Experiment 5-2)", min=0),
     ),
-    model=_fusion,
+    model=_fusion, tables=_fusion_tables,
     figures=(
         Figure("G, U, Z: 24 MiB each", 24, "MiB", key="tensor_bytes"),
         Figure("unfused SiLU then multiply: 120 MiB", 120, "MiB", key="unfused_traffic"),

@@ -105,7 +105,7 @@ def fmt(value, unit: str) -> str:
     if unit == "way":
         return f"{_num(value)}-way"
     if unit == "":
-        return _num(value)
+        return f"{value:.10g}"
     return f"{_num(value)} {unit}"
 
 

@@ -126,9 +126,10 @@ class Context:
 
     # ---- sizes and timing ----------------------------------------------------------------------
     def pick(self, full, quick, ncu=None):
-        if self.ncu_child and ncu is not None:
-            return ncu
-        return quick if self.quick else full
+        """The quick value in a quick run; else the ncu value in an ncu child (when given); else full."""
+        if self.quick:
+            return quick
+        return ncu if (self.ncu_child and ncu is not None) else full
 
     def time(self, fn, **kw):
         kw.setdefault("target_s", self.pick(0.25, 0.03))
@@ -674,7 +675,8 @@ def case_tiling_traffic(ctx: Context) -> None:
                 ctx.launch(kn, (n // bn, m // bm), (256,), (a.data_ptr(), w.data_ptr(), c.data_ptr(),
                                                             np.int32(m), np.int32(n), np.int32(k)))
             kern = ctx.kernel(kname)
-            params = {"kernel": kname, "tile_m": bm, "tile_n": bn, "tile_k": 32, "m": m, "k": k, "n": n}
+            params = {"kernel": kname, "tile_m": bm, "tile_n": bn, "tile_k": 32, "m": m, "k": k, "n": n,
+                      "regs_per_thread": int(kern.num_regs), "smem_static_bytes": int(kern.shared_size_bytes)}
             if ctx.profile_point(kname, params, fn):
                 continue
             c.fill_(NAN)
@@ -685,8 +687,7 @@ def case_tiling_traffic(ctx: Context) -> None:
                                     notes=t.note()))
             with ctx.part(f"{kname} occupancy"):
                 r = ctx.calc_occupancy(kname, 256, 0)
-                ctx.emit(make_record("tiling.traffic", "calculated_occupancy", r.occupancy_pct, "%",
-                                     {**params, "regs_per_thread": int(kern.num_regs), "smem_static_bytes": int(kern.shared_size_bytes)},
+                ctx.emit(make_record("tiling.traffic", "calculated_occupancy", r.occupancy_pct, "%", params,
                                      source="calculated", notes=f"analyzers.occupancy: {r.blocks_per_sm} blocks/SM, "
                                      f"limited by {', '.join(r.limiters)}"))
 

@@ -264,13 +264,13 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
             doc["failures"].append({"case": case, "error": "ncu rerun skipped: suite time budget exhausted"})
             statuses.append("skipped")
             continue
-        stem = f"{file_stem}_{case}"
+        stem = f"{file_stem}_{case.replace('.', '-')}"
         report = rep_dir / f"{stem}.ncu-rep"
         manifest = rep_dir / f"{stem}.launches.jsonl"
         for p in (report, manifest):
             p.unlink(missing_ok=True)
         cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(METRICS), "--kernel-name", f"regex:^{prefix}",
-               "-f", "-o", str(report.with_suffix("")), sys.executable, "-m", "collectors.bench.run",
+               "-f", "-o", str(report), sys.executable, "-m", "collectors.bench.run",
                "--ncu-child", case, "--device", str(device), "--out", str(manifest)] + (["--quick"] if quick else [])
         log(f"  ncu {case}: profiling kernels {prefix}* (limit {budget:.0f} s)")
         t0 = time.monotonic()

@@ -23,7 +23,7 @@ CEILINGS_SCHEMA = pl.Schema({
 })
 RESULTS_SCHEMA = pl.Schema({
     **CEILINGS_SCHEMA,
-    "predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String,
+    "predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String, "verdict_explanation": pl.String,
 })
 
 
@@ -43,19 +43,17 @@ def _rows(records: list, name: str, key: str) -> list[dict]:
 
 
 def attach_predictions(results: pl.DataFrame, meta: dict) -> pl.DataFrame:
-    """Fill `predicted` (value in base units), `predicted_unit` and `verdict` per result row.
-
-    TODO(lead): wire analyzers.cases here once its evaluate/verdict API exists: for each row, build the
-    case's parameters from `params` (JSON) on the GPU `meta["gpu_name"]` (spec from
-    analyzers.gpus.resolve_gpu(meta["gpu_name"], meta["gpu"]["attributes"])), evaluate the model, pick
-    the prediction that matches `metric`, and set verdict from analyzers.cases' verdict function. Until
-    then the three columns stay null.
-    """
-    return results.with_columns(
-        pl.lit(None, dtype=pl.Float64).alias("predicted"),
-        pl.lit(None, dtype=pl.String).alias("predicted_unit"),
-        pl.lit(None, dtype=pl.String).alias("verdict"),
-    )
+    """Add `predicted` (base units), `predicted_unit`, `verdict` and `verdict_explanation` to each result
+    row: the case's model (analyzers.cases) evaluated for this GPU (analyzers.gpus.resolve_gpu of the
+    run's name and device attributes) at the record's parameters, and its verdict. The mapping from a
+    record to a prediction is collectors.bench.predict.MAPPERS; rows without one stay null."""
+    from collectors.bench.predict import predict_rows
+    rows = [{**r, "params": json.loads(r["params"])} for r in
+            results.select("case", "metric", "value", "params", "cv", "source").to_dicts()]
+    preds = predict_rows(rows, meta.get("gpu_name"), (meta.get("gpu") or {}).get("attributes"))
+    extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String,
+                                        "verdict_explanation": pl.String})
+    return pl.concat([results, extra], how="horizontal")
 
 
 def parse(data: bytes, name: str) -> Parsed:

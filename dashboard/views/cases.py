@@ -15,8 +15,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analyzers.cases import (CaseError, Measurement, all_cases, compare, evaluate, figure_checks, get_case, sweep,
-                             to_base)
+from analyzers.cases import (CaseError, Measurement, all_cases, compare, evaluate, figure_checks, fmt, get_case,
+                             sweep, to_base)
 from analyzers.cases.checks import chapter_checks
 from analyzers.cases.units import scale_for
 from analyzers.gpus import all_gpus, find_gpu
@@ -91,6 +91,12 @@ gpu_name = st.selectbox("GPU", names, index=names.index(g_found.name if g_found 
 gpu = find_gpu(gpu_name)
 
 st.markdown(f"**{case.title}** · {case.section}")
+_specs = {"sm_count": ("SMs", ""), "dram_bandwidth_bytes_per_s": ("DRAM", "B/s"),
+          "bf16_dense_flop_per_s": ("BF16 dense", "FLOP/s"), "smem_per_sm_bytes": ("smem/SM", "B"),
+          "l2_bytes": ("L2", "B")}
+st.caption(f"{gpu.name} (CC {gpu.cc[0]}.{gpu.cc[1]}): " + " · ".join(
+    f"{label} {fmt(getattr(gpu, f), u) if u else getattr(gpu, f)}" for f, (label, u) in _specs.items()
+    if getattr(gpu, f) is not None) + " — registry; sources in the GPUs page / `kernelscope gpus`.")
 st.write(case.summary)
 
 # ---- parameters ---------------------------------------------------------------------------------
@@ -221,7 +227,7 @@ if case.figures:
         "check": checks[id(f)].verdict.kind if id(f) in checks else "(no model)",
         "explanation": checks[id(f)].verdict.explanation if id(f) in checks else "",
         "source": f.source} for f in case.figures]), hide_index=True, width="stretch")
-own = [c for c in chapter_checks() if c.case == case.id]
+own = chapter_checks(case.id)
 if own:
     with st.expander("Consistency checks on the chapter", expanded=True):
         for c in own:
@@ -264,9 +270,8 @@ if ev is not None:
             if st.form_submit_button("Compare"):
                 try:
                     to_base(val, unit)
-                    qp.append("meas", f"{qty}:{val:g}:{unit}") if hasattr(qp, "append") else None
-                    if not hasattr(qp, "append"):
-                        qp["meas"] = qp.get_all("meas") + [f"{qty}:{val:g}:{unit}"]
-                    st.rerun()
                 except ValueError as e:
                     st.error(str(e))
+                else:
+                    qp["meas"] = qp.get_all("meas") + [f"{qty}:{val:g}:{unit}"]
+                    st.rerun()

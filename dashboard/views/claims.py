@@ -1,6 +1,7 @@
 """Claims: the second seed's ("whitepaper") numbers checked against the GPU registry and the case models.
 
-Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail).
+Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail). Measured values
+come from `dashboard.data.claim_measurements()` when the store wiring provides it.
 """
 from __future__ import annotations
 
@@ -15,7 +16,18 @@ st.caption("Numbers from a self-described internal “whitepaper” (seed 002), 
            "and the textbook case models. The verdict is computed, not written down: above-peak, "
            "self-contradictory, unit-error, refuted, plausible or unverifiable.")
 
-cs = claims()
+def _measured() -> dict:
+    """Measured values on the user's GPU for claims that name a microbenchmark: from
+    `dashboard.data.claim_measurements() -> {claim_id: Measurement}` when the store wiring provides it."""
+    try:
+        from dashboard import data
+    except Exception:  # noqa: BLE001 - the page must work without the store
+        return {}
+    fn = getattr(data, "claim_measurements", None)
+    return dict(fn()) if fn else {}
+
+
+cs = claims(measured=_measured())
 wanted = [v for v in qp.get_all("verdict") if v in CLAIM_VERDICTS]
 chosen = st.multiselect("Verdicts", list(CLAIM_VERDICTS), default=wanted)
 if sorted(chosen) != sorted(qp.get_all("verdict")):
@@ -35,7 +47,7 @@ if ids:
         qp["claim"] = cid
     c = next(x for x in shown if x.id == cid)
     st.subheader(c.id)
-    st.markdown(f"> {c.text}\n\n{c.gloss} ({c.where}, {SEED if (SEED := 'seed 002') else ''})")
+    st.markdown(f"> {c.text}\n\n{c.gloss} ({c.where} of seed 002)")
     st.markdown(f"**{c.verdict}** — {c.explanation}")
     if c.measurement:
         st.caption(f"Measurable on your GPU with {c.measurement.kind} `{c.measurement.name}`: {c.measurement.how}.")
