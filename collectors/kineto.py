@@ -46,6 +46,7 @@ try:  # a fast JSON parser when installed; the standard library otherwise
     _loads = _json_fast.loads
 except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
+json_loads = _loads  # the JSON parser in use (orjson when installed), shared with collectors.nsys
 
 # --------------------------------------------------------------------------------------------------
 # The normalized timeline tables (shared with collectors.nsys)
@@ -201,29 +202,28 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
     order = ["rank", "device", "stream", "start_ns"]
     if not _is_sorted(gpu_raw, order):
         gpu_raw = gpu_raw.sort(order)
-    # one lazy query, left order kept: the final casts run once over the joined columns
-    g = gpu_raw.lazy().join(launches.lazy(), on=["rank", "correlation"], how="left", maintain_order="left")
+    # the joins run on narrow key frames (left order kept); their columns are then put beside the ops
+    lk = gpu_raw.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
+                                                     maintain_order="left").drop("rank", "correlation")
+    g = pl.concat([gpu_raw, lk], how="horizontal")
     lag = pl.col("start_ns") - pl.col("api_end_ns")
     g = g.with_columns(
         pl.coalesce("api_pid", "pid").alias("pid"),
         pl.coalesce("external_id", "api_external_id").alias("external_id"),
         (pl.col("api_end_ns") - pl.col("api_start_ns")).alias("api_duration_ns"),
-        pl.max_horizontal(lag, pl.lit(0, pl.Int64)).alias("launch_delay_ns"),
         pl.when(lag >= 0).then(lag).otherwise(None).alias("queue_ns"),
+        pl.when(lag >= 0).then(lag).when(lag < 0).then(0).otherwise(None).alias("launch_delay_ns"),
         pl.when(pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)).then(pl.col("correlation"))
         .otherwise(None).alias("graph_launch_correlation"),
-    ).with_columns(
-        # max_horizontal ignores nulls: keep launch_delay null when there is no launch call
-        pl.when(pl.col("api_end_ns").is_null()).then(None).otherwise(pl.col("launch_delay_ns"))
-        .alias("launch_delay_ns"),
     )
     ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
            .sort("start_ns")
            .unique(["rank", "external_id"], keep="last", maintain_order=True)  # innermost op of a nest
            .select("rank", "external_id", pl.col("name").alias("op_name")))
-    g = g.join(ops.lazy(), on=["rank", "external_id"], how="left", maintain_order="left")
+    on = g.select("rank", "external_id").join(ops, on=["rank", "external_id"], how="left", maintain_order="left")
+    g = g.with_columns(on["op_name"])
     g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])
-    return conform(g.collect(), GPU_OPS_SCHEMA, "gpu_ops")
+    return conform(g, GPU_OPS_SCHEMA, "gpu_ops")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def _chain_first(first, it):
 # --------------------------------------------------------------------------------------------------
 # Tier 1: the events array as NDJSON, read by polars (no Python object per event)
 # --------------------------------------------------------------------------------------------------
-NDJSON_CHUNK_BYTES = 32 << 20
+NDJSON_CHUNK_BYTES = 8 << 20
 _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
                    "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,

@@ -26,7 +26,7 @@ import polars as pl
 
 from collectors.artifact import Parsed
 from collectors.errors import ArtifactError
-from collectors.kineto import _loads
+from collectors.kineto import json_loads as _loads
 from collectors.kineto import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, api_kind_columns,
                                conform, empty, link_launches)
 

@@ -91,15 +91,16 @@ def change_bars(rows: pl.DataFrame, noise_pct: float) -> alt.LayerChart:
     ensure_theme()
     statuses = list(STATUS_COLORS)
     bars = alt.Chart(rows).mark_bar().encode(
-        y=alt.Y("label:N", sort=alt.EncodingSortField("change_pct", order="ascending"), title="kernel (launch configuration)"),
+        y=alt.Y("label:N", sort=alt.EncodingSortField("change_pct", order="ascending"), title=None,
+                axis=alt.Axis(labelLimit=360)),
         x=alt.X("change_pct:Q", title="duration change B vs A [%] (negative = faster)"),
         color=alt.Color("status:N", title="status", scale=alt.Scale(domain=statuses, range=[STATUS_COLORS[s] for s in statuses])),
         tooltip=["label:N", "status:N", alt.Tooltip("change_pct:Q", format="+.1f", title="change [%]"),
                  alt.Tooltip("threshold_pct:Q", format=".1f", title="noise threshold [%]")])
-    band = alt.Chart(pl.DataFrame({"lo": [-noise_pct], "hi": [noise_pct]})).mark_rect(opacity=0.12, color="#6b7280").encode(
-        x="lo:Q", x2="hi:Q")
-    return alt.layer(band, bars).properties(title="Per-kernel change (grey band: noise floor)",
-                                            height=max(120, 22 * rows.height))
+    edges = alt.Chart(pl.DataFrame({"noise_pct": [-noise_pct, noise_pct]})).mark_rule(
+        color="#6b7280", strokeDash=[4, 3]).encode(x="noise_pct:Q")
+    return alt.layer(bars, edges).properties(title="Per-kernel change (dashed: ± noise floor)",
+                                             height=alt.Step(22))
 
 
 def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_title: str, title: str,

@@ -44,12 +44,14 @@ def run_manifest(root: str, run_id: str) -> dict:
     return Store(root).get(run_id).manifest
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+# Large immutable frames are cached as resources (shared, not copied per call: cache_data would pickle a
+# 2-million-row metrics table on every hit). Nothing mutates them: polars operations return new frames.
+@st.cache_resource(max_entries=16, show_spinner=False)
 def run_table(root: str, run_id: str, table: str) -> pl.DataFrame:
     return Store(root).get(run_id).table(table)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _ncu(root: str, run_id: str) -> NcuRun:
     return load_ncu(root, run_id)
 
@@ -76,6 +78,12 @@ def ncu_analysis(root: str, run_id: str) -> tuple[pl.DataFrame, dict, list[dict]
     return nr.analyzed, info, nr.missing
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _kernels_frame(root: str, run_id: str, bench_ids: tuple[str, ...]) -> pl.DataFrame:
+    from dashboard.pages import kernels_frame
+    return kernels_frame(CachedSource(Store(root)), run_id)
+
+
 class CachedSource(Source):
     """The page builders' data source with Streamlit caches in front of the expensive reads."""
 
@@ -85,11 +93,19 @@ class CachedSource(Source):
     def ncu(self, run_id: str) -> NcuRun:
         return _ncu(self.root, run_id)
 
+    def launch_metrics(self, run_id: str, kernel: int) -> pl.DataFrame:
+        return _launch_metrics(self.root, run_id, kernel)
+
     def ceilings(self) -> pl.DataFrame:
         return _ceilings(self.root, tuple(r.run_id for r in self.runs(("bench",))))
 
     def bench_results(self) -> pl.DataFrame:
         return _bench_results(self.root, tuple(r.run_id for r in self.runs(("bench",))))
+
+    def kernels_frame(self, run_id: str) -> pl.DataFrame:
+        """The analyzed launches with display columns and findings (pages.kernels_frame), cached per run and
+        set of bench runs (their ceilings enter the % of measured peak and the findings)."""
+        return _kernels_frame(self.root, run_id, tuple(r.run_id for r in self.runs(("bench",))))
 
 
 def source() -> CachedSource:
@@ -104,6 +120,69 @@ def runs_frame(st_: Store) -> pl.DataFrame:
                                       "size_bytes": pl.Int64})
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _launch_metrics(root: str, run_id: str, kernel: int) -> pl.DataFrame:
+    return run_table(root, run_id, "metrics").filter(pl.col("id") == kernel)
+
+
 def clear_caches() -> None:
-    for f in (run_manifest, run_table, _ncu, _ceilings, _bench_results):
-        f.clear()
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _case_measurements(root: str, case_id: str, gpu_name: str, run_ids: tuple[str, ...]) -> list:
+    return measurements_for_case(Source(Store(root)), case_id, gpu_name)
+
+
+def measurements_for_case(src: Source, case_id: str, gpu_name: str) -> list:
+    """Stored measurements of a textbook case on one GPU, as analyzers.cases.Measurement:
+    - Nsight Compute launches whose name says they run the case (pages.CASE_HINTS), from their counters
+      (analyzers.cases.measurements_from_ncu);
+    - bench results of the case whose metric is a quantity the case predicts (spread = cv x value).
+    Only quantities the case predicts are returned."""
+    from analyzers.cases import Measurement, evaluate, measurements_from_ncu
+    from analyzers.gpus import find_gpu
+    from dashboard.pages import CASE_HINTS
+    try:
+        keys = set(evaluate(case_id, gpu_name).predictions)
+    except (KeyError, ValueError):
+        return []
+    want = find_gpu(gpu_name)
+
+    def same_gpu(name) -> bool:
+        return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
+
+    out = []
+    words = CASE_HINTS.get(case_id, ())
+    for run in src.runs(("ncu",)):
+        if not words or not same_gpu(run.meta.get("gpu_name")):
+            continue
+        k = src.table(run.run_id, "kernels")
+        hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
+        if not hits.height:
+            continue
+        m = src.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
+        for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
+            mk = m.filter(pl.col("id") == kid)
+            metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
+            for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
+                                           gpu=gpu_name):
+                if x.quantity in keys:
+                    out.append(x)
+    res = src.bench_results()
+    res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
+    for r in res.iter_rows(named=True):
+        if not same_gpu(r["gpu_name"]) or r["value"] is None:
+            continue
+        spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
+        out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
+                               spread=spread, quantity=r["metric"], gpu=gpu_name))
+    return out
+
+
+def case_measurements(case_id: str, gpu_name: str) -> list:
+    """For the Textbook cases page (issue 3): the store's measurements of a case on a GPU (cached)."""
+    src = source()
+    ids = tuple(r.run_id for r in src.runs(("ncu", "bench")))
+    return _case_measurements(src.root, case_id, gpu_name, ids)

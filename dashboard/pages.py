@@ -67,6 +67,13 @@ class Source:
     def ceilings(self) -> pl.DataFrame:
         return load_ceilings(self.runs(("bench",)))
 
+    def kernels_frame(self, run_id: str) -> pl.DataFrame:
+        return kernels_frame(self, run_id)
+
+    def launch_metrics(self, run_id: str, kernel: int) -> pl.DataFrame:
+        """Every ncu metric of one launch (long form: metric, value, unit, text)."""
+        return self.table(run_id, "metrics").filter(pl.col("id") == kernel)
+
     def bench_results(self) -> pl.DataFrame:
         return load_bench_results(self.runs(("bench",)))
 
@@ -371,7 +378,8 @@ def home(src: Source) -> Report:
 
 
 def top_findings(src: Source, run: Run, limit: int = 5) -> pl.DataFrame:
-    table = findings_table(src, run.run_id)
+    table = src.kernels_frame(run.run_id).select(pl.col("id").alias("launch"), "kernel",
+                                                 pl.col("top_finding").alias("finding"), "lost_us", "share_pct")
     return table.sort("lost_us", descending=True, nulls_last=True).head(limit).with_columns(
         open=pl.format("kernels?run={}&kernel={}", pl.lit(run.run_id), pl.col("launch")))
 
@@ -502,7 +510,7 @@ def kernels_frame(src: Source, run_id: str) -> pl.DataFrame:
     nr = src.ncu(run_id)
     measured = best_ceilings(src.ceilings(), nr.gpu.name)
     a = nr.analyzed
-    top = findings_table(src, run_id).select("launch", pl.col("finding").alias("top_finding"), "lost_us")
+    top = findings_table(src, run_id).select("launch", pl.col("finding").alias("top_finding"), "lost_us", "share_pct")
     meas_dram = measured.get("dram", (None,))[0]
     return a.with_columns(
         kernel=pl.col("short_name"),
@@ -525,7 +533,7 @@ def kernels_overview(src: Source, view: KernelsView) -> Report:
     nr = src.ncu(run_id)
     ceil = src.ceilings()
     measured = best_ceilings(ceil, nr.gpu.name)
-    frame = kernels_frame(src, run_id)
+    frame = src.kernels_frame(run_id)
     rep.subtitle = f"{view.run.manifest['source_name']} · run {run_id}"
     rep.add(Text(gpu_caption(nr.gpu, measured) + f" · {frame.height} profiled launches", "caption"))
     for m in nr.missing:
@@ -599,7 +607,7 @@ def kernel_detail(src: Source, view: KernelsView) -> list:
     run_id = view.run.run_id
     nr = src.ncu(run_id)
     measured = best_ceilings(src.ceilings(), nr.gpu.name)
-    frame = kernels_frame(src, run_id).filter(pl.col("id") == view.kernel)
+    frame = src.kernels_frame(run_id).filter(pl.col("id") == view.kernel)
     if not frame.height:
         return [Text(f"No launch {view.kernel} in this run.", "warning")]
     row = frame.row(0, named=True)
@@ -614,11 +622,11 @@ def kernel_detail(src: Source, view: KernelsView) -> list:
                          f"{fmt_pct(row['dram_pct_spec'])} of the spec peak"),
                         ("FP32", fmt_rate(row["fp32_tflops"] * 1e12, "FLOP/s") if row["fp32_tflops"] is not None else "—",
                          "(fadd + fmul + 2·ffma) / duration"),
-                        ("occupancy achieved / ncu / ours",
-                         " / ".join(fmt_pct(row[k], 0) for k in ("achieved_occupancy_pct", "theoretical_occupancy_pct",
-                                                                  "predicted_occupancy_pct")),
+                        ("occupancy [%] achieved / ncu / ours",
+                         " / ".join("—" if row[k] is None else f"{row[k]:.0f}" for k in (
+                             "achieved_occupancy_pct", "theoretical_occupancy_pct", "predicted_occupancy_pct")),
                          f"limiter (ours): {row['occupancy_limiter'] or '—'}"),
-                        ("bank ways (ld / st)", " / ".join("—" if row[k] is None else f"{row[k]:.2f}" for k in
+                        ("bank ways ld / st", " / ".join("—" if row[k] is None else f"{row[k]:.1f}" for k in
                                                           ("smem_ld_conflict_degree", "smem_st_conflict_degree")),
                          "wavefronts / (wavefronts − conflicts)"),
                         ("ld sectors/request", "—" if row["global_ld_sectors_per_request"] is None else
@@ -630,13 +638,13 @@ def kernel_detail(src: Source, view: KernelsView) -> list:
     if not findings:
         blocks.append(Text("No findings for this launch (its counters are missing or it is at its bound).", "caption"))
     for i, f in enumerate(findings, 1):
-        cited = "; ".join(f"{k} = {v}" for k, v in f.metrics.items())
+        cited = "; ".join(f"{code(k)} = {v}" for k, v in f.metrics.items())
         blocks.append(Text(
             f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
     blocks.extend(case_blocks(row, nr.gpu, src, run_id))
     blocks.append(Heading("Every metric of this launch", 3))
-    metrics = src.table(run_id, "metrics").filter(pl.col("id") == view.kernel)
+    metrics = src.launch_metrics(run_id, view.kernel)
     if view.q:
         metrics = metrics.filter(pl.col("metric").str.contains(view.q, literal=True))
     blocks.append(Table("metrics", metrics.select("metric", "value", "unit", "text"), {
@@ -696,7 +704,7 @@ def case_blocks(row: dict, gpu: GPUSpec, src: Source, run_id: str) -> list:
     if not ids:
         return out + [Text("No textbook case recognised from this kernel's name; evaluate any case for this GPU on "
                            f"the [Textbook cases](cases) page.", "caption")]
-    m = src.table(run_id, "metrics").filter(pl.col("id") == row["id"]).drop_nulls("value")
+    m = src.launch_metrics(run_id, row["id"]).drop_nulls("value")
     metrics = dict(zip(m["metric"].to_list(), m["value"].to_list()))
     rows, notes = [], []
     for cid in ids:
@@ -834,10 +842,10 @@ def compare_page(src: Source, params: dict) -> Report:
     shown = cmp.with_columns(
         kernel=pl.col("name"), a_us=pl.col("median_ns_a") / 1e3, b_us=pl.col("median_ns_b") / 1e3,
         spread_a_us=pl.col("spread_ns_a") / 1e3, spread_b_us=pl.col("spread_ns_b") / 1e3,
-        delta_us=pl.col("delta_ns") / 1e3)
+        delta_us=pl.col("delta_ns") / 1e3, nth=pl.col("occurrence") + 1)
     cols = {"status": text("status"), "kernel": text("kernel"), "config": text("launch configuration")}
     if per_launch:
-        cols["occurrence"] = num("n-th launch")
+        cols["nth"] = num("launch #", help="n-th launch of this kernel and configuration in the run")
     else:
         cols.update({"n_a": num("launches A"), "n_b": num("launches B")})
     cols.update({"a_us": num("A", "µs", "%.2f", "duration (per-launch median for traces)"),

@@ -123,8 +123,10 @@ def render_streamlit(blocks, container=None) -> None:
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Metrics):
-            cols = st_.columns(max(1, len(b.items)))
-            for col, (label, value, help_) in zip(cols, b.items):
-                col.metric(label, value, help=help_)
+            per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
+            for i in range(0, len(b.items), per_row):
+                cols = st_.columns(per_row)
+                for col, (label, value, help_) in zip(cols, b.items[i:i + per_row]):
+                    col.metric(label, value, help=help_)
         else:  # pragma: no cover - a builder bug
             raise TypeError(f"unknown block {type(b).__name__}")

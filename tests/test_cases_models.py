@@ -187,6 +187,14 @@ def test_fusion_chapter_figures():
     assert ev.value("saved_bytes_per_row") == 96 * KiB
     assert ev.value("saved_time_per_row") == pytest.approx(54.9e-9, rel=1e-3)
     assert ev.value("break_even_rows") == pytest.approx(91.1, abs=0.1)
+    # Experiment 5-2's lifetimes: three steps move 48 + 72 + 36 = 156 MiB with at most 72 MiB live;
+    # fully fused moves 60 MiB with G, U, Zq = 60 MiB live
+    rows = ev.tables["tensor_lifetimes"]
+    three = [r for r in rows if r["variant"] == "three steps"]
+    assert [r["traffic_MiB"] for r in three] == [48, 72, 36] and max(r["live_MiB"] for r in three) == 72
+    assert [r["freed_after"] for r in three] == ["G", "S, U", "Z"]
+    (fused,) = [r for r in rows if r["variant"] == "fully fused"]
+    assert fused["traffic_MiB"] == 60 and fused["live_MiB"] == 60
 
 
 def test_fusion_other_gpu_and_shape():

@@ -21,15 +21,15 @@ def base_store(tmp_path_factory):
 @pytest.fixture
 def ids(base_store, monkeypatch, tmp_path):
     """A private copy of the module's store (pages may write to it), wired through the environment."""
-    import streamlit as st
+    from dashboard import data
     root = copy_store(base_store[0], tmp_path / "store")
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "1")
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
-    st.cache_data.clear()
+    data.clear_caches()
     yield {**base_store[1], "root": root}
-    st.cache_data.clear()
+    data.clear_caches()
 
 
 def test_home_lists_gpus_with_measured_ceilings_findings_and_runs(ids):
@@ -175,7 +175,7 @@ def test_compare_two_ncu_runs(ids):
     cmp0 = frames(at)[0]
     assert (cmp0["status"] == "unchanged").sum() <= (cmp["status"] == "unchanged").sum()
     spec = next(s for s in vega_specs(at) if str(s.get("title", "")).startswith("Per-kernel change"))
-    assert "[%]" in spec["layer"][1]["encoding"]["x"]["title"]
+    assert "[%]" in spec["layer"][0]["encoding"]["x"]["title"]
 
 
 def test_compare_traces_use_the_spread(ids):

@@ -240,6 +240,7 @@ def test_real_exports(fname):
     # NVIDIA's own join (formats.md §4.3), run on the SQLite itself, agrees with ours
     con = sqlite3.connect(":memory:")
     con.deserialize(data)
+    con.execute("CREATE INDEX rt_corr ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId)")
     n = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM "
                     "CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId "
                     "AND (r.globalTid & -16777216) = k.globalPid)").fetchone()[0]

@@ -227,7 +227,7 @@ def ceiling_dram_copy(ctx: Context) -> None:
     """Device-memory copy bandwidth, R + W bytes counted: ks_copy_u1/u4/u8 (resident and 4x
     resident grids) and torch's copy_ on buffers far larger than the L2; the best is the ceiling."""
     torch, np = ctx.torch, ctx.np
-    nbytes = ctx.pick(2 * GIB, 256 * MIB)
+    nbytes = ctx.pick(4 * GIB, 256 * MIB)   # 4 GiB: 4.28 vs 4.16 TB/s at 2 GiB (tools/exp_ceilings.py, H200)
     src = torch.rand(nbytes // 4, device=ctx.dev)
     dst = torch.empty_like(src)
     n4 = np.int64(nbytes // 16)
@@ -335,7 +335,7 @@ def ceiling_fp32_fma(ctx: Context) -> None:
 def ceiling_host_link(ctx: Context) -> None:
     """Host<->device copy bandwidth, pinned and pageable, each direction (bytes = size, one way)."""
     torch = ctx.torch
-    nbytes = ctx.pick(256 * MIB, 32 * MIB)
+    nbytes = ctx.pick(1024 * MIB, 32 * MIB)
     dev_src = torch.rand(nbytes // 4, device=ctx.dev)
     dev_dst = torch.empty_like(dev_src)
     pinned = torch.empty(nbytes // 4, pin_memory=True)
@@ -718,7 +718,7 @@ def case_bank_column_read(ctx: Context) -> None:
     per stride and the time ratio of stride 32 to the padded stride (33 words for 4-byte)."""
     torch, np = ctx.torch, ctx.np
     blocks = ctx.sms * ctx.pick(8, 8, ncu=2)
-    iters = ctx.pick(2048, 256, ncu=256)
+    iters = ctx.pick(4096, 256, ncu=256)  # 4096 x 4 words x 1023 < 2^24: the FP32 sum stays exact
     out = torch.empty(blocks * 256, device=ctx.dev)
     for width, (full, quick, ncu) in BANK_STRIDES.items():
         kname = f"ks_colread{width}"

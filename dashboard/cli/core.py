@@ -65,6 +65,14 @@ def load_parsed(path_or_run: str, store: Optional[Path]):
     """A path is parsed in memory (nothing stored); anything else is looked up as a run id."""
     from collectors.artifact import parse_bytes
     p = Path(path_or_run)
+    if p.is_dir():
+        from collectors.kineto import pack_rank_folder
+        packed = pack_rank_folder(p)
+        if packed is None:
+            raise ArtifactError(str(p), "a folder is analysed only when it holds PyTorch profiler traces of "
+                                        "distinct ranks; ingest other folders with `kernelscope ingest`")
+        data, name = packed
+        return parse_bytes(data, name), name
     if p.is_file():
         try:
             data = p.read_bytes()

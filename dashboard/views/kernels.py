@@ -38,7 +38,7 @@ if overview.subtitle:
 render_streamlit(overview)
 
 st.subheader("Kernel detail")
-frame = pages.kernels_frame(src, view.run.run_id)
+frame = src.kernels_frame(view.run.run_id)
 kids = frame["id"].to_list()
 names = dict(zip(kids, frame["kernel"].to_list()))
 d1, d2 = st.columns([3, 2])

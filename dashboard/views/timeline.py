@@ -82,14 +82,14 @@ util = T.utilization(g)
 lb = T.launch_bound(g)
 summary = util.join(lb.select("rank", "device", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict"),
                     on=["rank", "device"], how="left").select(
-    "rank", "device", "kernel_count", "kernels_with_launch", (pl.col("busy_ns") / 1e6).alias("busy_ms"),
+    "rank", "device", "verdict", "kernel_count", "kernels_with_launch", (pl.col("busy_ns") / 1e6).alias("busy_ms"),
     (pl.col("window_ns") / 1e6).alias("window_ms"), (pl.col("idle_fraction") * 100).alias("idle_pct"),
     (pl.col("short_kernel_share") * 100).alias("short_pct"), (pl.col("host_wait_fraction") * 100).alias("host_wait_pct"),
-    "kernels_per_s", "verdict")
+    "kernels_per_s")
 num = st.column_config.NumberColumn
 st.subheader("GPU busy time and launch-bound verdict")
 st.dataframe(summary, hide_index=True, width="stretch", column_config={
-    "kernels_with_launch": num("kernels with launch call"),
+    "kernel_count": num("kernels"), "kernels_with_launch": num("with their launch call"),
     "busy_ms": num("busy [ms]", format="%.3f", help=DEFINITIONS["gpu_busy"]),
     "window_ms": num("window [ms]", format="%.3f", help="last op end − first op start (trace timestamps)"),
     "idle_pct": num("idle [% of window]", format="%.1f", help=DEFINITIONS["gpu_idle_fraction"]),
@@ -118,6 +118,7 @@ if k.height:
         (pl.col("launch_delay_p90_ns") / 1e3).alias("p90_us"), (pl.col("launch_delay_max_ns") / 1e3).alias("max_us"),
         "queue_count", (pl.col("queue_median_ns") / 1e3).alias("queue_median_us"), "delay_outliers")
     c2.dataframe(stats, hide_index=True, column_config={
+        "with_launch": num("kernels with launch call"),
         "median_us": num("median [µs]", format="%.2f"), "p90_us": num("p90 [µs]", format="%.2f"),
         "max_us": num("max [µs]", format="%.1f"),
         "queue_count": num("with queue time", help=DEFINITIONS["queue"]),
@@ -205,6 +206,6 @@ else:
     m3.metric("Amdahl", f"{w.amdahl_ns / 1e6:,.3f} ms", delta=f"{(w.amdahl_ns - w.run_ns) / 1e6:,.3f} ms",
               delta_color="inverse")
     st.caption(f"{w.matched_kernels:,} kernels match /{pattern}/, {w.matched_kernel_ns / 1e6:,.3f} ms of kernel time "
-               f"(f = {w.fraction:.1%} of the run). {DEFINITIONS['whatif']}. The replay keeps launch calls, stream "
+               f"(f = {w.fraction:.1%} of the run). What-if: {DEFINITIONS['whatif']}. The replay keeps launch calls, stream "
                "order and synchronisations; it cannot see waits between streams or ranks (so it may be optimistic "
                "there), and the host floor it keeps is why it can promise less than Amdahl.")
