@@ -11,8 +11,9 @@ Targets: cold < 1.5 s, warm < 0.3 s.
 
 With --browser it also measures in Debian's headless chromium (Playwright) against a real `kernelscope dashboard`
 on the same store: cold = first visit of the page after the server started (nothing cached), warm = the same URL
-a rerun of it in the same browser session (the R key, as after a widget change), until the script has finished.
-The cold figure includes loading Streamlit's frontend and opening its websocket.
+the same URL loaded again (server caches warm); each from navigation until the title is drawn and the script has
+finished. Both include loading Streamlit's frontend and opening a new session (about 0.5 s here), which switching
+pages inside the app does not pay.
 """
 from __future__ import annotations
 
@@ -139,18 +140,6 @@ def browser_times(store: Path, pages, repeat: int) -> list[dict]:
                     " && !document.querySelector('[data-testid=stSkeleton]')", timeout=60_000)
                 return time.perf_counter() - t0
 
-            def rerun() -> float:
-                """Press R (Streamlit's rerun) and wait until the script state leaves 'running' again."""
-                page.evaluate("""() => { window.__ks_done = false;
-                    new MutationObserver((records) => { for (const r of records)
-                        if (r.oldValue === 'running') window.__ks_done = true; })
-                    .observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
-                                             attributeFilter: ['data-test-script-state']}); }""")
-                page.locator("h1").first.click()
-                t0 = time.perf_counter()
-                page.keyboard.press("r")
-                page.wait_for_function("() => window.__ks_done", timeout=60_000)
-                return time.perf_counter() - t0
             for page_name, params in pages:
                 params = dict(params)
                 label = params.pop("_label", page_name)
@@ -158,7 +147,7 @@ def browser_times(store: Path, pages, repeat: int) -> list[dict]:
                     continue
                 target = f"{url}/{page_name}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
                 cold = load(target)
-                warm = statistics.median(rerun() for _ in range(repeat))
+                warm = statistics.median(load(target) for _ in range(repeat))
                 out.append({"page": label, "cold_s": round(cold, 3), "warm_s": round(warm, 3)})
             b.close()
     finally:

@@ -88,7 +88,7 @@ def load_ncu(root: str, run_id: str) -> NcuRun:
 
 # ---- measured ceilings and bench results (runs of kind "bench": tables "ceilings" and "results") ------
 
-CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "ceiling": pl.String, "resource": pl.String,
+CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "gpu": pl.String, "ceiling": pl.String, "resource": pl.String,
                             "value": pl.Float64, "unit": pl.String, "cv": pl.Float64, "source": pl.String,
                             "run_id": pl.String})
 RESOURCES = {  # resource -> (spec field, label)
@@ -128,6 +128,20 @@ def classify_ceiling(name: str, unit: str) -> str | None:
     return None
 
 
+def gpu_labels(bench_runs: list[Run]) -> dict[str, str]:
+    """run id -> the GPU's label: its name, plus the first characters of its UUID when bench runs of several
+    physical GPUs with that name are in the store (one run per GPU of a multi-GPU server)."""
+    uuids: dict[str, set] = {}
+    for r in bench_runs:
+        uuids.setdefault(r.meta.get("gpu_name") or "unknown GPU", set()).add(r.meta.get("gpu_uuid"))
+    out = {}
+    for r in bench_runs:
+        name = r.meta.get("gpu_name") or "unknown GPU"
+        uuid = r.meta.get("gpu_uuid")
+        out[r.run_id] = f"{name} · {str(uuid)[:12]}" if len(uuids[name]) > 1 and uuid else name
+    return out
+
+
 def _first(df: pl.DataFrame, *names: str) -> str | None:
     return next((n for n in names if n in df.columns), None)
 
@@ -136,6 +150,7 @@ def load_ceilings(bench_runs: list[Run]) -> pl.DataFrame:
     """Every measured ceiling of the bench runs, one row each (CEILING_SCHEMA). Tolerates the column names
     `ceiling`/`metric`/`name`/`case` for the ceiling's name; a run without a readable table is skipped."""
     rows = []
+    labels = gpu_labels(bench_runs)
     for run in bench_runs:
         if "ceilings" not in run.tables:
             continue
@@ -155,7 +170,7 @@ def load_ceilings(bench_runs: list[Run]) -> pl.DataFrame:
             v = r.get("value")
             if v is None or not isinstance(v, (int, float)):
                 continue
-            rows.append({"gpu_name": r.get("gpu_name") or r.get("gpu") or gpu, "ceiling": name,
+            rows.append({"gpu_name": gpu, "gpu": labels[run.run_id], "ceiling": name,
                          "resource": classify_ceiling(name, unit), "value": float(v), "unit": unit,
                          "cv": r.get("cv"), "source": str(r.get("source") or "microbenchmark"),
                          "run_id": run.run_id})
@@ -181,6 +196,7 @@ def load_bench_results(bench_runs: list[Run]) -> pl.DataFrame:
     """All bench results with the run's GPU: gpu_name, run_id, case, metric, value, unit, params (JSON text),
     cv, predicted, predicted_unit, verdict (missing columns are null)."""
     frames = []
+    labels = gpu_labels(bench_runs)
     for run in bench_runs:
         if "results" not in run.tables:
             continue
@@ -201,12 +217,12 @@ def load_bench_results(bench_runs: list[Run]) -> pl.DataFrame:
             else:
                 cols.append(pl.col(c).cast(pl.String))
         frames.append(df.select(cols).with_columns(gpu_name=pl.lit(run.meta.get("gpu_name") or "unknown GPU"),
-                                                   run_id=pl.lit(run.run_id)))
+                                                   gpu=pl.lit(labels[run.run_id]), run_id=pl.lit(run.run_id)))
     if not frames:
         return pl.DataFrame(schema={"case": pl.String, "metric": pl.String, "value": pl.Float64, "unit": pl.String,
                                     "params": pl.String, "cv": pl.Float64, "predicted": pl.Float64,
                                     "predicted_unit": pl.String, "verdict": pl.String, "gpu_name": pl.String,
-                                    "run_id": pl.String})
+                                    "gpu": pl.String, "run_id": pl.String})
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -354,7 +370,7 @@ def home(src: Source) -> Report:
     if ncu_runs:
         newest = ncu_runs[0]
         top = top_findings(src, newest, limit=5)
-        rep.add(Heading(f"Biggest opportunities in the newest Nsight Compute run ({newest.manifest['source_name']})", 3))
+        rep.add(Heading(f"Biggest opportunities in the newest Nsight Compute run ({code(newest.manifest['source_name'])})", 3))
         if top.height:
             rep.add(Table("top_findings", top, {
                 "open": Col("open", kind="link", link_text="open"), "kernel": text("kernel"),
@@ -534,7 +550,7 @@ def kernels_overview(src: Source, view: KernelsView) -> Report:
     ceil = src.ceilings()
     measured = best_ceilings(ceil, nr.gpu.name)
     frame = src.kernels_frame(run_id)
-    rep.subtitle = f"{view.run.manifest['source_name']} · run {run_id}"
+    rep.subtitle = f"{code(view.run.manifest['source_name'])} · run {run_id}"
     rep.add(Text(gpu_caption(nr.gpu, measured) + f" · {frame.height} profiled launches", "caption"))
     for m in nr.missing:
         rep.add(Text(f"**{m['quantity']}** is not in this report (needs {', '.join(m['needs'])}); "
@@ -611,7 +627,7 @@ def kernel_detail(src: Source, view: KernelsView) -> list:
     if not frame.height:
         return [Text(f"No launch {view.kernel} in this run.", "warning")]
     row = frame.row(0, named=True)
-    blocks: list = [Heading(f"Launch {row['id']}: {row['kernel']}"),
+    blocks: list = [Heading(f"Launch {row['id']}: {code(row['kernel'])}"),
                     Text(f"Full name: {code(row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
                          f"{_dim(row, 'block')} · {row['registers_per_thread'] and int(row['registers_per_thread'])} "
                          f"registers/thread · shared memory {fmt_bytes((row['smem_static_bytes'] or 0) + (row['smem_dynamic_bytes'] or 0))}/block",
@@ -725,7 +741,7 @@ def case_blocks(row: dict, gpu: GPUSpec, src: Source, run_id: str) -> list:
             "case": text("case (section)"), "params": text("parameters from the name"),
             "quantity": text("quantity"), "predicted": text("predicted (model, this GPU)"),
             "measured": text("measured (ncu counters)"), "verdict": text("verdict"),
-            "explanation": text("why")},
+            "explanation": text("why")}, static=True,
             caption="Cases recognised from the kernel's name; other parameters are the chapter's. A verdict means "
                     "something only if the launch runs that configuration — change the parameters on the "
                     "[Textbook cases](cases) page."))
@@ -813,7 +829,7 @@ def compare_page(src: Source, params: dict) -> Report:
     if a is None or b is None or a.run_id == b.run_id:
         return rep.add(Text("Compare needs two runs of the same kind in the store (two Nsight Compute reports, "
                             "two traces, or two bench runs).", "info"))
-    rep.subtitle = f"A = {a.manifest['source_name']} ({a.run_id}) · B = {b.manifest['source_name']} ({b.run_id})"
+    rep.subtitle = f"A = {code(a.manifest['source_name'])} ({a.run_id}) · B = {code(b.manifest['source_name'])} ({b.run_id})"
     ga, gb = a.meta.get("gpu_name") or "unknown GPU", b.meta.get("gpu_name") or "unknown GPU"
     if a.kind == "bench" or b.kind == "bench":
         if a.kind != b.kind:
@@ -914,8 +930,12 @@ def gpus_page(src: Source, params: dict) -> Report:
                      "and in every \"% of peak\".", "info"))
         return rep
     if ceil.height:
+        # the best of each GPU's runs per ceiling (highest rate, lowest cost), with how many runs measured it
+        best = ceil.with_columns(key=pl.when(pl.col("unit") == "s").then(-pl.col("value")).otherwise(pl.col("value"))) \
+            .sort("key", descending=True).group_by("gpu", "ceiling", maintain_order=True) \
+            .agg(pl.all().exclude("key").first(), pl.len().alias("runs")).sort("gpu", "resource", "ceiling")
         rows = []
-        for r in ceil.iter_rows(named=True):
+        for r in best.iter_rows(named=True):
             g = find_gpu(r["gpu_name"])
             sp = spec_peak(g, r["resource"])
             rows.append({**r, "resource_label": RESOURCES.get(r["resource"], (None, "—"))[1],
@@ -923,20 +943,22 @@ def gpus_page(src: Source, params: dict) -> Report:
                          "spec": fmt_value(sp, r["unit"]) if sp else "—",
                          "pct_of_spec": r["value"] / sp * 100 if sp and r["unit"] != "s" else None,
                          "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,
-                         "open": link("gpus", gpu=r["gpu_name"])})
+                         "open": link("gpus", gpu=r["gpu"])})
         cf = pl.DataFrame(rows, infer_schema_length=None)
         rep.add(Heading("Measured ceilings vs spec"), Table("ceilings", cf, {
-            "gpu_name": text("GPU"), "resource_label": text("resource"), "ceiling": text("measurement"),
+            "gpu": text("GPU"), "resource_label": text("resource"), "ceiling": text("measurement"),
             "shown": text("measured"), "spec": text("spec sheet"),
             "pct_of_spec": num("measured of spec", "%", "%.1f", "measured / the GPU's own spec-sheet figure"),
             "cv_pct": num("spread (cv)", "%", "%.2f", "std / mean over the repetitions"),
-            "source": text("how measured"), "run_id": text("run")}))
+            "source": text("how measured"), "runs": num("runs", help="bench runs of this GPU that measured it"),
+            "run_id": text("best run")}, caption="The best value of each GPU's bench runs."))
         fr = cf.filter(pl.col("pct_of_spec").is_not_null()).select(
-            pl.col("resource_label").alias("resource"), pl.col("gpu_name").alias("gpu"), pl.col("pct_of_spec").alias("pct"))
+            pl.col("resource_label").alias("resource"), "gpu", pl.col("pct_of_spec").alias("pct")
+        ).group_by("resource", "gpu", maintain_order=True).agg(pl.col("pct").max())
         if fr.height:
             rep.add(Chart("ceilings_vs_spec", charts.fraction_bars(
                 fr, x="resource", x_title="resource", group="gpu", group_title="GPU",
-                title="Measured ceiling as a share of each GPU's own spec-sheet peak",
+                title="Best measured ceiling as a share of each GPU's own spec-sheet peak",
                 value_title="measured / spec [%]")))
     rep.add(Heading("Bench runs"), runs_table(bench_runs, "bench_runs"))
     rep.add(*bench_compare_blocks(src, [r.run_id for r in bench_runs], wanted=_gpu_list(params.get("gpu"))))
@@ -954,8 +976,8 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
     """The same bench cases across GPUs (one column per GPU), normalised to each GPU's own spec peak."""
     res = src.bench_results().filter(pl.col("run_id").is_in(run_ids))
     if wanted:
-        res = res.filter(pl.col("gpu_name").is_in(wanted))
-    gpus = res["gpu_name"].unique(maintain_order=True).to_list()
+        res = res.filter(pl.col("gpu").is_in(wanted))
+    gpus = res["gpu"].unique(maintain_order=True).to_list()
     out: list = [Heading("Same cases across GPUs" if len(gpus) > 1 else "Bench results")]
     if not res.height:
         return out + [Text("No bench results to show" + (f" for {', '.join(code(g) for g in wanted)}" if wanted else "")
@@ -963,7 +985,7 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
     rows = []
     for r in res.iter_rows(named=True):
         peak, peak_name = result_peak(find_gpu(r["gpu_name"]), r["case"], r["metric"], r["unit"] or "")
-        rows.append({"case": r["case"], "metric": r["metric"], "params": r["params"] or "", "gpu": r["gpu_name"],
+        rows.append({"case": r["case"], "metric": r["metric"], "params": r["params"] or "", "gpu": r["gpu"],
                      "value": r["value"], "unit": r["unit"] or "", "shown": fmt_value(r["value"], r["unit"] or ""),
                      "pct": r["value"] / peak * 100 if peak and r["value"] is not None else None,
                      "peak": peak_name, "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,

@@ -37,6 +37,7 @@ class Table:
     cols: dict[str, Col]
     caption: str | None = None
     height: int | None = None
+    static: bool = False          # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
 
 
 @dataclass
@@ -82,6 +83,12 @@ def code(s) -> str:
 # Streamlit renderer
 # ---------------------------------------------------------------------------------------------------
 
+def _table_has_hide_index() -> bool:
+    import inspect
+    import streamlit as st
+    return "hide_index" in inspect.signature(st.table).parameters
+
+
 def column_config(cols: dict[str, Col]) -> dict:
     import streamlit as st
     cc = {}
@@ -111,6 +118,14 @@ def render_streamlit(blocks, container=None) -> None:
                 getattr(st_, b.kind)(b.md)
         elif isinstance(b, Heading):
             (st_.subheader if b.level <= 2 else st_.markdown)(b.text if b.level <= 2 else f"**{b.text}**")
+        elif isinstance(b, Table) and b.static:
+            import polars as pl
+            cols = [c for c in b.cols if c in b.frame.columns]
+            shown = pl.DataFrame({b.cols[c].header: [b.cols[c].format(v) for v in b.frame[c].to_list()] for c in cols},
+                                 schema={b.cols[c].header: pl.String for c in cols})
+            st_.table(shown, hide_index=True) if _table_has_hide_index() else st_.table(shown)
+            if b.caption:
+                st_.caption(b.caption)
         elif isinstance(b, Table):
             frame = b.frame.select([c for c in b.cols if c in b.frame.columns])
             kw = {"height": b.height} if b.height else {}

@@ -49,11 +49,12 @@ def share_panel(page: str, values: dict, reports: list[Report] | None) -> None:
     with st.sidebar:
         st.markdown("**Share this view**")
         st.caption("Copy the link (button at the right of the box); it opens this view for anyone on this server.")
-        st.code(share_link(page, values), language=None, wrap_lines=True)
+        link = share_link(page, values)
+        st.code(link, language=None, wrap_lines=True)
         if reports:
-            def make() -> str:
+            def make() -> str:  # runs on click, in another thread: no Streamlit calls in here
                 from dashboard.export import render_html
-                return render_html(reports, source=share_link(page, values))
+                return render_html(reports, source=link)
             slug = "-".join(str(values.get(k)) for k in ("run", "a", "b") if values.get(k))
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")) + ".html"
             st.download_button("Download HTML (offline copy)", data=make, file_name=name, mime="text/html",

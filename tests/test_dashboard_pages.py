@@ -70,9 +70,20 @@ def test_kernels_page_rebuilds_from_query_params(ids):
     # the detail view of launch 5: findings and every metric
     t = texts(at)
     assert "Launch 5:" in t and "31.9-way shared-memory bank conflicts" in t and "*Model:*" in t
-    cases = frames(at)[1]
-    assert cases.row(0, named=True)["verdict"] == "agrees" and cases["case"][0].startswith("bank.column_read")
+    cases = at.table[0].value                               # a small static table
+    assert cases["verdict"][0] == "agrees" and cases["case (section)"][0].startswith("bank.column_read")
+    assert cases["measured (ncu counters)"][0] == "32-way"
     assert frames(at)[-1].height == 2232
+
+
+def test_stored_measurements_feed_the_textbook_cases_page(ids):
+    from collectors.store import Store
+    from dashboard import data
+    from dashboard.pages import Source
+    ms = data.measurements_for_case(Source(Store(ids["root"])), "bank.column_read", "NVIDIA H200")
+    assert sorted(round(m.value, 2) for m in ms) == [1.0, 32.0]      # stride 33 and stride 32 launches
+    assert all(m.quantity == "degree" and "launch" in m.source for m in ms)
+    assert data.measurements_for_case(Source(Store(ids["root"])), "bank.column_read", "NVIDIA A10G") == []
 
 
 def test_kernels_roofline_spec(ids):
@@ -199,7 +210,7 @@ def test_gpus_page(ids):
     at = open_page("gpus")
     assert not at.exception
     ceil = next(f for f in frames(at) if "pct_of_spec" in f.columns)
-    dram = ceil.filter((ceil["gpu_name"] == "NVIDIA H200") & (ceil["resource_label"] == "DRAM bandwidth")).row(0, named=True)
+    dram = ceil.filter((ceil["gpu"] == "NVIDIA H200") & (ceil["resource_label"] == "DRAM bandwidth")).row(0, named=True)
     assert dram["pct_of_spec"] == pytest.approx(4.3 / 4.8 * 100)
     assert dram["shown"] == "4.30 TB/s"
     launch = ceil.filter(ceil["resource_label"] == "launch cost").row(0, named=True)

@@ -122,7 +122,7 @@ def test_real_nvml_answers_without_crashing():
 def launched(monkeypatch, tmp_path):
     import dashboard.cli.core as core
     calls = []
-    monkeypatch.setattr(core.subprocess, "call", lambda cmd, env: calls.append((cmd, env)) or 0)
+    monkeypatch.setattr(core.os, "execve", lambda exe, cmd, env: calls.append((cmd, env)))
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
     return calls
 
@@ -146,3 +146,21 @@ def test_dashboard_on_all_interfaces_needs_a_token(launched, tmp_path, monkeypat
     monkeypatch.setenv("KERNELSCOPE_TOKEN", "from-env")
     assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 0
     assert launched[1][1]["KERNELSCOPE_TOKEN"] == "from-env"
+
+
+def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
+    """One bench run per GPU of a two-GPU server: both are "NVIDIA H200", told apart by their UUIDs."""
+    import json
+    from collectors.store import Store
+    from dashboard.pages import gpu_labels, load_bench_results
+    from dashboard_helpers import bench_doc
+    s = Store(tmp_path / "s")
+    runs = []
+    for uuid in ("GPU-c91839b2-571c", "GPU-c39cba33-b336"):
+        doc = json.loads(bench_doc("NVIDIA H200", 1.0))
+        doc["gpu"]["uuid"] = uuid
+        runs.append(s.ingest_bytes(json.dumps(doc).encode(), f"{uuid}.json")[0])
+    labels = gpu_labels(runs)
+    assert sorted(labels.values()) == ["NVIDIA H200 · GPU-c39cba33", "NVIDIA H200 · GPU-c91839b2"]
+    assert set(load_bench_results(runs)["gpu"]) == set(labels.values())
+    assert gpu_labels(runs[:1]) == {runs[0].run_id: "NVIDIA H200"}

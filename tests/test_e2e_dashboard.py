@@ -5,6 +5,7 @@ kernels page from the upload's link; change the view; follow the page's shared l
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -117,6 +118,12 @@ def test_upload_kernels_and_shared_link(server):
             assert shared.startswith(f"{url}/kernels?") and f"run={run_id}" in shared and "q=dram__bytes_read" in shared
             caption = page.get_by_text("metrics matching").first.inner_text()
             title = page.locator("h1").first.inner_text()
+            # the sidebar's offline copy: one HTML file, nothing loaded from the network
+            with page.expect_download(timeout=60_000) as dl:
+                page.get_by_role("button", name="Download HTML (offline copy)").click()
+            html = Path(dl.value.path()).read_text(encoding="utf-8")
+            assert html.startswith("<!DOCTYPE html>") and "ks_copy_u4" in html and "vegaEmbed" in html
+            assert not re.search(r"<script[^>]+src=", html) and dl.value.suggested_filename.endswith(".html")
 
             # a teammate opens the link in a fresh browser context: same page, same run, same filter
             other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()

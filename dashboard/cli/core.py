@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -202,7 +201,7 @@ def dashboard(
            "--server.address", host, "--server.port", str(port), "--server.headless", "true",
            "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
-    try:
-        return subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches Streamlit itself
+    return 0  # reached only where execve is replaced (tests)

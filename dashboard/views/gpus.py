@@ -11,7 +11,7 @@ src = data.source()
 qp = ui.params()
 st.title("GPUs")
 res = src.bench_results()
-have = res["gpu_name"].unique(maintain_order=True).to_list()
+have = res["gpu"].unique(maintain_order=True).to_list()
 wanted = [g for g in pages._gpu_list(qp.get("gpu")) if g in have]
 if len(have) > 1:
     wanted = st.multiselect("GPUs to compare", have, default=wanted or have)
