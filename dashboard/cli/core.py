@@ -113,14 +113,15 @@ NCU_TABLE = [
 ]
 
 
-def report_for(parsed, source: str) -> tuple[dict, list[dict], list[tuple]]:
+def report_for(parsed, source: str, store=None) -> tuple[dict, list[dict], list[tuple]]:
     """(JSON report, rows for table/csv, table columns) for any run kind."""
     if parsed.kind == "ncu":
         rep = ncu_report(parsed, source)
         return rep, rep["kernels"], NCU_TABLE
     if parsed.kind in ("kineto", "nsys"):
         from dashboard.cli import timeline
-        rep = timeline.report(parsed)
+        floor = timeline.measured_launch_floor_ns(store, parsed.meta.get("gpu_name")) if store else None
+        rep = timeline.report(parsed, launch_floor_ns=floor)
         rows = timeline.kernel_rows(rep)
         return rep, rows, timeline.TABLE_COLUMNS
     if parsed.kind == "bench":
@@ -140,7 +141,7 @@ def analyze(
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing; or, for
     traces, launch delays and GPU idle time; or, for bench runs, measurements next to predictions."""
     parsed, source = load_parsed(path_or_run, store)
-    rep, rows, cols = report_for(parsed, source)
+    rep, rows, cols = report_for(parsed, source, open_store(store))
     if format is Format.json:
         echo_json(rep)
     elif format is Format.csv:

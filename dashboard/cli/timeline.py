@@ -200,3 +200,18 @@ def whatif_cmd(
     if len(w.ranks) > 1:
         for r in w.ranks:
             typer.echo(f"  rank {r['rank']}: {ms(r['run_ns'])} -> {ms(r['predicted_ns'])} (Amdahl {ms(r['amdahl_ns'])})")
+
+
+def measured_launch_floor_ns(store, gpu_name: str | None) -> float | None:
+    """The launch floor for launch-bound detection: the back-to-back empty-kernel launch time measured by
+    `kernelscope bench` (ceiling `launch_back_to_back`) on a GPU of the same name, newest run first; None
+    when the store holds no such measurement."""
+    if not gpu_name:
+        return None
+    for run in store.runs():
+        if run.kind != "bench" or run.meta.get("gpu_name") != gpu_name or "ceilings" not in run.tables:
+            continue
+        c = run.table("ceilings").filter(pl.col("metric") == "launch_back_to_back")
+        if c.height and c["unit"][0] == "s":
+            return float(c["value"][0]) * 1e9
+    return None

@@ -11,7 +11,7 @@ import streamlit as st
 
 from analyzers import timeline as T
 from dashboard import data
-from dashboard.cli.timeline import DEFINITIONS
+from dashboard.cli.timeline import DEFINITIONS, measured_launch_floor_ns
 
 MAX_POINTS = 5000   # points per chart (the largest gaps / a sample of kernels beyond that)
 
@@ -79,7 +79,11 @@ if g.height == 0:
 
 # ---- per-device summary ----------------------------------------------------------------------------
 util = T.utilization(g)
-lb = T.launch_bound(g)
+floor_ns = measured_launch_floor_ns(store, meta.get("gpu_name"))
+lb = T.launch_bound(g, launch_floor_ns=floor_ns)
+if floor_ns:
+    st.caption(f"Launch floor {floor_ns / 1e3:.1f} µs per kernel: back-to-back empty-kernel launches measured by "
+               f"`kernelscope bench` on a {meta.get('gpu_name')} (event timing).")
 summary = util.join(lb.select("rank", "device", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict"),
                     on=["rank", "device"], how="left").select(
     "rank", "device", "verdict", "kernel_count", "kernels_with_launch", (pl.col("busy_ns") / 1e6).alias("busy_ms"),
