@@ -135,12 +135,6 @@ def empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
-def strip_api_version(name: str) -> str:
-    """nsys names API calls with their version: cudaLaunchKernel_v7000 -> cudaLaunchKernel."""
-    m = re.match(r"^(.*)_v\d+$", name)
-    return m.group(1) if m else name
-
-
 def api_kind(name: str) -> tuple[str, bool]:
     """(kind, blocking) of a CUDA API call from its name."""
     if name in GRAPH_LAUNCH_APIS:

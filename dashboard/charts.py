@@ -2,8 +2,6 @@
 chart whose axes name their quantity, unit and source."""
 from __future__ import annotations
 
-import math
-
 import altair as alt
 import polars as pl
 
@@ -113,7 +111,3 @@ def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_t
         color=alt.Color(f"{group}:N", title=group_title),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".1f", title=value_title)],
     ).properties(title=title)
-
-
-def log_ok(v) -> bool:
-    return v is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0

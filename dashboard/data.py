@@ -39,11 +39,6 @@ def ensure_samples(st_: Store) -> int:
     return n
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def run_manifest(root: str, run_id: str) -> dict:
-    return Store(root).get(run_id).manifest
-
-
 # Large immutable frames are cached as resources (shared, not copied per call: cache_data would pickle a
 # 2-million-row metrics table on every hit). Nothing mutates them: polars operations return new frames.
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -66,16 +61,6 @@ def _ceilings(root: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
 def _bench_results(root: str, run_ids: tuple[str, ...]) -> pl.DataFrame:
     s = Store(root)
     return load_bench_results([s.get(r) for r in run_ids])
-
-
-def ncu_analysis(root: str, run_id: str) -> tuple[pl.DataFrame, dict, list[dict]]:
-    """(analyzed kernel table, GPU info, missing quantities) for an ncu run (kept for other pages)."""
-    nr = _ncu(root, run_id)
-    gpu = nr.gpu
-    info = {"name": gpu.name, "cc": f"{gpu.cc[0]}.{gpu.cc[1]}", "sm_count": gpu.sm_count,
-            "dram_bandwidth_bytes_per_s": gpu.dram_bandwidth_bytes_per_s,
-            "dram_source": gpu.source_of("dram_bandwidth_bytes_per_s"), "from_registry": gpu.from_registry}
-    return nr.analyzed, info, nr.missing
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -110,14 +95,6 @@ class CachedSource(Source):
 
 def source() -> CachedSource:
     return CachedSource(store())
-
-
-def runs_frame(st_: Store) -> pl.DataFrame:
-    from dashboard.cli.core import run_summary
-    rows = [run_summary(r) for r in st_.runs()]
-    return pl.DataFrame(rows, schema={"run_id": pl.String, "kind": pl.String, "source_name": pl.String,
-                                      "gpu_name": pl.String, "items": pl.Int64, "created": pl.String,
-                                      "size_bytes": pl.Int64})
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

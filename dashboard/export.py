@@ -221,6 +221,12 @@ def parse_target(src, target: str) -> tuple[str, dict, str | None]:
         params.pop("token", None)
         if page not in EXPORTABLE:
             raise ExportError(f"page {page!r} cannot be exported (exportable: {', '.join(EXPORTABLE)})")
+        for key in ("run", "a", "b"):  # the app falls back to the newest run; an export must not
+            if key in params:
+                try:
+                    src.get(params[key])
+                except KeyError as e:
+                    raise ExportError(e.args[0] if e.args else f"no run {params[key]!r}") from None
         return page, params, base
     try:
         run = src.get(t)

@@ -251,7 +251,7 @@ def pick_run(src: Source, wanted: str | None, kinds: tuple[str, ...], problems: 
             problems.append(f"Run {code(wanted)} is a {run.kind} run, not {' or '.join(kinds)}.")
         except KeyError as e:
             problems.append(f"{e.args[0] if e.args else 'No such run'} — showing the newest run instead."
-                            .replace(str(src.root), "this store"))
+                            .replace(f"in store {src.root}", "in this store"))
     if not runs:
         return None
     return runs[min(default_index, len(runs) - 1)]

@@ -63,7 +63,9 @@ def test_time_ratio_stride_32_over_33_is_reported(run):
 
 def test_tile_traffic_64x64_within_10_percent_of_the_model(run):
     _, res = run
-    for r in _rows(res, "tiling.traffic", "l2_read_from_l1_bytes", "ncu counter"):
+    rows = _rows(res, "tiling.traffic", "l2_read_from_l1_bytes", "ncu counter")
+    assert sorted((r["params"]["tile_m"], r["params"]["tile_n"]) for r in rows) == [(64, 64), (64, 128), (128, 128)]
+    for r in rows:
         p = r["params"]
         M, K, N, m, n = p["m"], p["k"], p["n"], p["tile_m"], p["tile_n"]
         model_reads = 2 * M * K * (N / n) + 2 * K * N * (M / m)      # the tile model's V minus the C write

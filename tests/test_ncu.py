@@ -58,6 +58,7 @@ def test_formats_agree_with_base_units(parsed, name):
     k = parsed[name].table("kernels")
     # auto-scaled units print a fixed number of decimals in the chosen unit (raw page: 6, e.g. 0.000006 Gbyte;
     # details page with labels: 2, e.g. 1.07 Gbyte), so the error is bounded relative to the column's scale
+    assert k.height == ref.height > 0
     tol = {"full_raw.csv.gz": 1e-5, "full_details.csv.gz": 5e-3}.get(name, 1e-9)
     for col in ["duration_ns", "dram_read_bytes", "dram_write_bytes", "smem_ld_wavefronts", "smem_ld_bank_conflicts",
                 "smem_config_bytes", "smem_static_bytes", "registers_per_thread", "theoretical_occupancy_pct",

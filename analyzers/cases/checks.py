@@ -29,23 +29,21 @@ class ChapterCheck:
         return {"case": self.case, "title": self.title, "verdict": self.verdict, "explanation": self.explanation}
 
 
-def _fig(case_id: str, startswith: str) -> float:
-    """Base-unit value of the case's figure whose text starts with `startswith`."""
-    for f in get_case(case_id).figures:
-        if f.text.startswith(startswith):
-            return f.base_value()
-    raise KeyError(f"{case_id}: no figure starting with {startswith!r}")
-
-
-def _close(a: float, b: float, tol: float) -> bool:
-    return math.isclose(a, b, rel_tol=tol)
-
-
 def _figure(case_id: str, startswith: str):
+    """The case's figure whose text starts with `startswith`."""
     for f in get_case(case_id).figures:
         if f.text.startswith(startswith):
             return f
     raise KeyError(f"{case_id}: no figure starting with {startswith!r}")
+
+
+def _fig(case_id: str, startswith: str) -> float:
+    """Base-unit value of the case's figure whose text starts with `startswith`."""
+    return _figure(case_id, startswith).base_value()
+
+
+def _close(a: float, b: float, tol: float) -> bool:
+    return math.isclose(a, b, rel_tol=tol)
 
 
 def _ratio_check(case_id: str, title: str, num: float, den: float, quoted, tol: float, what: str) -> ChapterCheck:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from analyzers.cases.units import fmt, to_base
 from analyzers.gpus import GPUSpec, get_gpu
@@ -114,7 +114,7 @@ def _number(raw, name: str) -> float:
                 v = float(a) ** float(b)
             else:
                 v = float(s)
-        except (ValueError, ZeroDivisionError):
+        except (ValueError, ZeroDivisionError, OverflowError):
             raise CaseError(f"parameter {name}={raw!r}: not a number") from None
     if not math.isfinite(v):
         raise CaseError(f"parameter {name}={raw!r}: must be finite")
@@ -418,10 +418,6 @@ def pipeline_time(n: int, t_m: float, t_c: float, slots: int = 2) -> float:
 def check_tile(tile: int, name: str, size: int, size_name: str) -> None:
     if tile > size:
         raise CaseError(f"tile {name}={tile} is larger than the matrix ({size_name}={size})")
-
-
-def sweep_values(values: Iterable, lo=None, hi=None) -> list:
-    return [v for v in values if (lo is None or v >= lo) and (hi is None or v <= hi)]
 
 
 def percent(x: float) -> float:

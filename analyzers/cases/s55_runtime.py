@@ -247,8 +247,8 @@ def _shapes(p, gpu):
 def _shapes_validate(p, gpu):
     if p.mfu_generic <= 0 or p.mfu_bucket <= 0 or p.mfu_spec <= 0:
         raise CaseError("MFU values must be > 0 %")
-    if any(b <= 0 for b in p.buckets):
-        raise CaseError("bucket sizes must be > 0 rows")
+    if any(b < 1 or not float(b).is_integer() for b in p.buckets):
+        raise CaseError("bucket sizes must be whole numbers of rows >= 1")
 
 
 SHAPES = Case(

@@ -1,7 +1,6 @@
 """The Typer application object; each command module registers itself on it."""
 from __future__ import annotations
 
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -64,6 +63,3 @@ def _json_default(o):
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
-
-def samples_dir() -> Path:
-    return Path(os.environ.get("KERNELSCOPE_SAMPLES", repo_root() / "sample_traces"))

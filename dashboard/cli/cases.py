@@ -128,9 +128,10 @@ def _print_evaluation(ev, figs, comps) -> None:
         typer.echo(textwrap.fill(case.summary, 100))
     else:
         typer.echo("")
-        rows = [{"quantity": k, "value": p.display, "kind": p.kind, "label": p.label}
+        rows = [{"quantity": k, "value": p.display, "kind": p.kind, "label": p.label,
+                 "source": f"model: {p.formula}" if p.formula else "model"}
                 for k, p in ev.predictions.items()]
-        print_table(rows, ["quantity", "value", "kind", "label"])
+        print_table(rows, ["quantity", "value", "kind", "label", "source"])
     for name, table in ev.tables.items():
         typer.echo(f"\n{name}:")
         if table:

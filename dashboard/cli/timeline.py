@@ -174,6 +174,8 @@ def whatif_cmd(
     own dependencies (launch calls, stream order, synchronisations) next to the plain Amdahl estimate."""
     from analyzers.timeline import what_if
 
+    if not (math.isfinite(speedup) and speedup > 0):
+        raise typer.BadParameter(f"--speedup must be a finite number > 0, got {speedup:g}")
     parsed = load_trace(trace, store)
     if parsed.kind not in TIMELINE_KINDS:
         raise typer.BadParameter(f"{trace} is a {parsed.kind} run; whatif needs a PyTorch profiler trace or an "

@@ -19,11 +19,12 @@ st.title("Live")
 qp = ui.params()
 try:
     every = float(qp.get("every", 2))
-    every = every if 0 <= every <= 3600 else 2.0
+    every = every if every == 0 or 1 <= every <= 3600 else 2.0  # at most one NVML read a second per viewer
 except ValueError:
     every = 2.0
 c1, c2 = st.columns([1, 3])
-every = c1.number_input("refresh every [s] (0 = paused)", min_value=0.0, max_value=3600.0, value=every, step=1.0)
+every = c1.number_input("refresh every [s] (0 = paused, else ≥ 1)", min_value=0.0, max_value=3600.0, value=every, step=1.0)
+every = 0.0 if every == 0 else max(1.0, every)
 ui.sync({"every": None if every == 2 else f"{every:g}"})
 history: deque = st.session_state.setdefault("live_history", deque(maxlen=300))
 

@@ -5,6 +5,8 @@ The page rebuilds from the URL: ?run=<run id>&device=<rank:device|all>&kernel=<r
 """
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import polars as pl
 import streamlit as st
@@ -189,9 +191,11 @@ try:
     default_speedup = float(st.query_params.get("speedup", 2.0))
 except ValueError:
     default_speedup = 2.0
+if not math.isfinite(default_speedup):
+    default_speedup = 2.0
 c1, c2 = st.columns([3, 1])
 pattern = c1.text_input("Kernel name regex", value=default_kernel, key="whatif_kernel")
-speedup = c2.number_input("Speedup ×", min_value=0.01, max_value=1e6, value=max(0.01, default_speedup), step=0.5,
+speedup = c2.number_input("Speedup ×", min_value=0.01, max_value=1e6, value=min(1e6, max(0.01, default_speedup)), step=0.5,
                           key="whatif_speedup")
 if st.query_params.get("kernel") != pattern:
     st.query_params["kernel"] = pattern
