@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import sys
+import types
 
 import pytest
 
@@ -160,6 +162,88 @@ def test_time_host_divides_per_call():
     calls = []
     t = H.time_host(lambda: calls.append(1), reps=5, warmup=1, per_call=10)
     assert len(calls) == 6 and t.stats.n == 5 and t.source == "host clock"
+
+
+class _FakeCuda:
+    """Just enough of torch.cuda for time_gpu's logic: a device clock that fn() advances by the next
+    duration in `durations` (the last one repeats), events that read it, a recorded spin kernel."""
+
+    def __init__(self, durations):
+        self.now, self.durations, self.spins, self.calls = 0.0, list(durations), [], 0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+            def record(self):
+                self.t = cuda.now
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return (other.t - self.t) * 1e3
+
+        self.Event = Event
+
+    def fn(self):
+        d = self.durations[min(self.calls, len(self.durations) - 1)]
+        self.calls += 1
+        self.now += d
+
+    def synchronize(self):
+        pass
+
+    def _sleep(self, cycles):
+        self.spins.append(cycles)
+
+    def current_device(self):
+        return 0
+
+    def get_device_properties(self, i):
+        return types.SimpleNamespace(clock_rate=2_000_000)
+
+
+def _fake_torch(monkeypatch, durations):
+    cuda = _FakeCuda(durations)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    return cuda
+
+
+def test_time_gpu_batches_holds_and_divides(monkeypatch):
+    cuda = _fake_torch(monkeypatch, [100e-6])
+    t = H.time_gpu(cuda.fn, warmup=1, target_s=0.01, min_reps=5, max_reps=5, batch=4, allow_graph=False)
+    assert t.stats.n == 5 and t.batch == 4 and t.median == pytest.approx(100e-6)
+    assert cuda.calls == 1 + 3 + 5 * 4                  # warm-up, estimate, 5 repetitions of 4 calls
+    assert t.held and len(cuda.spins) == 5 and all(c == cuda.spins[0] > 0 for c in cuda.spins)
+    assert "4 calls per event pair" in t.note() and "stream held" in t.note() and "L2 not flushed" in t.note()
+    assert t.attempts and len(t.attempts) == 1 and "re-measured" not in t.note()
+
+
+def test_time_gpu_does_not_hold_a_sync_each_measurement(monkeypatch):
+    cuda = _fake_torch(monkeypatch, [100e-6])
+    t = H.time_gpu(cuda.fn, warmup=0, min_reps=3, max_reps=3, sync_each=True, allow_graph=False)
+    assert not t.held and cuda.spins == [] and "stream held" not in t.note()
+
+
+def test_time_gpu_remeasures_a_disturbed_attempt_and_says_so(monkeypatch):
+    # warm-up 1 + estimate 3, then attempt 1 = 10 calls of which one is 90 us slower: cv > 2 %
+    durs = [200e-6] * 4 + [200e-6] * 9 + [290e-6] + [200e-6] * 10
+    cuda = _fake_torch(monkeypatch, durs)
+    t = H.time_gpu(cuda.fn, warmup=1, min_reps=10, max_reps=10, allow_graph=False)
+    assert len(t.attempts) == 2 and t.attempts[0][1] > H.NOISY_CV and t.attempts[1][1] == pytest.approx(0, abs=1e-9)
+    assert t.stats.cv == pytest.approx(0, abs=1e-9) and "2 attempts" in t.note()
+    # a measurement that stays noisy keeps the quietest attempt and stops after `attempts`
+    cuda = _fake_torch(monkeypatch, [200e-6, 260e-6] * 100)
+    t = H.time_gpu(cuda.fn, warmup=0, min_reps=10, max_reps=10, allow_graph=False, attempts=3)
+    assert len(t.attempts) == 3 and t.stats.cv == min(c for _, c in t.attempts) and H.is_noisy(t.median, t.stats.cv)
+
+
+def test_hold_seconds_covers_the_enqueue_and_is_bounded():
+    assert H.hold_seconds(0) == pytest.approx(20e-6)
+    assert H.hold_seconds(30e-6) == pytest.approx(110e-6)
+    assert H.hold_seconds(1.0) == H.HOLD_MAX_S
 
 
 # ---- launch counting on recorded PyTorch traces ---------------------------------------------------

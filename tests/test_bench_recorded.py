@@ -11,7 +11,7 @@ import pytest
 from collectors.artifact import parse_bytes
 from tests.conftest import SAMPLES
 
-H200 = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_33a200bf.json.gz"
+H200 = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
 X2 = sorted((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz"))
 MIB = 1 << 20
 
@@ -78,21 +78,38 @@ def test_tile_traffic_64x64_within_10_percent_of_the_model(run):
 def test_ceilings(run):
     p, _ = run
     c = {r["metric"]: r for r in p.table("ceilings").to_dicts()}
-    assert c["h2d_pinned_bandwidth"]["value"] >= 0.85 * 64e9            # 55.3 GB/s = 86.5 % of 64
+    assert c["h2d_pinned_bandwidth"]["value"] >= 0.85 * 64e9            # 55.2 GB/s = 86.2 % of 64
     copy = c["dram_copy_bandwidth"]["value"] / 4.8e12
     assert 0.85 < copy < 1.0                                            # 89.2 %: short of the 90 % bar, see README
+    variants = json.loads(c["dram_copy_bandwidth"]["params"])["variants"]
+    assert any(k.startswith("ks_copy_tma") for k in variants) and len(variants) == 9
+    assert max(variants.values()) == c["dram_copy_bandwidth"]["value"]
     assert c["fp32_flop_rate"]["value"] > 0.85 * 67e12
-    assert "throttled" in c["bf16_dense_flop_rate"]["flags"]           # power-limited under sustained load
+    bf16 = json.loads(c["bf16_dense_flop_rate"]["params"])["variants"]
+    burst, sustained = (v for k, v in sorted(bf16.items()))           # "…burst…" sorts before "…sustained…"
+    assert c["bf16_dense_flop_rate"]["value"] == burst > sustained > 0.75 * 989e12   # 793 / 775 TFLOP/s
+    assert c["bf16_dense_flop_rate"]["cv"] <= 0.02
 
 
 def test_cv_of_long_device_timings(run):
-    """Kernel timings longer than 50 us stay within 2 % CV; the exceptions are host-dependent copies
-    and multi-launch Python loops (listed in the README)."""
+    """Every device timing longer than 50 us stays within 2 % CV except the pageable host copies, whose
+    time is the host's memcpy into the driver's staging buffer (the host's own memcpy spreads 2-6 % on this
+    VM: bench/results/exp_ceilings5_h200.txt). Re-measured timings say so in their notes."""
     _, res = run
     long = res.filter((pl.col("unit") == "s") & (pl.col("value") > 50e-6) & (pl.col("source") == "event timing"))
-    kernels = long.filter(pl.col("case").is_in(["tiling.traffic", "transpose.tile", "littles_law"]))
-    assert kernels.height > 0 and kernels["cv"].max() <= 0.02
-    assert long.height == 171 and int((long["cv"] <= 0.02).sum()) == 160   # 11 exceptions: see README
+    assert long.height == 171
+    bad = long.filter(pl.col("cv") > 0.02)
+    assert bad.height == 3 and set(bad["case"]) == {"h2d.chunked_copy"}
+    assert all(p["memory"] == "pageable" for p in bad["params"])
+    assert long.filter(pl.col("case") != "h2d.chunked_copy")["cv"].max() <= 0.02
+    held = long.filter(pl.col("notes").str.contains("stream held until each repetition was enqueued"))
+    assert held.height > 100
+    again = long.filter(pl.col("notes").str.contains("re-measured after a disturbed attempt"))
+    assert 0 < again.height <= 10 and set(again["case"]) <= {"h2d.chunked_copy", "graph.replay"}
+    # host-clock timings: call + synchronize batches are steady; torch.compile's dispatch is host-bound (README)
+    host = res.filter((pl.col("unit") == "s") & (pl.col("value") > 50e-6) & (pl.col("source") == "host clock")
+                      & pl.col("cv").is_not_null())
+    assert host.height == 3 and set(host.filter(pl.col("cv") > 0.02)["case"]) == {"compile.amortization"}
 
 
 def test_two_gpus_give_two_runs(store):

@@ -243,10 +243,10 @@ def test_launch_floor_comes_from_a_bench_run_of_the_same_gpu(store, capsys):
     trace = H200_TORCH / "triton_add_x300.json.gz"
     assert main(["analyze", str(trace), "--format", "json", "--store", str(store.root)]) == 0
     before = _json.loads(capsys.readouterr().out)["launch_bound"]
-    store.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_33a200bf.json.gz")
+    store.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
     assert main(["analyze", str(trace), "--format", "json", "--store", str(store.root)]) == 0
     after = _json.loads(capsys.readouterr().out)["launch_bound"]
     rows = after if isinstance(after, list) else [after]
-    assert any(r.get("launch_floor_ns") and abs(r["launch_floor_ns"] - 7391.4) < 1 for r in rows)
+    assert any(r.get("launch_floor_ns") and abs(r["launch_floor_ns"] - 6519.2) < 1 for r in rows)
     rows0 = before if isinstance(before, list) else [before]
     assert all(not r.get("launch_floor_ns") for r in rows0)

@@ -36,6 +36,56 @@ extern "C" __global__ void ks_copy_u1(const float4* in, float4* out, long long n
 extern "C" __global__ void ks_copy_u4(const float4* in, float4* out, long long n4) { ks_copy_impl<4>(in, out, n4); }
 extern "C" __global__ void ks_copy_u8(const float4* in, float4* out, long long n4) { ks_copy_impl<8>(in, out, n4); }
 
+// ---- device-memory copy by the Tensor Memory Accelerator (Hopper+, cp.async.bulk) ------------
+// One thread per block drives a ring of `stages` shared-memory buffers of `chunk` bytes: bulk load
+// global -> shared (completion counted on an mbarrier), then bulk store shared -> global. Block b
+// copies chunks b, b + grid, b + 2 grid, ... Dynamic shared memory: 64 + stages x chunk bytes.
+// chunk: multiple of 16, at most 2^20 - 1; stages: 1..8; nbytes: multiple of chunk.
+extern "C" __global__ void ks_copy_tma(const char* __restrict__ src, char* __restrict__ dst,
+                                       unsigned long long nchunks, unsigned int chunk, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char ks_tma_smem[];
+    unsigned long long* bars = (unsigned long long*)ks_tma_smem;   // 8 barriers
+    unsigned char* buf = ks_tma_smem + 64;
+    if (threadIdx.x != 0) return;
+    const unsigned long long mine = blockIdx.x < nchunks ? (nchunks - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    for (int s = 0; s < stages; ++s)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"((unsigned)__cvta_generic_to_shared(&bars[s])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    auto load = [&](unsigned long long i) {
+        const int s = (int)(i % stages);
+        const unsigned long long c = blockIdx.x + i * gridDim.x;
+        const unsigned bar = (unsigned)__cvta_generic_to_shared(&bars[s]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(chunk) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"((unsigned)__cvta_generic_to_shared(buf + (size_t)s * chunk)), "l"(src + c * chunk),
+                        "r"(chunk), "r"(bar) : "memory");
+    };
+    for (unsigned long long i = 0; i < mine && i < (unsigned long long)stages; ++i) load(i);
+    unsigned phase = 0;
+    for (unsigned long long i = 0; i < mine; ++i) {
+        const int s = (int)(i % stages);
+        const unsigned bar = (unsigned)__cvta_generic_to_shared(&bars[s]);
+        const unsigned parity = (phase >> s) & 1u;
+        asm volatile("{\n .reg .pred p;\n KS_WAIT:\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                     " @!p bra KS_WAIT;\n}" :: "r"(bar), "r"(parity) : "memory");
+        phase ^= 1u << s;
+        const unsigned long long c = blockIdx.x + i * gridDim.x;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                     :: "l"(dst + c * chunk), "r"((unsigned)__cvta_generic_to_shared(buf + (size_t)s * chunk)),
+                        "r"(chunk) : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        // refill the buffer of chunk i-1 once its store has read it (the store just issued may stay pending)
+        if (i >= 1 && i - 1 + stages < mine) {
+            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            load(i - 1 + stages);
+        }
+    }
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+
 // ---- transpose through a shared-memory tile (block = TILE x TILE threads) -------------------
 template <int TILE, int PAD>
 __device__ void ks_transpose_impl(const float* __restrict__ in, float* __restrict__ out, int n) {
