@@ -39,6 +39,22 @@ RUNTIME_CUTOFF_NS = 50_000         # HTA runtime_cutoff = 50 µs
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 _COMM = r"(?i)nccl"
 
+# the definitions of the module docstring, one line each, as `kernelscope analyze` and the dashboard state them
+DEFINITIONS = {
+    "launch_delay": "max(0, kernel start - end of its launch call) (HTA's launch delay)",
+    "queue": "kernel start - end of its launch call, null when the kernel starts before the call returns "
+             "(Nsight Systems' Queue Dur)",
+    "gpu_busy": "length of the union of kernel, memcpy and memset intervals (overlaps count once)",
+    "gpu_window": "last op end - first op start, per device; the run's value sums the devices' windows",
+    "gpu_idle_fraction": "1 - busy / window",
+    "idle_categories": "per stream, each gap before an op: host_wait if the op's launch call started after the "
+                       "previous op ended; else kernel_wait if the gap < 30 us; else other (HTA)",
+    "launch_bound": "most kernels (>= 50 %) shorter than their launch call and the device idle waiting for the "
+                    "host for >= 30 % of its window (10 %: partly)",
+    "whatif": "replay of the trace's own dependencies with the chosen kernels faster (see analyzers.timeline.what_if); "
+              "Amdahl: run * ((1 - f) + f / s), f = matched kernel time / run time",
+}
+
 
 def kernels(gpu_ops: pl.DataFrame) -> pl.DataFrame:
     return gpu_ops.filter(pl.col("kind") == "kernel")

@@ -111,3 +111,66 @@ def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_t
         color=alt.Color(f"{group}:N", title=group_title),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".1f", title=value_title)],
     ).properties(title=title)
+
+
+# ---- timeline (PyTorch profiler / Nsight Systems runs) ------------------------------------------------
+
+def launch_delay_histogram(h: pl.DataFrame) -> alt.Chart:
+    """Kernels per launch-delay bin, stacked by launch call (h: launch_delay_us, launch_api)."""
+    ensure_theme()
+    return alt.Chart(h).mark_bar().encode(
+        x=alt.X("launch_delay_us:Q", bin=alt.Bin(maxbins=60), title="launch delay [µs] = max(0, start − call end)"),
+        y=alt.Y("count():Q", title="kernels", stack=True),
+        color=alt.Color("launch_api:N", title="launch call"),
+        tooltip=["launch_api", alt.Tooltip("count():Q", title="kernels")],
+    ).properties(title="Launch delay per kernel (HTA definition)")
+
+
+def idle_gaps(pts: pl.DataFrame, categories: list[str]) -> alt.Chart:
+    """One dot per idle gap before an op, one row per stream (pts: stream, t_ms, gap_us, category, next op)."""
+    ensure_theme()
+    return alt.Chart(pts).mark_circle(size=30).encode(
+        x=alt.X("t_ms:Q", title="time since the first GPU op [ms]"),
+        y=alt.Y("gap_us:Q", title="gap [µs]", scale=alt.Scale(type="log")),
+        color=alt.Color("category:N", scale=alt.Scale(domain=categories)),
+        row=alt.Row("stream:N", title="rank:device:stream"),
+        tooltip=["stream", alt.Tooltip("t_ms:Q", format=".3f"), alt.Tooltip("gap_us:Q", format=",.2f"), "category",
+                 "next op"],
+    ).properties(height=140, title="Idle gaps before each op (largest 5,000)")
+
+
+def idle_category_bars(cats: pl.DataFrame, categories: list[str]) -> alt.Chart:
+    """Idle time per stream and category (cats: stream_key, category, idle_us, gap_count, idle_ratio)."""
+    ensure_theme()
+    return alt.Chart(cats).mark_bar().encode(
+        x=alt.X("idle_us:Q", title="idle time [µs]"), y=alt.Y("stream_key:N", title="rank:device:stream"),
+        color=alt.Color("category:N", scale=alt.Scale(domain=categories)),
+        tooltip=["stream_key", "category", alt.Tooltip("idle_us:Q", format=",.1f"), "gap_count",
+                 alt.Tooltip("idle_ratio:Q", format=".1%")],
+    ).properties(title="Idle categories per stream (HTA)")
+
+
+# ---- textbook cases --------------------------------------------------------------------------------------
+
+def case_sweep(df: pl.DataFrame, *, x_title: str, y_title: str, title: str, mark: str = "bar", log_x: bool = False,
+               at: float | None = None) -> alt.Chart | alt.LayerChart:
+    """A case's predictions over one parameter (df: x, series, value), with a dashed rule at the chosen x."""
+    ensure_theme()
+    if df.schema["x"].is_numeric():
+        x_enc = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined)
+    else:
+        x_enc = alt.X("x:N", title=x_title, sort=None)
+    base = alt.Chart(df)
+    if mark == "bar":
+        layer = base.mark_bar().encode(x=x_enc, y=alt.Y("value:Q", title=y_title),
+                                       color=alt.Color("series:N", title=None),
+                                       xOffset="series:N" if df["series"].n_unique() > 1 else alt.Undefined)
+    else:
+        layer = base.mark_line(point=True).encode(x=x_enc, y=alt.Y("value:Q", title=y_title),
+                                                  color=alt.Color("series:N", title=None))
+    chart = layer.encode(tooltip=[alt.Tooltip("series:N"), alt.Tooltip("x", title=x_title),
+                                  alt.Tooltip("value:Q", format=".4g", title=y_title)])
+    if at is not None:
+        rule = alt.Chart(pl.DataFrame({"x": [float(at)]})).mark_rule(strokeDash=[4, 4], color="#6b7280").encode(x="x:Q")
+        chart = alt.layer(chart, rule)
+    return chart.properties(title=title, height=320)

@@ -12,7 +12,7 @@ import polars as pl
 import streamlit as st
 
 from collectors.store import Store
-from dashboard.pages import NcuRun, Source, load_bench_results, load_ceilings, load_ncu
+from dashboard.pages import NcuRun, Source, load_bench_results, load_ceilings, load_ncu, measurements_for_case
 
 SAMPLES = Path(os.environ.get("KERNELSCOPE_SAMPLES", Path(__file__).resolve().parents[1] / "sample_traces"))
 
@@ -110,52 +110,6 @@ def clear_caches() -> None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _case_measurements(root: str, case_id: str, gpu_name: str, run_ids: tuple[str, ...]) -> list:
     return measurements_for_case(Source(Store(root)), case_id, gpu_name)
-
-
-def measurements_for_case(src: Source, case_id: str, gpu_name: str) -> list:
-    """Stored measurements of a textbook case on one GPU, as analyzers.cases.Measurement:
-    - Nsight Compute launches whose name says they run the case (pages.CASE_HINTS), from their counters
-      (analyzers.cases.measurements_from_ncu);
-    - bench results of the case whose metric is a quantity the case predicts (spread = cv x value).
-    Only quantities the case predicts are returned."""
-    from analyzers.cases import Measurement, evaluate, measurements_from_ncu
-    from analyzers.gpus import find_gpu
-    from dashboard.pages import CASE_HINTS
-    try:
-        keys = set(evaluate(case_id, gpu_name).predictions)
-    except (KeyError, ValueError):
-        return []
-    want = find_gpu(gpu_name)
-
-    def same_gpu(name) -> bool:
-        return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
-
-    out = []
-    words = CASE_HINTS.get(case_id, ())
-    for run in src.runs(("ncu",)):
-        if not words or not same_gpu(run.meta.get("gpu_name")):
-            continue
-        k = src.table(run.run_id, "kernels")
-        hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
-        if not hits.height:
-            continue
-        m = src.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
-        for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
-            mk = m.filter(pl.col("id") == kid)
-            metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
-            for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
-                                           gpu=gpu_name):
-                if x.quantity in keys:
-                    out.append(x)
-    res = src.bench_results()
-    res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
-    for r in res.iter_rows(named=True):
-        if not same_gpu(r["gpu_name"]) or r["value"] is None:
-            continue
-        spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
-        out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
-                               spread=spread, quantity=r["metric"], gpu=gpu_name))
-    return out
 
 
 def case_measurements(case_id: str, gpu_name: str) -> list:

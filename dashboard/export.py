@@ -37,6 +37,8 @@ td.n {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowr
 .metrics {{ display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0; }}
 .metric {{ border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; min-width: 150px; }}
 .metric .l {{ color: #6b7280; font-size: 12px; }} .metric .v {{ font-size: 20px; font-weight: 600; }}
+.metric .d {{ color: #4b5563; font-size: 13px; }}
+blockquote {{ border-left: 3px solid #d1d5db; margin: 8px 0; padding: 2px 12px; color: #374151; }}
 .chart {{ width: 100%; margin: 8px 0; }}
 code {{ background: #f3f4f6; padding: 0 3px; border-radius: 3px; font-size: 90%; }}
 """
@@ -65,7 +67,7 @@ _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 
 
 def md_to_html(md: str, base_url: str | None = None) -> str:
-    """`code`, **bold**, *em* / _em_, [text](link) and paragraphs; all text escaped. Relative links get
+    """`code`, **bold**, *em* / _em_, [text](link), paragraphs and "> " quotes; all text escaped. Relative links get
     `base_url` in front, or become plain text when there is none (an offline file has no server)."""
     out, pos = [], 0
     for m in _CODE.finditer(md):
@@ -78,7 +80,8 @@ def md_to_html(md: str, base_url: str | None = None) -> str:
     out.append(_inline(md[pos:], base_url))
     joined = "".join(out)
     paras = [p for p in re.split(r"\n\s*\n", joined) if p.strip()]
-    return "".join(f"<p>{p.strip().replace(chr(10), '<br>')}</p>" for p in paras)
+    return "".join(f"<blockquote>{p.strip()[5:]}</blockquote>" if p.strip().startswith("&gt; ") else
+                   f"<p>{p.strip().replace(chr(10), '<br>')}</p>" for p in paras)
 
 
 def _inline(s: str, base_url: str | None) -> str:
@@ -136,6 +139,8 @@ def _json_for_script(obj) -> str:
 def _spec(chart) -> dict:
     ensure_theme()
     spec = chart.to_dict()
+    if "facet" in spec or {"row", "column", "facet"} & set(spec.get("encoding", {})):
+        return spec   # a grid of views keeps its own size: Vega-Lite cannot fit it to the page (Streamlit neither)
     spec["width"] = "container"
     spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
     return spec
@@ -163,7 +168,9 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
         elif isinstance(b, Metrics):
             cards = "".join(
                 f'<div class="metric" title="{html.escape(h or "")}"><div class="l">{html.escape(label)}</div>'
-                f'<div class="v">{html.escape(value)}</div></div>' for label, value, h in b.items)
+                f'<div class="v">{html.escape(value)}</div>'
+                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta else "") + "</div>"
+                for label, value, h, *delta in b.items)
             parts.append(f'<div class="metrics">{cards}</div>')
         elif isinstance(b, Chart):
             n += 1
@@ -205,7 +212,7 @@ def render_html(reports: list[Report], *, source: str | None = None, base_url: s
 def parse_target(src, target: str) -> tuple[str, dict, str | None]:
     """(page, params, base_url) from a dashboard URL ("http://host:8501/kernels?run=…", "/kernels?run=…",
     "kernels?run=…") or a run id (or unique prefix), which opens the page for its kind."""
-    from dashboard.pages import EXPORTABLE, PAGE_FOR_KIND
+    from dashboard.pages import EXPORTABLE, PAGE_FOR_KIND, REPEATABLE
     t = target.strip()
     if "?" in t or "/" in t or t in EXPORTABLE or t.startswith("http"):
         parts = urlsplit(t)
@@ -217,7 +224,10 @@ def parse_target(src, target: str) -> tuple[str, dict, str | None]:
             base = f"{parts.scheme}://{parts.netloc}/" + (prefix + "/" if prefix else "")
         params: dict = {}
         for k, v in parse_qsl(parts.query, keep_blank_values=False):
-            params[k] = v
+            if k in REPEATABLE:
+                params.setdefault(k, []).append(v)
+            else:
+                params[k] = v
         params.pop("token", None)
         if page not in EXPORTABLE:
             raise ExportError(f"page {page!r} cannot be exported (exportable: {', '.join(EXPORTABLE)})")
@@ -247,5 +257,5 @@ def export_html(src, target: str) -> str:
         rep = build(src, page, params)
     except KeyError as e:
         raise ExportError(e.args[0] if e.args else str(e)) from None
-    shown = f"{base or ''}{page}" + (f"?{urlencode(params)}" if params else "")
+    shown = f"{base or ''}{page}" + (f"?{urlencode(params, doseq=True)}" if params else "")
     return render_html([rep], source=shown, base_url=base)

@@ -8,12 +8,16 @@ write the same reports to one HTML file. A page's whole state is in its query pa
     kernels   ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&q=METRIC_FILTER
     compare   ?a=RUN&b=RUN&noise=5
     gpus      ?gpu=NAME,NAME
+    timeline  ?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S
+    cases     ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable)
+    claims    ?verdict=V (repeatable)&claim=ID
 """
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 import polars as pl
@@ -26,7 +30,7 @@ from dashboard.theme import Col, fmt_bytes, fmt_ns, fmt_pct, fmt_rate, fmt_value
 
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
 TRACE_KINDS = ("kineto", "nsys")
-EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus")
+EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus", "timeline", "cases", "claims")
 
 
 def link(page: str, **params) -> str:
@@ -187,6 +191,21 @@ def best_ceilings(ceilings: pl.DataFrame, gpu_name: str) -> dict[str, tuple[floa
         if better:
             out[res] = (v, f"{r['ceiling']} ({r['source']}, run {r['run_id']})")
     return out
+
+
+def measured_launch_floor_ns(store, gpu_name: str | None) -> float | None:
+    """The launch floor for launch-bound detection: the back-to-back empty-kernel launch time measured by
+    `kernelscope bench` (ceiling `launch_back_to_back`) on a GPU of the same name, newest run first; None
+    when the store holds no such measurement."""
+    if not gpu_name:
+        return None
+    for run in store.runs():
+        if run.kind != "bench" or run.meta.get("gpu_name") != gpu_name or "ceilings" not in run.tables:
+            continue
+        c = run.table("ceilings").filter(pl.col("metric") == "launch_back_to_back")
+        if c.height and c["unit"][0] == "s":
+            return float(c["value"][0]) * 1e9
+    return None
 
 
 RESULT_COLUMNS = ("case", "metric", "value", "unit", "params", "cv", "predicted", "predicted_unit", "verdict")
@@ -1017,12 +1036,583 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
     return out
 
 
+# ---------------------------------------------------------------------------------------------------
+# Timeline (PyTorch profiler and Nsight Systems runs)
+# ---------------------------------------------------------------------------------------------------
+
+MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
+
+
+@dataclass
+class TimelineView:
+    run: Run | None
+    devices: list[str] = field(default_factory=lambda: ["all"])   # "all" and each "rank:device" of the run
+    device: str = "all"
+    kernel: str = ""                # what-if: regex searched in kernel names
+    speedup: float = 2.0
+    problems: list[Text] = field(default_factory=list)
+
+    def params(self) -> dict:
+        return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
+                "kernel": self.kernel, "speedup": f"{self.speedup:g}"}
+
+
+def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
+    """The run's GPU ops (kernels, memcpy, memset) on the chosen device, or on all of them."""
+    g = src.table(view.run.run_id, "gpu_ops")
+    if view.device == "all":
+        return g
+    r, d = (int(x) for x in view.device.split(":"))
+    return g.filter((pl.col("rank") == r) & (pl.col("device") == d))
+
+
+def resolve_timeline(src: Source, params: dict) -> TimelineView:
+    """?run=RUN&device=RANK:DEVICE|all&kernel=REGEX&speedup=S; the what-if defaults to the kernel with the most
+    time, 2x faster."""
+    from analyzers import timeline as T
+    problems: list[Text] = []
+    runs = src.runs(TRACE_KINDS)
+    run, wanted = None, params.get("run")
+    if wanted:
+        try:
+            run = src.get(wanted)
+        except KeyError:
+            run = None
+        if run is None or run.kind not in TRACE_KINDS:
+            problems.append(Text(f"No trace run {code(wanted)} in this store.", "error"))
+            run = None
+    view = TimelineView(run or (runs[0] if runs else None), problems=problems)
+    if view.run is None:
+        return view
+    devs = src.table(view.run.run_id, "gpu_ops").select("rank", "device").unique().sort("rank", "device").rows()
+    view.devices = ["all"] + [f"{r}:{d}" for r, d in devs]
+    dev = params.get("device") or "all"
+    if dev not in view.devices:
+        problems.append(Text(f"No device {code(dev)} in this run; showing all devices.", "warning"))
+    elif len(devs) > 1:
+        view.device = dev
+    top = T.kernel_summary(device_ops(src, view)).head(1)["name"].to_list()
+    view.kernel = params.get("kernel") or (top[0][:120].split("<")[0].split("(")[0] if top else ".")
+    raw = params.get("speedup")
+    try:
+        speedup = float(raw) if raw not in (None, "") else 2.0
+    except ValueError:
+        speedup = math.nan
+    if not math.isfinite(speedup):
+        problems.append(Text(f"Speedup {code(raw)} is not a number; using 2.", "warning"))
+        speedup = 2.0
+    view.speedup = min(1e6, max(0.01, speedup))
+    return view
+
+
+def timeline_header(view: TimelineView) -> list:
+    run, meta = view.run, view.run.meta
+    counts = meta.get("counts", {})
+    source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
+              else f"Nsight Systems export {meta.get('nsys_version', '')}")
+    return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
+                 f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
+                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption")]
+
+
+def timeline_definitions(run: Run) -> list:
+    from analyzers.timeline import DEFINITIONS
+    perfetto = (f"open {code(run.artifact_path)} at https://ui.perfetto.dev (Open trace file) to see the original "
+                "timeline; a `.kineto.tar` rank archive must be unpacked first (one JSON per rank)."
+                if run.kind == "kineto" else
+                f"Perfetto cannot read an nsys SQLite export ({code(run.artifact_path)}); open the `.nsys-rep` in "
+                "Nsight Systems instead.")
+    return [Text("\n".join([f"- **{k.replace('_', ' ')}**: {v}" for k, v in DEFINITIONS.items()]
+                           + [f"- **Perfetto**: {perfetto}"]))]
+
+
+def timeline_overview(src: Source, view: TimelineView) -> list:
+    """GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the
+    top kernels."""
+    from analyzers import timeline as T
+    from analyzers.timeline import DEFINITIONS
+    g = device_ops(src, view)
+    if g.height == 0:
+        return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
+    out: list = []
+    gpu_name = view.run.meta.get("gpu_name")
+    floor_ns = measured_launch_floor_ns(src.store, gpu_name)
+    if floor_ns:
+        out.append(Text(f"Launch floor {floor_ns / 1e3:.1f} µs per kernel: back-to-back empty-kernel launches measured "
+                        f"by `kernelscope bench` on a {gpu_name} (event timing).", "caption"))
+    lb = T.launch_bound(g, launch_floor_ns=floor_ns)
+    summary = T.utilization(g).join(
+        lb.select("rank", "device", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict"),
+        on=["rank", "device"], how="left").select(
+        "rank", "device", "verdict", "kernel_count", "kernels_with_launch", (pl.col("busy_ns") / 1e6).alias("busy_ms"),
+        (pl.col("window_ns") / 1e6).alias("window_ms"), (pl.col("idle_fraction") * 100).alias("idle_pct"),
+        (pl.col("short_kernel_share") * 100).alias("short_pct"),
+        (pl.col("host_wait_fraction") * 100).alias("host_wait_pct"), "kernels_per_s")
+    out += [Heading("GPU busy time and launch-bound verdict"), Table("timeline_summary", summary, {
+        "rank": num("rank"), "device": num("device"), "verdict": text("verdict", DEFINITIONS["launch_bound"]),
+        "kernel_count": num("kernels"), "kernels_with_launch": num("with their launch call"),
+        "busy_ms": num("busy", "ms", "%.3f", DEFINITIONS["gpu_busy"]),
+        "window_ms": num("window", "ms", "%.3f", "last op end − first op start (trace timestamps)"),
+        "idle_pct": num("idle", "% of window", "%.1f", DEFINITIONS["gpu_idle_fraction"]),
+        "short_pct": num("kernels shorter than their launch call", "%", "%.1f"),
+        "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["idle_categories"]),
+        "kernels_per_s": num("kernels/s", fmt="%.0f")})]
+
+    out.append(Heading("Launch delay"))
+    k = T.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
+    if k.height:
+        h = k.select((pl.col("launch_delay_ns") / 1e3).alias("launch_delay_us"), pl.col("launch_api"))
+        if h.height > MAX_POINTS:
+            h = h.sample(MAX_POINTS, seed=0)
+        stats = T.launch_stats(g).select(
+            "rank", "device", "with_launch", (pl.col("launch_delay_median_ns") / 1e3).alias("median_us"),
+            (pl.col("launch_delay_p90_ns") / 1e3).alias("p90_us"), (pl.col("launch_delay_max_ns") / 1e3).alias("max_us"),
+            "queue_count", (pl.col("queue_median_ns") / 1e3).alias("queue_median_us"), "delay_outliers")
+        out += [Chart("launch_delay", charts.launch_delay_histogram(h)), Table("launch_delay_stats", stats, {
+            "rank": num("rank"), "device": num("device"), "with_launch": num("kernels with launch call"),
+            "median_us": num("median", "µs", "%.2f", DEFINITIONS["launch_delay"]),
+            "p90_us": num("p90", "µs", "%.2f", DEFINITIONS["launch_delay"]),
+            "max_us": num("max", "µs", "%.1f", DEFINITIONS["launch_delay"]),
+            "queue_count": num("with queue time", help=DEFINITIONS["queue"]),
+            "queue_median_us": num("queue median", "µs", "%.2f", DEFINITIONS["queue"]),
+            "delay_outliers": num("delay > 100 µs", help="HTA's launch_delay_cutoff")})]
+    else:
+        out.append(Text("No kernel has its launch call in this trace, so launch delays cannot be computed.", "info"))
+
+    out.append(Heading("GPU idle gaps per stream"))
+    sg = T.stream_gaps(g)
+    if sg.height:
+        t0 = int(g["start_ns"].min())
+        pts = sg.sort("gap_ns", descending=True).head(MAX_POINTS).select(
+            pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream"),
+            ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"), (pl.col("gap_ns") / 1e3).alias("gap_us"), "category",
+            pl.col("next_name").str.slice(0, 80).alias("next op"))
+        cats = T.idle_categories(g).with_columns(pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
+                                                 (pl.col("idle_ns") / 1e3).alias("idle_us"))
+        out += [Chart("idle_gaps", charts.idle_gaps(pts, list(T.IDLE_CATEGORIES))),
+                Chart("idle_categories", charts.idle_category_bars(cats, list(T.IDLE_CATEGORIES)),
+                      "Idle categories: " + DEFINITIONS["idle_categories"] + ".")]
+    else:
+        out.append(Text("No idle gaps between ops on any stream.", "info"))
+    tb = T.temporal_breakdown(g)
+    fractions = ("compute_fraction", "communication_fraction", "memcpy_fraction", "idle_fraction")
+    out.append(Table("temporal_breakdown", tb.select("rank", "device", *[pl.col(c) * 100 for c in fractions]), {
+        "rank": num("rank"), "device": num("device"),
+        **{c: num(c.removesuffix("_fraction"), "% of window", "%.1f") for c in fractions}},
+        caption="Compute: non-NCCL kernels; communication: NCCL kernels not overlapping compute; memcpy: copies and "
+                "memsets not hidden under kernels; idle: the rest. They add up to the window."))
+
+    out.append(Heading("Top kernels by total time"))
+    ks = T.kernel_summary(g).head(20).select(
+        pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
+        (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
+        (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
+        (pl.col("busy_share") * 100).alias("busy_pct"))
+    out.append(Table("top_kernels", ks, {
+        "kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
+        "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
+        "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
+        "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}))
+    return out
+
+
+def timeline_whatif(src: Source, view: TimelineView) -> list:
+    """The run time if the kernels matching view.kernel ran view.speedup times faster, next to Amdahl."""
+    from analyzers import timeline as T
+    try:
+        w = T.what_if(src.table(view.run.run_id, "gpu_ops"), src.table(view.run.run_id, "api_calls"), view.kernel,
+                      float(view.speedup))
+    except ValueError as e:
+        return [Text(f"No what-if: {code(e)}", "error")]
+    ms = lambda ns: f"{ns / 1e6:,.3f} ms"  # noqa: E731
+    return [Metrics([
+        ("measured run time", ms(w.run_ns), "first to last event (host API calls and GPU ops), slowest rank"),
+        ("what-if (trace dependencies)", ms(w.predicted_ns), "replay of the trace's own dependencies",
+         ms(w.predicted_ns - w.run_ns)),
+        ("Amdahl", ms(w.amdahl_ns), "run × ((1 − f) + f / s)", ms(w.amdahl_ns - w.run_ns)),
+    ], lower_is_better=True), Text(
+        f"{w.matched_kernels:,} kernels match {code(view.kernel)}, {w.matched_kernel_ns / 1e6:,.3f} ms of kernel time "
+        f"(f = {w.fraction:.1%} of the run), made {view.speedup:g}× faster. What-if: "
+        f"{T.DEFINITIONS['whatif']}. The replay keeps launch calls, stream order and synchronisations; it cannot see "
+        "waits between streams or ranks (so it may be optimistic there), and the host floor it keeps is why it can "
+        "promise less than Amdahl.", "caption")]
+
+
+def timeline_report(view: TimelineView, overview: list, whatif: list) -> Report:
+    """The page's blocks in one report (definitions last)."""
+    rep = Report("Timeline", subtitle=f"{code(view.run.manifest['source_name'])} · run {view.run.run_id}"
+                 + ("" if view.device == "all" else f" · device {view.device}"))
+    rep.add(*view.problems, *timeline_header(view), *overview)
+    if whatif:
+        rep.add(Heading("What if a kernel were faster?"), *whatif)
+    return rep.add(Heading("Definitions (how every number on this page is computed)", 3),
+                   *timeline_definitions(view.run))
+
+
+def timeline_page(src: Source, params: dict) -> Report:
+    """The Timeline page of a URL. An export does not fall back: a run that is not a trace, or a device the run
+    does not have, is an error."""
+    if params.get("run"):
+        run = src.get(params["run"])                    # KeyError: no such run
+        if run.kind not in TRACE_KINDS:
+            raise KeyError(f"run {run.run_id} is a {run.kind} run, not a PyTorch profiler trace or Nsight Systems "
+                           "export")
+    view = resolve_timeline(src, params)
+    if view.run is None:
+        return Report("Timeline").add(Text("No PyTorch profiler traces or Nsight Systems exports in the store.", "info"))
+    if params.get("device") not in (None, "", *view.devices):
+        raise KeyError(f"run {view.run.run_id} has no device {params['device']!r} "
+                       f"(rank:device: {', '.join(view.devices)})")
+    overview = timeline_overview(src, view)
+    return timeline_report(view, overview, timeline_whatif(src, view) if device_ops(src, view).height else [])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Textbook cases
+# ---------------------------------------------------------------------------------------------------
+
+DEFAULT_CASE = "tiling.traffic"
+REPEATABLE = ("meas", "verdict")   # query parameters that may repeat (?meas=…&meas=…): kept as lists
+
+
+def param_list(raw) -> list[str]:
+    """A repeatable query parameter as a list ([] when absent)."""
+    if raw in (None, ""):
+        return []
+    return [str(x) for x in raw] if isinstance(raw, (list, tuple)) else [str(raw)]
+
+
+def param_text(v) -> str:
+    """A case parameter value as written in the URL."""
+    if isinstance(v, tuple):
+        return ",".join(format(x, ".10g") for x in v)
+    if isinstance(v, float):
+        return format(v, ".10g")
+    return str(v)
+
+
+def plain_cols(frame: pl.DataFrame) -> dict[str, Col]:
+    """Columns shown under their own names (tables whose columns a model names)."""
+    return {c: num(c) if frame.schema[c].is_numeric() else text(c) for c in frame.columns}
+
+
+@dataclass
+class CaseView:
+    case: Any                      # analyzers.cases.Case
+    gpu: GPUSpec
+    values: dict                   # parameter -> value (the URL's, else the default; the page: its widgets')
+    defaults: dict                 # parameter -> default on this GPU
+    problems: list[str] = field(default_factory=list)
+
+    def changed(self) -> dict[str, str]:
+        """Parameters that differ from their default, as written in the URL."""
+        return {k: param_text(v) for k, v in self.values.items() if param_text(v) != param_text(self.defaults[k])}
+
+
+def resolve_case(params: dict, case_id: str | None = None, gpu_name: str | None = None) -> CaseView:
+    """?case=ID&gpu=NAME&<param>=VALUE…; case_id and gpu_name (the page's choices) replace the URL's. Values in
+    the URL apply only to the case it names; a bad value falls back to the default, with a problem noted."""
+    from analyzers.cases import CaseError, get_case
+    case = get_case(case_id or params.get("case") or DEFAULT_CASE)
+    gpu = find_gpu(gpu_name or params.get("gpu") or "") or case.gpu()
+    values, defaults, problems = {}, {}, []
+    for p in case.params:
+        try:
+            defaults[p.name] = p.default_for(gpu)
+        except CaseError:
+            defaults[p.name] = p.default
+        values[p.name] = defaults[p.name]
+        raw = params.get(p.name) if params.get("case") == case.id else None
+        if raw is not None:
+            try:
+                values[p.name] = p.parse(raw)
+            except CaseError as e:
+                problems.append(f"{e} — using the default.")
+    return CaseView(case, gpu, values, defaults, problems)
+
+
+def case_intro(view: CaseView) -> list:
+    from analyzers.cases import fmt
+    case, gpu = view.case, view.gpu
+    specs = {"sm_count": ("SMs", ""), "dram_bandwidth_bytes_per_s": ("DRAM", "B/s"),
+             "bf16_dense_flop_per_s": ("BF16 dense", "FLOP/s"), "smem_per_sm_bytes": ("smem/SM", "B"),
+             "l2_bytes": ("L2", "B")}
+    return [Text(f"**{case.title}** · {case.section}"),
+            Text(f"{gpu.name} (CC {gpu.cc[0]}.{gpu.cc[1]}): " + " · ".join(
+                f"{label} {fmt(getattr(gpu, f), u) if u else getattr(gpu, f)}" for f, (label, u) in specs.items()
+                if getattr(gpu, f) is not None) + " — registry; sources in the GPUs page / `kernelscope gpus`.",
+                "caption"),
+            Text(case.summary)]
+
+
+def case_params_table(view: CaseView) -> Table:
+    """The parameters with their values (the page shows them as inputs)."""
+    rows = [{"parameter": p.name, "value": param_text(view.values[p.name]), "unit": "" if p.unit == "count" else p.unit,
+             "default": param_text(view.defaults[p.name]),
+             "about": p.description + ("" if p.from_chapter else " (assumption: the chapter gives no value)")
+             + (f" Default: {p.gpu_default_text}." if p.gpu_default else "")} for p in view.case.params]
+    frame = pl.DataFrame(rows, schema={c: pl.String for c in ("parameter", "value", "unit", "default", "about")})
+    return Table("case_params", frame, {c: text(c) for c in frame.columns}, static=True)
+
+
+def case_predictions(view: CaseView) -> tuple[Any, list]:
+    """(evaluation, blocks): the predictions on the GPU, the case's tables and its chart. The evaluation is None
+    for a case without a model, and when the parameters are impossible (the blocks then say why)."""
+    from analyzers.cases import CaseError, evaluate, sweep
+    from analyzers.cases.units import scale_for
+    case, gpu = view.case, view.gpu
+    if not case.runnable:
+        return None, [Text(f"No runnable model: {case.no_model_reason}. The chapter's figures and the reasoning are "
+                           "below.", "info")]
+    try:
+        ev = evaluate(case, gpu, view.values)
+    except CaseError as e:
+        return None, [Text(str(e), "error")]
+    preds = pl.DataFrame([{"quantity": k, "value": p.display, "kind": p.kind, "what": p.label, "formula": p.formula}
+                          for k, p in ev.predictions.items()],
+                         schema={c: pl.String for c in ("quantity", "value", "kind", "what", "formula")})
+    out: list = [Heading(f"Predicted on {gpu.name}"), Table("predictions", preds, {
+        "quantity": text("quantity"), "value": text("value", "the model's prediction with its unit"),
+        "kind": text("kind"), "what": text("what"), "formula": text("formula", "how the model computes it")})]
+    for name, rows in ev.tables.items():
+        df = pl.DataFrame(rows, infer_schema_length=None)
+        out += [Text(name.replace("_", " "), "caption"), Table(f"case_table_{name}", df, plain_cols(df))]
+    rows = sweep(ev)
+    if rows:
+        div, shown = scale_for(max(abs(r["value"]) for r in rows), rows[0]["unit"])
+        numeric_x = all(isinstance(r["x"], (int, float)) for r in rows)
+        df = pl.DataFrame([{"x": float(r["x"]) if numeric_x else str(r["x"]), "series": r["series"],
+                            "value": r["value"] / div} for r in rows])
+        ch = case.chart
+        x_name = ch.x if ch else "x"
+        x_unit = next((p.unit for p in case.params if p.name == x_name), "")
+        x_title = f"{x_name} [{x_unit}]" if x_unit and x_unit != "count" else x_name
+        at = ev.params.get(ch.x) if ch and numeric_x else None
+        out.append(Chart("case_sweep", charts.case_sweep(
+            df, x_title=x_title, y_title=f"value [{shown}]" if shown else "value",
+            title=(ch.title if ch else case.title) + f" — {gpu.name}", mark=ch.mark if ch else "bar",
+            log_x=bool(ch and ch.log_x), at=at if isinstance(at, (int, float)) else None)))
+    return ev, out
+
+
+def case_other_gpus(view: CaseView, ev) -> list:
+    """The same parameters on every GPU of the registry: the predictions that depend on the GPU."""
+    from analyzers.cases import CaseError, evaluate
+    changed = view.changed()
+    fixed = {k: v for k, v in view.values.items() if not view.case.param(k).gpu_default or k in changed}
+    evs = {}
+    for g in all_gpus():
+        try:
+            evs[g.name] = evaluate(view.case, g, fixed)
+        except CaseError as e:
+            evs[g.name] = str(e)
+    keys = [k for k in ev.predictions
+            if len({(e.predictions[k].display if not isinstance(e, str) else e) for e in evs.values()}) > 1]
+    if not keys:
+        return [Text("None of this case's predictions depend on the GPU.")]
+    df = pl.DataFrame([{"GPU": n, **({k: e.predictions[k].display for k in keys} if not isinstance(e, str)
+                                     else {keys[0]: e})} for n, e in evs.items()], infer_schema_length=None)
+    return [Table("case_gpus", df, {c: text(c) for c in df.columns})]
+
+
+def case_figures(case) -> list:
+    """The chapter's own figures, each reproduced by the model where it has one."""
+    from analyzers.cases import figure_checks
+    if not case.figures:
+        return []
+    checks = {id(c.figure): c for c in figure_checks(case.id)}
+    df = pl.DataFrame([{
+        "figure": f.text, "quoted for": (f.gpu or "—").replace("NVIDIA ", ""),
+        "kind": "measured" if f.measured else "computed",
+        "model": checks[id(f)].to_json()["model_display"] if id(f) in checks else "—",
+        "check": checks[id(f)].verdict.kind if id(f) in checks else "(no model)",
+        "explanation": checks[id(f)].verdict.explanation if id(f) in checks else "",
+        "source": f.source} for f in case.figures])
+    return [Heading("The chapter's figures"), Table("case_figures", df, {c: text(c) for c in df.columns})]
+
+
+def case_chapter_checks(case) -> list:
+    from analyzers.cases.checks import chapter_checks
+    return [Text(f"**{c.verdict}** — {c.title}: {c.explanation}") for c in chapter_checks(case.id)]
+
+
+def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:
+    """Measurements typed on the page, kept in the URL as meas=QUANTITY:VALUE:UNIT: (measurements, unreadable)."""
+    from analyzers.cases import Measurement, to_base
+    out, bad = [], []
+    for item in raw:
+        parts = item.split(":")
+        try:
+            key, value, unit = parts[0], float(parts[1]), ":".join(parts[2:])
+            to_base(value, unit)
+            out.append(Measurement(value, unit, "entered on this page", quantity=key, gpu=gpu_name))
+        except (IndexError, ValueError):
+            bad.append(item)
+    return out, bad
+
+
+def case_measured(view: CaseView, ev, measurements: list, bad: list[str]) -> list:
+    """Measured vs predicted: every measurement of a predicted quantity with its verdict."""
+    from analyzers.cases import compare
+    out: list = [Heading("Measured vs predicted")]
+    if view.case.measurements:
+        out.append(Text("Measurements that can confirm this case: " + "; ".join(
+            f"{m.kind} `{m.name}`" + (f" → {m.quantity}" if m.quantity else "") for m in view.case.measurements),
+            "caption"))
+    if ev is None:
+        return out
+    out += [Text(f"Ignored measurement {code(b)} in the URL (expected QUANTITY:VALUE:UNIT).", "warning") for b in bad]
+    comps = []
+    for m in measurements:
+        try:
+            comps += compare(ev, [m])
+        except (KeyError, ValueError) as e:
+            out.append(Text(f"{m.quantity} = {m.value} {m.unit}: {e.args[0] if e.args else e}", "warning"))
+    if not comps:
+        return out + [Text("No measurements for this case and GPU yet.")]
+    df = pl.DataFrame([{"quantity": c.quantity, "predicted": c.prediction.display,
+                        "measured": c.to_json()["measured_display"], "source": c.measurement.source,
+                        "verdict": c.verdict.kind, "explanation": c.verdict.explanation} for c in comps])
+    return out + [Table("case_measured", df, {
+        "quantity": text("quantity"), "predicted": text("predicted (model, this GPU)"), "measured": text("measured"),
+        "source": text("source"), "verdict": text("verdict"), "explanation": text("why")})]
+
+
+def measurements_for_case(src: Source, case_id: str, gpu_name: str) -> list:
+    """Stored measurements of a textbook case on one GPU, as analyzers.cases.Measurement:
+    - Nsight Compute launches whose name says they run the case (CASE_HINTS), from their counters
+      (analyzers.cases.measurements_from_ncu);
+    - bench results of the case whose metric is a quantity the case predicts (spread = cv x value).
+    Only quantities the case predicts are returned."""
+    from analyzers.cases import Measurement, evaluate, measurements_from_ncu
+    try:
+        keys = set(evaluate(case_id, gpu_name).predictions)
+    except (KeyError, ValueError):
+        return []
+    want = find_gpu(gpu_name)
+
+    def same_gpu(name) -> bool:
+        return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
+
+    out = []
+    words = CASE_HINTS.get(case_id, ())
+    for run in src.runs(("ncu",)):
+        if not words or not same_gpu(run.meta.get("gpu_name")):
+            continue
+        k = src.table(run.run_id, "kernels")
+        hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
+        if not hits.height:
+            continue
+        m = src.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
+        for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
+            mk = m.filter(pl.col("id") == kid)
+            metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
+            for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
+                                           gpu=gpu_name):
+                if x.quantity in keys:
+                    out.append(x)
+    res = src.bench_results()
+    res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
+    for r in res.iter_rows(named=True):
+        if not same_gpu(r["gpu_name"]) or r["value"] is None:
+            continue
+        spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
+        out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
+                               spread=spread, quantity=r["metric"], gpu=gpu_name))
+    return out
+
+
+def cases_page(src: Source, params: dict) -> Report:
+    """The Textbook cases page of a URL. An export does not fall back: an unknown case or GPU is an error."""
+    from analyzers.cases import CASE_IDS
+    if params.get("case") and params["case"] not in CASE_IDS:
+        raise KeyError(f"no textbook case {params['case']!r} (kernelscope cases lists them)")
+    if params.get("gpu") and find_gpu(params["gpu"]) is None:
+        raise KeyError(f"no GPU {params['gpu']!r} in the registry (kernelscope gpus lists them)")
+    view = resolve_case(params)
+    rep = Report("Textbook cases", subtitle=f"Case {code(view.case.id)} on {view.gpu.name}")
+    rep.add(*[Text(p, "warning") for p in view.problems], *case_intro(view))
+    if view.case.params:
+        rep.add(Heading("Parameters"), case_params_table(view))
+    ev, blocks = case_predictions(view)
+    rep.add(*blocks)
+    if view.case.runnable and ev is None:       # impossible parameters: the error, nothing else
+        return rep
+    if ev is not None:
+        rep.add(Heading("Same parameters on every GPU of the registry", 3), *case_other_gpus(view, ev))
+    rep.add(*case_figures(view.case))
+    checks = case_chapter_checks(view.case)
+    if checks:
+        rep.add(Heading("Consistency checks on the chapter", 3), *checks)
+    typed, bad = url_measurements(param_list(params.get("meas")) if params.get("case") == view.case.id else [],
+                                  view.gpu.name)
+    return rep.add(*case_measured(view, ev, measurements_for_case(src, view.case.id, view.gpu.name) + typed, bad))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Claims
+# ---------------------------------------------------------------------------------------------------
+
+CLAIMS_INTRO = ("Numbers from a self-described internal “whitepaper” (seed 002), each checked against the GPU "
+                "registry and the textbook case models. The verdict is computed, not written down: above-peak, "
+                "self-contradictory, unit-error, refuted, plausible or unverifiable.")
+
+
+def claim_verdicts(raw) -> list[str]:
+    """The verdicts a URL filters on (?verdict=V, repeatable); unknown ones are ignored."""
+    from analyzers.cases import CLAIM_VERDICTS
+    return [v for v in param_list(raw) if v in CLAIM_VERDICTS]
+
+
+def claims_table(shown: list, total: int, chosen: list[str]) -> Table:
+    frame = pl.DataFrame([{"id": c.id, "verdict": c.verdict, "GPU": c.gpu.replace("NVIDIA ", ""), "claimed": c.claimed,
+                           "text": c.gloss, "explanation": c.explanation} for c in shown],
+                         schema={c: pl.String for c in ("id", "verdict", "GPU", "claimed", "text", "explanation")})
+    return Table("claims", frame, {
+        "id": text("id"), "verdict": text("verdict", "computed from the GPU registry and the case models"),
+        "GPU": text("GPU"), "claimed": text("claimed"), "text": text("text"), "explanation": text("explanation")},
+        caption=f"{len(shown)} of {total} claims" + (f"; verdicts {', '.join(chosen)}" if chosen else ""))
+
+def claim_detail(c) -> list:
+    out: list = [Heading(c.id), Text(f"> {c.text}\n\n{c.gloss} ({c.where} of seed 002)"),
+                 Text(f"**{c.verdict}** — {c.explanation}")]
+    if c.measurement:
+        out.append(Text(f"Measurable on your GPU with {c.measurement.kind} `{c.measurement.name}`: "
+                        f"{c.measurement.how}.", "caption"))
+    if c.measured_note:
+        out.append(Text(c.measured_note))
+    if c.details:
+        df = pl.DataFrame([{k: (str(v) if not isinstance(v, (int, float)) else v) for k, v in d.items()}
+                           for d in c.details])
+        out.append(Table("claim_details", df, plain_cols(df)))
+    return out
+
+
+def claims_page(src: Source, params: dict, measured: dict | None = None) -> Report:
+    """The Claims page of a URL (?verdict=V…&claim=ID): the claims table and the chosen claim in detail. An
+    export does not fall back: an unknown claim id is an error."""
+    from analyzers.cases import claims
+    cs = claims(measured=measured or {})
+    if params.get("claim") and params["claim"] not in {c.id for c in cs}:
+        raise KeyError(f"no claim {params['claim']!r} (kernelscope claims lists them)")
+    chosen = claim_verdicts(params.get("verdict"))
+    shown = [c for c in cs if not chosen or c.verdict in chosen]
+    rep = Report("Claims", subtitle=CLAIMS_INTRO)
+    rep.add(claims_table(shown, len(cs), chosen))
+    if shown:
+        rep.add(*claim_detail(next((c for c in shown if c.id == params.get("claim")), shown[0])))
+    return rep
+
+
 BUILDERS = {
     "home": lambda src, p: home(src),
     "runs": lambda src, p: runs_page(src, p.get("kind") or None, p.get("gpu") or None),
     "kernels": kernels_page,
     "compare": compare_page,
     "gpus": gpus_page,
+    "timeline": timeline_page,
+    "cases": cases_page,
+    "claims": claims_page,
 }
 
 

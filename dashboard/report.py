@@ -49,7 +49,8 @@ class Chart:
 
 @dataclass
 class Metrics:
-    items: list[tuple[str, str, str | None]]     # (label, value as shown, help)
+    items: list[tuple]            # (label, value as shown, help) or (label, value, help, change as shown)
+    lower_is_better: bool = False  # colour of the changes: a negative change is good (durations)
 
 
 @dataclass
@@ -141,7 +142,8 @@ def render_streamlit(blocks, container=None) -> None:
             per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
             for i in range(0, len(b.items), per_row):
                 cols = st_.columns(per_row)
-                for col, (label, value, help_) in zip(cols, b.items[i:i + per_row]):
-                    col.metric(label, value, help=help_)
+                for col, (label, value, help_, *delta) in zip(cols, b.items[i:i + per_row]):
+                    col.metric(label, value, delta=delta[0] if delta else None, help=help_,
+                               delta_color="inverse" if b.lower_is_better else "normal")
         else:  # pragma: no cover - a builder bug
             raise TypeError(f"unknown block {type(b).__name__}")

@@ -6,16 +6,25 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from dashboard.pages import REPEATABLE
 from dashboard.report import Report
 
 TOKEN_PARAM = "token"
 
 
-def params() -> dict[str, str]:
-    """The current query parameters (last value of each), without the access token."""
-    p = {k: st.query_params.get(k) for k in st.query_params.keys()}
+def params() -> dict:
+    """The current query parameters (last value of each; every value of a repeatable one, as a list), without
+    the access token."""
+    p = {k: st.query_params.get_all(k) if k in REPEATABLE else st.query_params.get(k) for k in st.query_params.keys()}
     p.pop(TOKEN_PARAM, None)
     return p
+
+
+def _joined(k: str, v):
+    """A list value as the URL holds it: repeated keys for a repeatable parameter, else comma-separated."""
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v] if k in REPEATABLE else ",".join(map(str, v))
+    return str(v)
 
 
 def sync(values: dict) -> None:
@@ -25,15 +34,14 @@ def sync(values: dict) -> None:
             if k in st.query_params:
                 del st.query_params[k]
         else:
-            v = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-            if st.query_params.get(k) != v:
+            v = _joined(k, v)
+            if (st.query_params.get_all(k) if isinstance(v, list) else st.query_params.get(k)) != v:
                 st.query_params[k] = v
 
 
 def share_link(page: str, values: dict) -> str:
     """The full link of this view (page URL + its query parameters, never the token)."""
-    q = {k: (",".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in values.items()
-         if v not in (None, "", [])}
+    q = {k: _joined(k, v) for k, v in values.items() if v not in (None, "", [])}
     base = None
     try:
         base = st.context.url
@@ -41,7 +49,7 @@ def share_link(page: str, values: dict) -> str:
         base = None
     if not base:
         base = f"/{page}" if page != "home" else "/"
-    return base + (f"?{urlencode(q)}" if q else "")
+    return base + (f"?{urlencode(q, doseq=True)}" if q else "")
 
 
 def share_panel(page: str, values: dict, reports: list[Report] | None) -> None:

@@ -120,7 +120,8 @@ def report_for(parsed, source: str, store=None) -> tuple[dict, list[dict], list[
         return rep, rep["kernels"], NCU_TABLE
     if parsed.kind in ("kineto", "nsys"):
         from dashboard.cli import timeline
-        floor = timeline.measured_launch_floor_ns(store, parsed.meta.get("gpu_name")) if store else None
+        from dashboard.pages import measured_launch_floor_ns
+        floor = measured_launch_floor_ns(store, parsed.meta.get("gpu_name")) if store else None
         rep = timeline.report(parsed, launch_floor_ns=floor)
         rows = timeline.kernel_rows(rep)
         return rep, rows, timeline.TABLE_COLUMNS

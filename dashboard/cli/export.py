@@ -17,7 +17,8 @@ def export(
     store: StoreOpt = None,
 ) -> int:
     """Write the page a dashboard link shows (the same tables and charts) into one HTML file that opens
-    offline: charts inline (no CDN), every name escaped. Exportable pages: home, runs, kernels, compare, gpus."""
+    offline: charts inline (no CDN), every name escaped. Exportable pages: home, runs, kernels, compare, gpus,
+    timeline, cases, claims."""
     from dashboard.export import ExportError, export_html, vega_bundle
     from dashboard.pages import Source
     try:

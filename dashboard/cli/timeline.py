@@ -14,24 +14,10 @@ from typing import Annotated, Optional
 import polars as pl
 import typer
 
+from analyzers.timeline import DEFINITIONS
 from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_store
 
 TIMELINE_KINDS = ("kineto", "nsys")
-
-DEFINITIONS = {
-    "launch_delay": "max(0, kernel start - end of its launch call) (HTA's launch delay)",
-    "queue": "kernel start - end of its launch call, null when the kernel starts before the call returns "
-             "(Nsight Systems' Queue Dur)",
-    "gpu_busy": "length of the union of kernel, memcpy and memset intervals (overlaps count once)",
-    "gpu_window": "last op end - first op start, per device; the run's value sums the devices' windows",
-    "gpu_idle_fraction": "1 - busy / window",
-    "idle_categories": "per stream, each gap before an op: host_wait if the op's launch call started after the "
-                       "previous op ended; else kernel_wait if the gap < 30 us; else other (HTA)",
-    "launch_bound": "most kernels (>= 50 %) shorter than their launch call and the device idle waiting for the "
-                    "host for >= 30 % of its window (10 %: partly)",
-    "whatif": "replay of the trace's own dependencies with the chosen kernels faster (see analyzers.timeline.what_if); "
-              "Amdahl: run * ((1 - f) + f / s), f = matched kernel time / run time",
-}
 
 
 # columns of the per-kernel table (`kernelscope analyze TRACE` without --format json): (key, header, scale)
@@ -203,17 +189,3 @@ def whatif_cmd(
         for r in w.ranks:
             typer.echo(f"  rank {r['rank']}: {ms(r['run_ns'])} -> {ms(r['predicted_ns'])} (Amdahl {ms(r['amdahl_ns'])})")
 
-
-def measured_launch_floor_ns(store, gpu_name: str | None) -> float | None:
-    """The launch floor for launch-bound detection: the back-to-back empty-kernel launch time measured by
-    `kernelscope bench` (ceiling `launch_back_to_back`) on a GPU of the same name, newest run first; None
-    when the store holds no such measurement."""
-    if not gpu_name:
-        return None
-    for run in store.runs():
-        if run.kind != "bench" or run.meta.get("gpu_name") != gpu_name or "ceilings" not in run.tables:
-            continue
-        c = run.table("ceilings").filter(pl.col("metric") == "launch_back_to_back")
-        if c.height and c["unit"][0] == "s":
-            return float(c["value"][0]) * 1e9
-    return None

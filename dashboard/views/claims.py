@@ -1,20 +1,21 @@
 """Claims: the second seed's ("whitepaper") numbers checked against the GPU registry and the case models.
 
 Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail). Measured values
-come from `dashboard.data.claim_measurements()` when the store wiring provides it.
+come from `dashboard.data.claim_measurements()` when the store wiring provides it. The blocks are built by
+`dashboard.pages` (claims_table, claim_detail), which the HTML export uses too.
 """
 from __future__ import annotations
 
-import polars as pl
 import streamlit as st
 
 from analyzers.cases import CLAIM_VERDICTS, claims
+from dashboard import pages, ui
+from dashboard.report import Report, render_streamlit
 
 qp = st.query_params
 st.title("Claims")
-st.caption("Numbers from a self-described internal “whitepaper” (seed 002), each checked against the GPU registry "
-           "and the textbook case models. The verdict is computed, not written down: above-peak, "
-           "self-contradictory, unit-error, refuted, plausible or unverifiable.")
+st.caption(pages.CLAIMS_INTRO)
+
 
 def _measured() -> dict:
     """Measured values on the user's GPU for claims that name a microbenchmark: from
@@ -28,31 +29,23 @@ def _measured() -> dict:
 
 
 cs = claims(measured=_measured())
-wanted = [v for v in qp.get_all("verdict") if v in CLAIM_VERDICTS]
+wanted = pages.claim_verdicts(qp.get_all("verdict"))
 chosen = st.multiselect("Verdicts", list(CLAIM_VERDICTS), default=wanted)
 if sorted(chosen) != sorted(qp.get_all("verdict")):
     qp["verdict"] = chosen
 shown = [c for c in cs if not chosen or c.verdict in chosen]
-
-st.dataframe(pl.DataFrame([{"id": c.id, "verdict": c.verdict, "GPU": c.gpu.replace("NVIDIA ", ""),
-                            "claimed": c.claimed, "text": c.gloss, "explanation": c.explanation}
-                           for c in shown], schema=["id", "verdict", "GPU", "claimed", "text", "explanation"]),
-             hide_index=True, width="stretch")
+table = pages.claims_table(shown, len(cs), chosen)
+render_streamlit([table])
+rep = Report("Claims", [table], subtitle=pages.CLAIMS_INTRO)
 
 ids = [c.id for c in shown]
+cid = None
 if ids:
     want = qp.get("claim")
     cid = st.selectbox("Details of", ids, index=ids.index(want) if want in ids else 0)
     if qp.get("claim") != cid:
         qp["claim"] = cid
-    c = next(x for x in shown if x.id == cid)
-    st.subheader(c.id)
-    st.markdown(f"> {c.text}\n\n{c.gloss} ({c.where} of seed 002)")
-    st.markdown(f"**{c.verdict}** — {c.explanation}")
-    if c.measurement:
-        st.caption(f"Measurable on your GPU with {c.measurement.kind} `{c.measurement.name}`: {c.measurement.how}.")
-    if c.measured_note:
-        st.write(c.measured_note)
-    if c.details:
-        st.dataframe(pl.DataFrame([{k: (str(v) if not isinstance(v, (int, float)) else v) for k, v in d.items()}
-                                   for d in c.details]), hide_index=True, width="stretch")
+    detail = pages.claim_detail(next(x for x in shown if x.id == cid))
+    render_streamlit(detail)
+    rep.add(*detail)
+ui.share_panel("claims", {"verdict": chosen, "claim": cid}, [rep])
