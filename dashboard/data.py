@@ -12,6 +12,7 @@ import polars as pl
 import streamlit as st
 
 from collectors.store import Store
+from dashboard import pages
 from dashboard.pages import NcuRun, Source, load_bench_results, load_ceilings, load_ncu, measurements_for_case
 
 SAMPLES = Path(os.environ.get("KERNELSCOPE_SAMPLES", Path(__file__).resolve().parents[1] / "sample_traces"))
@@ -110,6 +111,17 @@ def clear_caches() -> None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _case_measurements(root: str, case_id: str, gpu_name: str, run_ids: tuple[str, ...]) -> list:
     return measurements_for_case(Source(Store(root)), case_id, gpu_name)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _claim_measurements(root: str, run_ids: tuple[str, ...]) -> dict:
+    return pages.claim_measurements(Source(Store(root)))
+
+
+def claim_measurements() -> dict:
+    """For the Claims page: the store's bench ceilings that claims name (cached per set of bench runs)."""
+    src = source()
+    return _claim_measurements(src.root, tuple(r.run_id for r in src.runs(("bench",))))
 
 
 def case_measurements(case_id: str, gpu_name: str) -> list:

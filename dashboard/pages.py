@@ -1588,11 +1588,45 @@ def claim_detail(c) -> list:
     return out
 
 
-def claims_page(src: Source, params: dict, measured: dict | None = None) -> Report:
-    """The Claims page of a URL (?verdict=V…&claim=ID): the claims table and the chosen claim in detail. An
-    export does not fall back: an unknown claim id is an error."""
+#: the bench quantity a claim names (analyzers.cases.claims: Measure.name) -> the ceiling metric measuring it
+CLAIM_CEILINGS = {"ceiling.bf16_matmul": "bf16_dense_flop_rate",
+                  "ceiling.dram_copy_bandwidth": "dram_copy_bandwidth",
+                  "launch.overhead/empty_kernel_launch_time": "launch_back_to_back"}
+
+
+def claim_measurements(src: Source) -> dict:
+    """{claim id: Measurement} for the claims whose check names a `kernelscope bench` ceiling: the value of
+    the newest bench run on the claim's own GPU, else of the newest bench run on any GPU (the note then
+    names that GPU); its method, run and cv go with it. Empty when the store has no bench run."""
     from analyzers.cases import claims
-    cs = claims(measured=measured or {})
+    from analyzers.cases.verdicts import Measurement
+    bench = [r for r in src.runs(("bench",)) if "ceilings" in r.tables]       # newest first
+    out = {}
+    for c in claims():
+        metric = CLAIM_CEILINGS.get(c.measurement.name) if c.measurement and c.measurement.kind == "bench" else None
+        for run in sorted(bench, key=lambda r: r.meta.get("gpu_name") != c.gpu) if metric else ():
+            rows = src.table(run.run_id, "ceilings").filter(pl.col("metric") == metric)
+            if not rows.height:
+                continue
+            r = rows.row(0, named=True)
+            method = (json.loads(r["params"]) if isinstance(r.get("params"), str) else r.get("params") or {}).get("method")
+            cv = r.get("cv")
+            out[c.id] = Measurement(float(r["value"]), r["unit"],
+                                    f"kernelscope bench run {run.run_id}, ceiling {metric}"
+                                    + (f" by {method}" if method else "") + f", {r.get('source') or 'event timing'}"
+                                    + (f", cv {100 * cv:.1f} %" if cv is not None else ""),
+                                    spread=float(r["value"]) * cv if cv is not None else None,
+                                    quantity=metric, gpu=run.meta.get("gpu_name"))
+            break
+    return out
+
+
+def claims_page(src: Source, params: dict, measured: dict | None = None) -> Report:
+    """The Claims page of a URL (?verdict=V…&claim=ID): the claims table and the chosen claim in detail, with
+    the store's bench measurements (claim_measurements) unless `measured` is given. An export does not fall
+    back: an unknown claim id is an error."""
+    from analyzers.cases import claims
+    cs = claims(measured=claim_measurements(src) if measured is None else measured)
     if params.get("claim") and params["claim"] not in {c.id for c in cs}:
         raise KeyError(f"no claim {params['claim']!r} (kernelscope claims lists them)")
     chosen = claim_verdicts(params.get("verdict"))

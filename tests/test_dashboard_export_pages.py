@@ -167,3 +167,28 @@ def test_export_names_the_problem_instead_of_falling_back(env, tmp_path, capsys)
         assert main(["export", target, "--html", str(out), "--store", str(root)]) == 1, target
         assert message in capsys.readouterr().err, target
     assert not out.exists()
+
+
+def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
+    """Claims whose check names a bench ceiling carry the recorded H200 value (page and export alike); a store
+    without bench runs gives none."""
+    import json as _json
+
+    from collectors.store import Store
+    from dashboard.pages import CLAIM_CEILINGS, Source, claim_measurements
+    from tests.test_bench_recorded import H200
+    root, ids = wired
+    ceilings = {c["metric"]: c["value"] for c in _json.loads(__import__("gzip").open(H200).read())["ceilings"]}
+    got = claim_measurements(Source(Store(root)))
+    assert set(got) == {"triton.a100_matmul_rate", "a10g.memory_spec", "a10g.bandwidth_fractions",
+                        "a10g.coalescing_utilisation", "a10g.mma_sync_tflops", "graph.solidification_dispatch"}
+    for m in got.values():
+        assert m.gpu == "NVIDIA H200" and m.value == ceilings[m.quantity] and ids["bench"] in m.source
+        assert m.quantity in CLAIM_CEILINGS.values()
+    assert got["a10g.memory_spec"].unit == "B/s" and got["graph.solidification_dispatch"].unit == "s"
+    html = _export(root, "claims?claim=a10g.memory_spec")
+    from analyzers.cases.units import fmt
+    assert f"measured {fmt(ceilings['dram_copy_bandwidth'], 'B/s')} on NVIDIA H200" in htm.unescape(html)
+    at = _page("claims", claim="a10g.memory_spec")
+    assert any("on NVIDIA H200 (kernelscope bench run" in m.value for m in at.markdown)
+    assert claim_measurements(Source(Store(tmp_path / "empty"))) == {}
