@@ -7,8 +7,10 @@ The model is a set of throughput bounds. A kernel cannot finish faster than the 
 
     t_dram = DRAM bytes / DRAM peak                  (dram__bytes_read.sum + dram__bytes_write.sum)
     t_fp32 = FP32 FLOP / FP32 peak                   (fadd + fmul + 2 x ffma thread instructions)
+    t_tensor = sum over types of tensor FLOP / (BF16 dense peak x rate)   (sm__ops_path_tensor_src_<type>.sum;
+               rate = analyzers.kernels.TENSOR_RATE: BF16, FP16 1, TF32 1/2, FP8 2)
     t_smem = shared-memory wavefronts / (SMs x f_SM) (one wavefront per SM per cycle: 32 banks x 4 B)
-    t_bound = max(t_dram, t_fp32, t_smem)
+    t_bound = max(t_dram, t_fp32, t_tensor, t_smem)
 
 Peaks are the measured ceilings when a bench run of the same GPU has them (what the GPU really reaches),
 else the spec sheet's; each finding names which. Findings:
@@ -31,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 
 from analyzers.gpus import GPUSpec
+from analyzers.kernels import TENSOR_RATE
 
 SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
 SMEM_MODEL = ("shared memory serves one 128-byte wavefront (32 banks x 4 B) per SM per cycle: "
@@ -56,13 +59,15 @@ class Finding:
 
 
 def peaks_for(gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> dict[str, Peak]:
-    """DRAM and FP32 peaks for the bound model: a measured ceiling ("dram" in B/s, "fp32" in FLOP/s, each with
-    its source) when given, else the spec sheet's figure. Missing peaks are left out."""
+    """DRAM, FP32 and tensor (dense BF16) peaks for the bound model: a measured ceiling ("dram" in B/s, "fp32"
+    and "bf16" in FLOP/s, each with its source) when given, else the spec sheet's figure. Missing peaks are
+    left out."""
     out: dict[str, Peak] = {}
     measured = measured or {}
-    for key, field_name in (("dram", "dram_bandwidth_bytes_per_s"), ("fp32", "fp32_flop_per_s")):
-        if key in measured and measured[key][0]:
-            v, src = measured[key]
+    for key, mkey, field_name in (("dram", "dram", "dram_bandwidth_bytes_per_s"), ("fp32", "fp32", "fp32_flop_per_s"),
+                                  ("tensor", "bf16", "bf16_dense_flop_per_s")):
+        if mkey in measured and measured[mkey][0]:
+            v, src = measured[mkey]
             out[key] = Peak(float(v), f"measured ceiling: {src}", True)
         elif getattr(gpu, field_name, None):
             out[key] = Peak(float(getattr(gpu, field_name)), f"spec sheet: {gpu.source_of(field_name)}")
@@ -87,7 +92,7 @@ def _t(ns: float) -> str:
 
 def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     """Throughput bounds of one launch in ns (see the module docstring); a bound whose inputs are missing
-    is absent. Keys: dram, fp32, smem, smem_ideal."""
+    is absent. Keys: dram, fp32, tensor, smem, smem_ideal."""
     out: dict[str, float] = {}
     dram_bytes = _f(row, "dram_bytes")
     if dram_bytes is not None and "dram" in peaks:
@@ -95,6 +100,9 @@ def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     flop = _f(row, "flop_fp32")
     if flop is not None and "fp32" in peaks:
         out["fp32"] = flop / peaks["fp32"].value * 1e9
+    tensor = {t: _f(row, f"tensor_flop_{t}") for t in TENSOR_RATE}
+    if any(v is not None for v in tensor.values()) and "tensor" in peaks:
+        out["tensor"] = sum((v or 0.0) / TENSOR_RATE[t] for t, v in tensor.items()) / peaks["tensor"].value * 1e9
     w, c, clk = _f(row, "smem_wavefronts"), _f(row, "smem_bank_conflicts"), _f(row, "sm_clock_hz")
     if w is not None and clk and gpu.sm_count:
         rate = gpu.sm_count * SMEM_WAVEFRONTS_PER_SM_CYCLE * clk / 1e9  # wavefronts per ns
@@ -104,7 +112,8 @@ def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     return out
 
 
-RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "smem": "shared-memory bandwidth"}
+RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "tensor": "tensor-core throughput",
+                  "smem": "shared-memory bandwidth"}
 
 
 def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> list[Finding]:
@@ -182,8 +191,8 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
             metrics["theoretical occupancy (ncu)"] = f"{occ_t:.1f} %"
         if occ_ours is not None:
             metrics["theoretical occupancy (ours), limiter"] = f"{occ_ours:.1f} %, {lim or '—'}"
-        model = ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_smem as above; "
-                 "time lost = duration − max(bounds)")
+        model = ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_tensor = tensor FLOP / "
+                 "(BF16 dense peak × type rate: TF32 ½, FP8 2), t_smem as above; time lost = duration − max(bounds)")
         model += "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES)
         if util >= 0.7:
             add("at_bound", f"{res}-bound at {util:.0%} of the ceiling",
@@ -191,6 +200,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
                 f"To go faster it must need less of it: " + {
                     "dram": "move fewer bytes (fuse with neighbours, keep data on chip, use narrower types).",
                     "fp32": "do less arithmetic or use the tensor cores.",
+                    "tensor": "do fewer matrix FLOP (skip masked or padded tiles) or use a faster type (FP8).",
                     "smem": "issue fewer shared-memory wavefronts (wider accesses, fewer conflicts, reuse in registers)."}[limiter],
                 d - t_bound, metrics, model)
         else:

@@ -32,7 +32,17 @@ REQUIREMENTS: dict[str, tuple[tuple[str, ...], str]] = {
     "theoretical_occupancy_pct": (("sm__maximum_warps_per_active_cycle_pct",), "--section Occupancy (in every set)"),
     "l2_read_from_l1_bytes": (("lts__t_sectors_srcunit_tex_op_read.sum",),
                               "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
+    "flop_tensor": (("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
+                     "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
+                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart)"),
 }
+
+#: tensor-core source types, in the order of the kernel table's tensor_flop_<type> columns
+TENSOR_TYPES = ("bf16", "fp16", "tf32", "fp8", "fp64")
+#: dense tensor rate of each type relative to dense BF16 (GPUSpec.bf16_dense_flop_per_s, FP32 accumulate), as
+#: NVIDIA's datasheets give it since Ampere: TF32 = 1/2, FP8 = 2x (A100 156 / 312 TFLOP/s TF32 / BF16; H100 SXM
+#: 494.7 / 989.4 / 1978.9 TF32 / BF16 / FP8). FP64 tensor work has its own peak and is not rated here.
+TENSOR_RATE = {"bf16": 1.0, "fp16": 1.0, "tf32": 0.5, "fp8": 2.0}
 
 
 def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
@@ -61,6 +71,34 @@ def memory_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
         l1_global_ld_bytes=pl.col("global_ld_sectors") * SECTOR_BYTES,
         flop_fp32=(pl.col("fadd_per_cycle") + pl.col("fmul_per_cycle") + 2 * pl.col("ffma_per_cycle"))
         * pl.col("smsp_clock_hz") * pl.col("duration_ns") * 1e-9,
+    )
+
+
+def tensor_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
+    """Tensor-core work of each launch from the ops-path counters (sm__ops_path_tensor_src_<type>.sum, in FLOP).
+
+    flop_tensor = sum over types of tensor_flop_<type> (bf16, fp16, tf32, fp8 dense, fp64)       [FLOP]
+    tensor_type = the type with the most FLOP (null when the launch has none)
+    tensor_tflops = flop_tensor / duration                                                      [TFLOP/s]
+    tensor_peak_fraction = sum over types of (FLOP / TENSOR_RATE[type]) / duration / the GPU's dense BF16 spec:
+        the fraction of the tensor peak for the types the launch used (FP64 tensor work is left out)
+    Reports stored before these columns existed, or collected without them, give nulls.
+    """
+    cols = [f"tensor_flop_{t}" for t in TENSOR_TYPES]
+    k = k.with_columns([pl.lit(None, pl.Float64).alias(c) for c in cols if c not in k.columns])
+    total = pl.sum_horizontal(cols)
+    known = pl.any_horizontal([pl.col(c).is_not_null() for c in cols])
+    biggest = pl.concat_list([pl.col(c).fill_null(0) for c in cols]).list.arg_max()
+    bf16_equiv = pl.sum_horizontal([pl.col(f"tensor_flop_{t}") / r for t, r in TENSOR_RATE.items()])
+    spec = gpu.bf16_dense_flop_per_s
+    return k.with_columns(
+        flop_tensor=pl.when(known).then(total),
+        tensor_type=pl.when(known & (total > 0)).then(
+            biggest.replace_strict(list(range(len(TENSOR_TYPES))), list(TENSOR_TYPES), return_dtype=pl.String)),
+        tensor_tflops=pl.when(known & (pl.col("duration_ns") > 0)).then(total / pl.col("duration_ns") / 1e3),
+        tensor_peak_fraction=(pl.when(known & (pl.col("duration_ns") > 0))
+                              .then(bf16_equiv / pl.col("duration_ns") * 1e9 / spec)) if spec
+        else pl.lit(None, pl.Float64),
     )
 
 
@@ -133,7 +171,7 @@ def occupancy_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
 
 def analyze_kernels(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     """All per-kernel analyzers in one table."""
-    return occupancy_metrics(coalescing(bank_conflicts(memory_metrics(k, gpu))), gpu)
+    return occupancy_metrics(coalescing(bank_conflicts(tensor_metrics(memory_metrics(k, gpu), gpu))), gpu)
 
 
 def missing_quantities(analyzed: pl.DataFrame) -> list[dict]:
@@ -154,6 +192,8 @@ KERNEL_REPORT_COLUMNS: dict[str, str] = {
     "smem_conflict_degree": "ways", "smem_ld_conflict_degree": "ways", "smem_st_conflict_degree": "ways",
     "global_ld_sectors_per_request": "sectors/request", "global_ld_ideal_sectors_per_request": "sectors/request",
     "l2_read_from_l1_bytes": "bytes", "l2_bytes": "bytes", "flop_fp32": "FLOP",
+    "flop_tensor": "FLOP", "tensor_type": "", "tensor_tflops": "TFLOP/s",
+    "tensor_peak_fraction": "fraction of the spec tensor peak for its types",
     "registers_per_thread": "registers", "block_size": "threads", "grid_size": "blocks",
 }
 

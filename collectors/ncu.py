@@ -81,6 +81,13 @@ METRIC_COLUMNS: dict[str, str] = {
     "fmul_per_cycle": "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
     "ffma_per_cycle": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
     "smsp_clock_hz": "smsp__cycles_elapsed.avg.per_second",
+    # tensor-core FLOP by source type ("ops" are FLOP: a cuBLAS BF16 4096^3 matmul counts exactly 2 x 4096^3,
+    # sample_traces/h200/tensor_kernels); FP8 counted dense (sparsity off)
+    "tensor_flop_bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "tensor_flop_fp16": "sm__ops_path_tensor_src_fp16.sum",
+    "tensor_flop_tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "tensor_flop_fp8": "sm__ops_path_tensor_src_fp8_sparsity_off.sum",
+    "tensor_flop_fp64": "sm__ops_path_tensor_src_fp64.sum",
 }
 # ncu's older name for the DRAM throughput percentage
 ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":

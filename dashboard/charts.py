@@ -9,13 +9,13 @@ from dashboard.theme import MEASURED_COLOR, SPEC_COLOR, STATUS_COLORS, ensure_th
 
 
 def roofline(points: pl.DataFrame, roofs: list[dict]) -> alt.LayerChart:
-    """FP32 roofline: attainable = min(FP32 peak, AI x DRAM peak) for each roof, and one point per launch.
+    """Roofline: attainable = min(compute peak, AI x DRAM peak) for each roof, and one point per launch.
 
-    points: launch (str), kernel (str), ai_flop_per_byte, tflop_per_s, duration_us.
-    roofs: dicts with label, dram_bytes_per_s, fp32_flop_per_s, measured (bool)."""
+    points: launch (str), kernel (str), ai_flop_per_byte, tflop_per_s, duration_us, work ("FP32", "tensor BF16" …).
+    roofs: dicts with label, dram_bytes_per_s, flop_per_s, measured (bool); measured roofs solid, spec dashed."""
     ensure_theme()
     ais = [a for a in points["ai_flop_per_byte"].to_list() if a and a > 0]
-    ridges = [r["fp32_flop_per_s"] / r["dram_bytes_per_s"] for r in roofs]
+    ridges = [r["flop_per_s"] / r["dram_bytes_per_s"] for r in roofs]
     lo = min(ais + ridges) / 8 if ais or ridges else 0.01
     hi = max(ais + ridges) * 8 if ais or ridges else 1000
     n = 80
@@ -24,29 +24,32 @@ def roofline(points: pl.DataFrame, roofs: list[dict]) -> alt.LayerChart:
         for i in range(n + 1):
             ai = lo * (hi / lo) ** (i / n)
             rows.append({"roof": r["label"], "ai_flop_per_byte": ai,
-                         "tflop_per_s": min(r["fp32_flop_per_s"], ai * r["dram_bytes_per_s"]) / 1e12})
+                         "tflop_per_s": min(r["flop_per_s"], ai * r["dram_bytes_per_s"]) / 1e12})
     roof_df = pl.DataFrame(rows, schema={"roof": pl.String, "ai_flop_per_byte": pl.Float64, "tflop_per_s": pl.Float64})
     labels = [r["label"] for r in roofs]
     colors = [MEASURED_COLOR if r["measured"] else SPEC_COLOR for r in roofs]
     x = alt.X("ai_flop_per_byte:Q", scale=alt.Scale(type="log", domain=[lo, hi]),
-              title="arithmetic intensity [FLOP/byte] = FP32 FLOP / DRAM bytes (ncu counters)")
-    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="FP32 throughput [TFLOP/s]")
+              title="arithmetic intensity [FLOP/byte] = (FP32 + tensor FLOP) / DRAM bytes (ncu counters)")
+    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="throughput [TFLOP/s] (FP32 + tensor)")
     lines = alt.Chart(roof_df).mark_line().encode(
         x=x, y=y,
         color=alt.Color("roof:N", title="ceiling", scale=alt.Scale(domain=labels, range=colors)),
         strokeDash=alt.StrokeDash("roof:N", legend=None, scale=alt.Scale(
             domain=labels, range=[[1, 0] if r["measured"] else [6, 4] for r in roofs])),
+        strokeWidth=alt.StrokeWidth("roof:N", legend=None, scale=alt.Scale(
+            domain=labels, range=[2.5 if "tensor" in r["label"] else 1.5 for r in roofs])),
         tooltip=[alt.Tooltip("roof:N", title="ceiling"),
                  alt.Tooltip("ai_flop_per_byte:Q", format=".3g", title="FLOP/byte"),
                  alt.Tooltip("tflop_per_s:Q", format=".3g", title="TFLOP/s")])
     dots = alt.Chart(points).mark_point(size=90, filled=True, color="#111827").encode(
         x=x, y=y, shape=alt.Shape("kernel:N", title="kernel"),
         tooltip=[alt.Tooltip("launch:N", title="launch id"), alt.Tooltip("kernel:N"),
+                 alt.Tooltip("work:N", title="work"),
                  alt.Tooltip("ai_flop_per_byte:Q", format=".3g", title="FLOP/byte"),
                  alt.Tooltip("tflop_per_s:Q", format=".3g", title="TFLOP/s"),
                  alt.Tooltip("duration_us:Q", format=",.2f", title="duration [µs]")])
     return alt.layer(lines, dots).resolve_scale(color="independent", shape="independent").properties(
-        title="Roofline: FP32 throughput vs arithmetic intensity (per launch)", height=360)
+        title="Roofline: throughput vs arithmetic intensity (per launch)", height=360)
 
 
 def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | alt.Chart:

@@ -465,7 +465,11 @@ KERNEL_COLS: dict[str, Col] = {
     "dram_pct_spec": num("DRAM of spec", "%", "%.1f", "achieved / the spec-sheet peak"),
     "dram_pct_measured": num("DRAM of measured", "%", "%.1f", "achieved / the measured copy ceiling (bench run)"),
     "fp32_tflops": num("FP32", "TFLOP/s", "%.2f", "(fadd + fmul + 2·ffma) thread instructions / duration"),
-    "ai": num("arith. intensity", "FLOP/B", "%.2f", "FP32 FLOP / DRAM bytes"),
+    "tensor_tflops": num("tensor", "TFLOP/s", "%.1f", "sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum / duration"),
+    "tensor_type": text("tensor type", "the source type with the most tensor FLOP"),
+    "tensor_pct_spec": num("tensor of spec", "%", "%.1f",
+                           "tensor FLOP / duration / the spec dense BF16 peak × type rate (TF32 ½, FP8 2)"),
+    "ai": num("arith. intensity", "FLOP/B", "%.2f", "(FP32 + tensor FLOP) / DRAM bytes"),
     "achieved_occupancy_pct": num("occ. achieved", "%", "%.1f", "sm__warps_active.avg.pct_of_peak_sustained_active"),
     "theoretical_occupancy_pct": num("occ. theoretical (ncu)", "%", "%.1f", "sm__maximum_warps_per_active_cycle_pct"),
     "predicted_occupancy_pct": num("occ. theoretical (ours)", "%", "%.1f", "CUDA occupancy rules, analyzers/occupancy.py"),
@@ -554,8 +558,46 @@ def kernels_frame(src: Source, run_id: str) -> pl.DataFrame:
         dram_pct_spec=pl.col("dram_peak_fraction") * 100,
         dram_pct_measured=(pl.col("dram_bandwidth_gbps") * 1e9 / meas_dram * 100) if meas_dram else pl.lit(None, pl.Float64),
         fp32_tflops=pl.when(pl.col("duration_ns") > 0).then(pl.col("flop_fp32") / pl.col("duration_ns") / 1e3),
-        ai=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_fp32") / pl.col("dram_bytes")),
+        tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_peak_fraction") * 100),
+        flop_total=pl.sum_horizontal("flop_fp32", "flop_tensor"),
+    ).with_columns(
+        ai=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     ).join(top, left_on="id", right_on="launch", how="left")
+
+
+def roofline_blocks(nr: NcuRun, measured: dict, frame: pl.DataFrame) -> list:
+    """The roofline chart: one point per launch at (FP32 + tensor FLOP) / DRAM bytes, labelled by the work it
+    mostly does; FP32 roofs always, tensor roofs (dense BF16: spec sheet and the measured cuBLAS ceiling) when a
+    launch used the tensor cores."""
+    g = nr.gpu
+    pts = frame.filter((pl.col("flop_total") > 0) & (pl.col("dram_bytes") > 0)).select(
+        pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("ai").alias("ai_flop_per_byte"),
+        (pl.col("flop_total") / pl.col("duration_ns") / 1e3).alias("tflop_per_s"), "duration_us",
+        pl.when(pl.col("flop_tensor").fill_null(0) > pl.col("flop_fp32").fill_null(0))
+        .then(pl.lit("tensor ") + pl.col("tensor_type").str.to_uppercase()).otherwise(pl.lit("FP32")).alias("work"))
+    off = frame.filter(~((pl.col("flop_total") > 0) & (pl.col("dram_bytes") > 0)))
+    kinds = [("FP32", "fp32_flop_per_s", "fp32")]
+    if pts.filter(pl.col("work") != "FP32").height:
+        kinds.append(("BF16 tensor", "bf16_dense_flop_per_s", "bf16"))
+    roofs = []
+    for label, field_name, res in kinds:
+        if g.dram_bandwidth_bytes_per_s and getattr(g, field_name):
+            roofs.append({"label": f"{label} · spec sheet", "dram_bytes_per_s": g.dram_bandwidth_bytes_per_s,
+                          "flop_per_s": getattr(g, field_name), "measured": False})
+        if measured.get(res) and (measured.get("dram") or g.dram_bandwidth_bytes_per_s):
+            roofs.append({"label": f"{label} · measured", "flop_per_s": measured[res][0], "measured": True,
+                          "dram_bytes_per_s": measured.get("dram", (g.dram_bandwidth_bytes_per_s,))[0]})
+    if not roofs:
+        return [Text("No roofline: the GPU's DRAM or FP32 peak is unknown.", "caption")]
+    if not pts.height:
+        return []
+    note = ("Roofs: attainable = min(compute peak, intensity × DRAM peak); spec sheet dashed, measured ceilings "
+            "(kernelscope bench: copy, FP32 FMA, cuBLAS BF16) solid. A point's FLOP are FP32 + tensor-core FLOP "
+            "(ncu counters); read a tensor-core point against the BF16 roofs (TF32 runs at ½ of them, FP8 at 2×).")
+    if off.height:
+        note += (" Not on the chart (no FLOP or no DRAM traffic counted): launches "
+                 + ", ".join(str(i) for i in off["id"].to_list()) + ".")
+    return [Chart("roofline", charts.roofline(pts, roofs), note)]
 
 
 def kernels_overview(src: Source, view: KernelsView) -> Report:
@@ -590,30 +632,8 @@ def kernels_overview(src: Source, view: KernelsView) -> Report:
             Table("kernels", shown, cols, caption=f"sorted by {cols.get(view.sort, KERNEL_COLS['id']).header}"
                   + (" (descending)" if view.desc else "") + "; click a column header to re-sort in the browser."))
 
-    # roofline
-    roofs = []
-    if nr.gpu.dram_bandwidth_bytes_per_s and nr.gpu.fp32_flop_per_s:
-        roofs.append({"label": "spec sheet", "dram_bytes_per_s": nr.gpu.dram_bandwidth_bytes_per_s,
-                      "fp32_flop_per_s": nr.gpu.fp32_flop_per_s, "measured": False})
-    if measured.get("dram") or measured.get("fp32"):
-        roofs.append({"label": "measured ceilings",
-                      "dram_bytes_per_s": measured.get("dram", (nr.gpu.dram_bandwidth_bytes_per_s,))[0],
-                      "fp32_flop_per_s": measured.get("fp32", (nr.gpu.fp32_flop_per_s,))[0], "measured": True})
-        roofs = [r for r in roofs if r["dram_bytes_per_s"] and r["fp32_flop_per_s"]]
-    pts = frame.filter((pl.col("flop_fp32") > 0) & (pl.col("dram_bytes") > 0)).select(
-        pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("ai").alias("ai_flop_per_byte"),
-        (pl.col("fp32_tflops")).alias("tflop_per_s"), "duration_us")
-    off = frame.filter(~((pl.col("flop_fp32") > 0) & (pl.col("dram_bytes") > 0)))
-    if roofs and pts.height:
-        note = "Roofs: attainable = min(FP32 peak, intensity × DRAM peak); spec sheet dashed"
-        note += ", measured ceilings solid." if len(roofs) > 1 else "."
-        if off.height:
-            note += (f" Not on the chart (no FP32 work or no DRAM traffic counted): launches "
-                     + ", ".join(str(i) for i in off["id"].to_list()) + ".")
-        note += " Tensor-core work is not counted as FP32 FLOP."
-        rep.add(Chart("roofline", charts.roofline(pts, roofs), note))
-    elif not roofs:
-        rep.add(Text("No roofline: the GPU's DRAM or FP32 peak is unknown.", "caption"))
+    # roofline: FP32 and tensor-core roofs, each launch against the kind of work it mostly does
+    rep.add(*roofline_blocks(nr, measured, frame))
     bars = frame.select(pl.col("id").cast(pl.String).alias("launch"), "kernel",
                         pl.col("dram_gbps")).drop_nulls()
     rules = []
@@ -657,6 +677,9 @@ def kernel_detail(src: Source, view: KernelsView) -> list:
                          f"{fmt_pct(row['dram_pct_spec'])} of the spec peak"),
                         ("FP32", fmt_rate(row["fp32_tflops"] * 1e12, "FLOP/s") if row["fp32_tflops"] is not None else "—",
                          "(fadd + fmul + 2·ffma) / duration"),
+                        ("tensor", fmt_rate(row["tensor_tflops"] * 1e12, "FLOP/s") if row["tensor_tflops"] else "—",
+                         f"{row['tensor_type']}, {fmt_pct(row['tensor_pct_spec'])} of the spec peak" if row["tensor_type"]
+                         else "sm__ops_path_tensor_src_*.sum / duration"),
                         ("occupancy [%] achieved / ncu / ours",
                          " / ".join("—" if row[k] is None else f"{row[k]:.0f}" for k in (
                              "achieved_occupancy_pct", "theoretical_occupancy_pct", "predicted_occupancy_pct")),

@@ -94,7 +94,7 @@ def test_kernels_roofline_spec(ids):
     lines, dots = roof["layer"]
     assert lines["encoding"]["x"]["scale"]["type"] == "log"
     assert "FLOP/byte" in lines["encoding"]["x"]["title"] and "[TFLOP/s]" in lines["encoding"]["y"]["title"]
-    assert set(lines["encoding"]["color"]["scale"]["domain"]) == {"spec sheet", "measured ceilings"}
+    assert set(lines["encoding"]["color"]["scale"]["domain"]) == {"FP32 · spec sheet", "FP32 · measured"}  # no tensor work
     assert roof["config"]["font"].startswith("Source Sans Pro")          # the kernelscope theme
     bw = next(s for t, s in specs.items() if t and t.startswith("DRAM bandwidth"))
     assert "[GB/s]" in bw["layer"][0]["encoding"]["y"]["title"]
@@ -259,3 +259,38 @@ def test_token_gate(ids, monkeypatch):
     at2.run()
     assert at2.dataframe and "token" not in at2.query_params
     assert "token" not in at2.sidebar.code[0].value
+
+
+def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkeypatch):
+    """The H200 tensor-core samples with the recorded H200 bench run: tensor columns, BF16 roofs from the spec
+    sheet and the measured cuBLAS ceiling, each point labelled with the work it mostly does."""
+    from collectors.store import Store
+    from conftest import SAMPLES
+    from dashboard import data
+    s = Store(tmp_path / "store")
+    run = s.ingest_path(SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz")[0].run_id
+    s.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
+    data.clear_caches()
+    try:
+        at = open_page("kernels", run=run, kernel="1")
+        assert not at.exception
+        table = frames(at)[0]
+        assert list(table["tensor_type"]) == ["bf16", "fp16", "tf32", "bf16", None]
+        assert 700 < table["tensor_tflops"][0] < 900 and 70 < table["tensor_pct_spec"][2] < 90
+        assert table["tensor_pct_spec"][4] is None and table["ai"][0] > 700       # 2·4096³ FLOP / 176 MB
+        roof = next(v for v in vega_specs(at) if str(v.get("title", "")).startswith("Roofline"))
+        lines, dots = roof["layer"]
+        assert set(lines["encoding"]["color"]["scale"]["domain"]) == {
+            "FP32 · spec sheet", "FP32 · measured", "BF16 tensor · spec sheet", "BF16 tensor · measured"}
+        assert any(t.get("field") == "work" for t in dots["encoding"]["tooltip"])
+        from dashboard import pages
+        src = pages.Source(s)
+        chart = pages.roofline_blocks(src.ncu(run), pages.best_ceilings(src.ceilings(), "NVIDIA H200"),
+                                      pages.kernels_frame(src, run))[0].chart.to_dict()
+        pts = chart["datasets"][chart["layer"][1]["data"]["name"]]
+        assert sorted(p["work"] for p in pts) == ["FP32", "tensor BF16", "tensor BF16", "tensor FP16", "tensor TF32"]
+        assert "tensor-core throughput-bound" in texts(at)        # launch 1 (the BF16 matmul) in detail
+    finally:
+        data.clear_caches()

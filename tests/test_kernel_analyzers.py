@@ -113,3 +113,52 @@ def test_analyze_table_and_csv(capsys):
     assert main(["analyze", str(H200_KERNELS / "full_raw.csv.gz"), "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("id,name,duration_ns") and len(lines) == 10
+
+
+# ---- tensor-core work: cuBLAS BF16 / FP16 / TF32 matmuls and flash attention (sample_traces/h200/tensor_kernels)
+
+@pytest.fixture(scope="module")
+def tensor():
+    from tests.conftest import SAMPLES
+    folder = SAMPLES / "h200" / "tensor_kernels"
+    p = parse_bytes((folder / "tensor_raw_base.csv.gz").read_bytes(), "tensor_raw_base.csv.gz")
+    gpu = resolve_gpu(p.meta["gpu_name"], p.meta["device_attributes"])
+    return analyze_kernels(p.table("kernels"), gpu).to_dicts(), gpu, json.loads((folder / "expected.json").read_text())
+
+
+def test_tensor_flop_from_the_ops_path_counters(tensor):
+    rows, gpu, exp = tensor
+    assert [r["tensor_type"] for r in rows] == ["bf16", "fp16", "tf32", "bf16", None]
+    for r in rows[:3]:                                  # a 4096^3 matmul counts exactly 2 M N K
+        assert r["flop_tensor"] == exp["matmul_flop"] == 2 * 4096 ** 3
+        assert r["tensor_tflops"] == pytest.approx(r["flop_tensor"] / r["duration_ns"] / 1e3)
+    # causal flash attention: the model's 2 h L^2 d (half of 4 h L^2 d), plus the diagonal tiles computed whole
+    assert 1.0 < rows[3]["flop_tensor"] / exp["attention_flop_causal"] < 1.05
+    assert rows[4]["flop_tensor"] == 0 and rows[4]["flop_fp32"] == pytest.approx(exp["mul_elements"], rel=1e-3)
+    peak = gpu.bf16_dense_flop_per_s
+    bf16, fp16, tf32 = rows[:3]
+    assert bf16["tensor_peak_fraction"] == pytest.approx(bf16["flop_tensor"] / bf16["duration_ns"] * 1e9 / peak)
+    assert 0.7 < bf16["tensor_peak_fraction"] < 0.9 and 0.7 < fp16["tensor_peak_fraction"] < 0.9   # ~790 of 989
+    # TF32 runs at half the BF16 rate: 402 TFLOP/s is 81 % of its 495
+    assert tf32["tensor_peak_fraction"] == pytest.approx(tf32["flop_tensor"] / 0.5 / tf32["duration_ns"] * 1e9 / peak)
+    assert 0.7 < tf32["tensor_peak_fraction"] < 0.9
+
+
+def test_tensor_bound_findings(tensor):
+    from analyzers.findings import kernel_findings
+    rows, gpu, _ = tensor
+    first = [kernel_findings(r, gpu)[0] for r in rows]
+    for f in first[:3]:
+        assert f.key == "at_bound" and f.title.startswith("tensor-core throughput-bound")
+        assert any(k.startswith("t_tensor") for k in f.metrics) and "BF16 dense" in f.model
+    assert first[4].key == "at_bound" and first[4].title.startswith("DRAM")
+    # with a measured cuBLAS ceiling the bound uses it (and says so)
+    f = kernel_findings(rows[0], gpu, {"bf16": (793e12, "bf16_dense_flop_rate (bench)")})[0]
+    assert f.key == "at_bound" and "measured ceiling: bf16_dense_flop_rate" in f.model
+    assert f"at {rows[0]['tensor_tflops'] * 1e12 / 793e12:.0%} of the ceiling" in f.title     # 788 / 793 TFLOP/s
+
+
+def test_tensor_columns_are_null_without_their_counters():
+    a = analyzed("basic_raw.csv.gz")
+    assert a["flop_tensor"].null_count() == a.height and a["tensor_type"].null_count() == a.height
+    assert "flop_tensor" in [m["quantity"] for m in missing_quantities(a)]
