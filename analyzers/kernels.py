@@ -34,7 +34,8 @@ REQUIREMENTS: dict[str, tuple[tuple[str, ...], str]] = {
                               "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
     "flop_tensor": (("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
                      "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart)"),
+                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart); a report stored by an "
+                    "older kernelscope has them in its metrics table: ingest it again"),
 }
 
 #: tensor-core source types, in the order of the kernel table's tensor_flop_<type> columns
@@ -81,7 +82,8 @@ def tensor_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     tensor_type = the type with the most FLOP (null when the launch has none)
     tensor_tflops = flop_tensor / duration                                                      [TFLOP/s]
     tensor_peak_fraction = sum over types of (FLOP / TENSOR_RATE[type]) / duration / the GPU's dense BF16 spec:
-        the fraction of the tensor peak for the types the launch used (FP64 tensor work is left out)
+        the fraction of the tensor peak for the types the launch used (FP64 tensor work is left out: null for
+        a launch whose only tensor work is FP64)
     Reports stored before these columns existed, or collected without them, give nulls.
     """
     cols = [f"tensor_flop_{t}" for t in TENSOR_TYPES]
@@ -90,13 +92,14 @@ def tensor_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     known = pl.any_horizontal([pl.col(c).is_not_null() for c in cols])
     biggest = pl.concat_list([pl.col(c).fill_null(0) for c in cols]).list.arg_max()
     bf16_equiv = pl.sum_horizontal([pl.col(f"tensor_flop_{t}") / r for t, r in TENSOR_RATE.items()])
+    rated = pl.any_horizontal([pl.col(f"tensor_flop_{t}").fill_null(0) > 0 for t in TENSOR_RATE])
     spec = gpu.bf16_dense_flop_per_s
     return k.with_columns(
         flop_tensor=pl.when(known).then(total),
         tensor_type=pl.when(known & (total > 0)).then(
             biggest.replace_strict(list(range(len(TENSOR_TYPES))), list(TENSOR_TYPES), return_dtype=pl.String)),
         tensor_tflops=pl.when(known & (pl.col("duration_ns") > 0)).then(total / pl.col("duration_ns") / 1e3),
-        tensor_peak_fraction=(pl.when(known & (pl.col("duration_ns") > 0))
+        tensor_peak_fraction=(pl.when(known & (pl.col("duration_ns") > 0) & (rated | (total == 0)))
                               .then(bf16_equiv / pl.col("duration_ns") * 1e9 / spec)) if spec
         else pl.lit(None, pl.Float64),
     )

@@ -559,7 +559,8 @@ def kernels_frame(src: Source, run_id: str) -> pl.DataFrame:
         dram_pct_measured=(pl.col("dram_bandwidth_gbps") * 1e9 / meas_dram * 100) if meas_dram else pl.lit(None, pl.Float64),
         fp32_tflops=pl.when(pl.col("duration_ns") > 0).then(pl.col("flop_fp32") / pl.col("duration_ns") / 1e3),
         tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_peak_fraction") * 100),
-        flop_total=pl.sum_horizontal("flop_fp32", "flop_tensor"),
+        flop_total=pl.when(pl.col("flop_fp32").is_not_null() | pl.col("flop_tensor").is_not_null())
+        .then(pl.sum_horizontal("flop_fp32", "flop_tensor")),
     ).with_columns(
         ai=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     ).join(top, left_on="id", right_on="launch", how="left")
@@ -593,7 +594,8 @@ def roofline_blocks(nr: NcuRun, measured: dict, frame: pl.DataFrame) -> list:
         return []
     note = ("Roofs: attainable = min(compute peak, intensity × DRAM peak); spec sheet dashed, measured ceilings "
             "(kernelscope bench: copy, FP32 FMA, cuBLAS BF16) solid. A point's FLOP are FP32 + tensor-core FLOP "
-            "(ncu counters); read a tensor-core point against the BF16 roofs (TF32 runs at ½ of them, FP8 at 2×).")
+            "(ncu counters); read a tensor-core point against the BF16 roofs (TF32 runs at ½ of them, FP8 at 2×; "
+            "FP64 tensor work has its own peak, not drawn).")
     if off.height:
         note += (" Not on the chart (no FLOP or no DRAM traffic counted): launches "
                  + ", ".join(str(i) for i in off["id"].to_list()) + ".")

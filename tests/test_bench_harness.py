@@ -169,7 +169,7 @@ class _FakeCuda:
     duration in `durations` (the last one repeats), events that read it, a recorded spin kernel."""
 
     def __init__(self, durations):
-        self.now, self.durations, self.spins, self.calls = 0.0, list(durations), [], 0
+        self.now, self.durations, self.spins, self.calls, self.log = 0.0, list(durations), [], 0, []
         cuda = self
 
         class Event:
@@ -178,6 +178,7 @@ class _FakeCuda:
 
             def record(self):
                 self.t = cuda.now
+                cuda.log.append("event")
 
             def synchronize(self):
                 pass
@@ -191,12 +192,19 @@ class _FakeCuda:
         d = self.durations[min(self.calls, len(self.durations) - 1)]
         self.calls += 1
         self.now += d
+        self.log.append("fn")
+
+    def flush(self):
+        self.now += 50e-6
+        self.log.append("flush")
 
     def synchronize(self):
         pass
 
     def _sleep(self, cycles):
         self.spins.append(cycles)
+        self.now += cycles / 2e9                       # the spin kernel takes device time too
+        self.log.append("spin")
 
     def current_device(self):
         return 0
@@ -219,6 +227,15 @@ def test_time_gpu_batches_holds_and_divides(monkeypatch):
     assert t.held and len(cuda.spins) == 5 and all(c == cuda.spins[0] > 0 for c in cuda.spins)
     assert "4 calls per event pair" in t.note() and "stream held" in t.note() and "L2 not flushed" in t.note()
     assert t.attempts and len(t.attempts) == 1 and "re-measured" not in t.note()
+    # each repetition: spin, start event, 4 calls, end event (the spin is outside the timed interval)
+    assert cuda.log[-7:] == ["spin", "event", "fn", "fn", "fn", "fn", "event"]
+
+
+def test_time_gpu_flushes_then_holds_then_times(monkeypatch):
+    cuda = _fake_torch(monkeypatch, [80e-6])
+    t = H.time_gpu(cuda.fn, flush=cuda.flush, warmup=0, min_reps=3, max_reps=3, allow_graph=False)
+    assert cuda.log[-5:] == ["flush", "spin", "event", "fn", "event"] and cuda.log.count("flush") == 3
+    assert t.median == pytest.approx(80e-6) and t.flushed and "L2 flushed before each repetition" in t.note()
 
 
 def test_time_gpu_does_not_hold_a_sync_each_measurement(monkeypatch):
@@ -238,6 +255,27 @@ def test_time_gpu_remeasures_a_disturbed_attempt_and_says_so(monkeypatch):
     cuda = _fake_torch(monkeypatch, [200e-6, 260e-6] * 100)
     t = H.time_gpu(cuda.fn, warmup=0, min_reps=10, max_reps=10, allow_graph=False, attempts=3)
     assert len(t.attempts) == 3 and t.stats.cv == min(c for _, c in t.attempts) and H.is_noisy(t.median, t.stats.cv)
+
+
+def test_time_host_remeasures_a_disturbed_attempt(monkeypatch):
+    clock = iter([0.0, 100e-6, 100e-6, 400e-6] + [i * 100e-6 for i in range(4, 40)])   # 2nd sample 3x longer
+    monkeypatch.setattr(H.time, "perf_counter", lambda: next(clock))
+    t = H.time_host(lambda: None, reps=3, warmup=0)
+    assert len(t.attempts) == 2 and t.attempts[0][1] > H.NOISY_CV and t.stats.cv == pytest.approx(0, abs=1e-9)
+    assert "re-measured after a disturbed attempt: 2 attempts" in t.attempts_note()
+
+
+def test_tma_copy_args_refuses_shapes_the_kernel_cannot_run():
+    from collectors.bench.cases import TMA_COPY_CONFIGS, tma_copy_args
+    assert tma_copy_args(4 << 30, 4096, 8) == ((4 << 30) // 4096, 64 + 8 * 4096)
+    for chunk, stages, _ in TMA_COPY_CONFIGS:
+        tma_copy_args(4 << 30, chunk, stages)
+    with pytest.raises(ValueError, match="2..8 stages"):
+        tma_copy_args(4 << 30, 4096, 1)                  # one stage would wait forever
+    with pytest.raises(ValueError, match="not a multiple"):
+        tma_copy_args(4 << 30, 48 * 1024, 4)             # the tail would stay uncopied
+    with pytest.raises(ValueError, match="multiple of 16"):
+        tma_copy_args(4 << 30, 1000, 4)
 
 
 def test_hold_seconds_covers_the_enqueue_and_is_bounded():

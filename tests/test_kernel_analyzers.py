@@ -162,3 +162,19 @@ def test_tensor_columns_are_null_without_their_counters():
     a = analyzed("basic_raw.csv.gz")
     assert a["flop_tensor"].null_count() == a.height and a["tensor_type"].null_count() == a.height
     assert "flop_tensor" in [m["quantity"] for m in missing_quantities(a)]
+
+
+def test_tensor_metrics_edge_cases():
+    """FP64-only tensor work has no rated peak (null, not 0 %); a launch without the counters stays null; a stored
+    table from before the tensor columns gets them as nulls."""
+    import polars as pl
+
+    from analyzers.kernels import tensor_metrics
+    k = pl.DataFrame({"duration_ns": [1000.0, 1000.0, 1000.0],
+                      "tensor_flop_bf16": [0.0, None, 2e5], "tensor_flop_fp64": [4e9, None, 0.0]})
+    r = tensor_metrics(k, get_gpu("H200")).to_dicts()
+    assert r[0]["tensor_type"] == "fp64" and r[0]["flop_tensor"] == 4e9 and r[0]["tensor_peak_fraction"] is None
+    assert r[1]["flop_tensor"] is None and r[1]["tensor_type"] is None and r[1]["tensor_tflops"] is None
+    assert r[2]["tensor_type"] == "bf16" and r[2]["tensor_peak_fraction"] == pytest.approx(2e5 / 1e-6 / get_gpu("H200").bf16_dense_flop_per_s)
+    old = tensor_metrics(pl.DataFrame({"duration_ns": [1000.0]}), get_gpu("H200"))
+    assert old["flop_tensor"].to_list() == [None] and "tensor_flop_tf32" in old.columns

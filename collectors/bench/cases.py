@@ -227,6 +227,18 @@ def ceiling_record(metric: str, unit: str, values: dict, timings: dict, extra: d
 TMA_COPY_CONFIGS = ((4096, 8, 4), (32768, 4, 1))   # the best and a large-chunk one: tools/exp_ceilings3.py
 
 
+def tma_copy_args(nbytes: int, chunk: int, stages: int) -> tuple[int, int]:
+    """(chunks, dynamic shared memory bytes) of a ks_copy_tma launch; ValueError for a shape the kernel cannot
+    run (it would leave a tail uncopied, overflow its 8 barriers, or wait forever with one stage)."""
+    if not 2 <= stages <= 8:
+        raise ValueError(f"ks_copy_tma needs 2..8 stages, got {stages}")
+    if chunk <= 0 or chunk % 16 or chunk >= 1 << 20:
+        raise ValueError(f"ks_copy_tma chunk must be a multiple of 16 below 1 MiB, got {chunk}")
+    if nbytes % chunk:
+        raise ValueError(f"ks_copy_tma copies whole chunks: {nbytes} B is not a multiple of {chunk} B")
+    return nbytes // chunk, 64 + stages * chunk
+
+
 def ceiling_dram_copy(ctx: Context) -> None:
     """Device-memory copy bandwidth, R + W bytes counted: ks_copy_u1/u4/u8 (resident and 4x
     resident grids), TMA bulk copies (ks_copy_tma, compute capability 9.0+) and torch's copy_ on buffers
@@ -252,14 +264,14 @@ def ceiling_dram_copy(ctx: Context) -> None:
     if ctx.props.major >= 9:   # Hopper+: the Tensor Memory Accelerator's bulk copies (ks_copy_tma)
         for chunk, stages, per_sm in TMA_COPY_CONFIGS:
             with ctx.part(f"ks_copy_tma {chunk} B x {stages}, {per_sm}/SM"):
-                smem = 64 + stages * chunk
+                nchunks, smem = tma_copy_args(nbytes, chunk, stages)
                 k = ctx.kernel("ks_copy_tma")
                 k.max_dynamic_shared_size_bytes = smem
                 grid = per_sm * ctx.sms
 
-                def fn(grid=grid, chunk=chunk, stages=stages, smem=smem):
+                def fn(grid=grid, chunk=chunk, stages=stages, smem=smem, nchunks=nchunks):
                     ctx.launch("ks_copy_tma", (grid,), (32,), (src.data_ptr(), dst.data_ptr(),
-                               np.uint64(nbytes // chunk), np.uint32(chunk), np.int32(stages)), smem=smem)
+                               np.uint64(nchunks), np.uint32(chunk), np.int32(stages)), smem=smem)
                 dst.fill_(NAN)
                 fn()
                 ctx.check_equal("ks_copy_tma", dst, src)
@@ -338,14 +350,14 @@ def ceiling_bf16_matmul(ctx: Context) -> None:
     # burst: after an idle pause, before the board reaches its power limit (the clock NVIDIA's peak assumes)
     ctx.sync()
     time.sleep(ctx.pick(2.0, 0.05))
-    key = f"{base}, burst (20 calls after 2 s idle)"
-    timings[key] = t = ctx.time(fn, warmup=3, min_reps=ctx.pick(20, 3), max_reps=ctx.pick(20, 3))
+    key = f"{base}, burst (after 2 s idle: 6 warm-up calls, then 20 timed)"
+    timings[key] = t = ctx.time(fn, warmup=3, min_reps=ctx.pick(20, 3), max_reps=ctx.pick(20, 3), attempts=1)
     values[key] = flop / t.median
     # sustained: after about 1 s at full load, when power management has settled the clock
     for _ in range(max(1, int(ctx.pick(1.0, 0.02) / t.median))):
         fn()
     key = f"{base}, sustained (after 1 s at full load)"
-    timings[key] = t = ctx.time(fn, warmup=0, min_reps=ctx.pick(100, 3), max_reps=ctx.pick(100, 3))
+    timings[key] = t = ctx.time(fn, warmup=0, min_reps=ctx.pick(100, 3), max_reps=ctx.pick(100, 3), attempts=1)
     values[key] = flop / t.median
     ctx.emit(ceiling_record("bf16_dense_flop_rate", "FLOP/s", values, timings,
                             {"m": n, "n": n, "k": n, "flop": flop}))
@@ -530,7 +542,8 @@ def case_compile_amortization(ctx: Context) -> None:
             t = per_call(lambda: compiled(g, u))
             p = {**base, "impl": "torch.compile", "first_compile_in_process": i == 0}
             ctx.emit(make_record("compile.amortization", "first_call_time", first, "s", p, source="host clock", n=1,
-                                 notes="compile caches empty (fresh TORCHINDUCTOR_CACHE_DIR); compiled in this process (TORCHINDUCTOR_COMPILE_THREADS=1)"))
+                                 notes="compile caches empty (fresh TORCHINDUCTOR_CACHE_DIR); compile threads: "
+                                       f"TORCHINDUCTOR_COMPILE_THREADS={os.environ.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}"))
             ctx.emit(make_record("compile.amortization", "steady_call_time", t.median, "s", p, source="host clock",
                                  cv=t.stats.cv, n=t.stats.n, notes=steady_note(t)))
         with ctx.part(f"Triton JIT M={m}"):
@@ -968,7 +981,8 @@ def case_graph_replay(ctx: Context) -> None:
                 t = ctx.time(fn, sync_each=True, allow_graph=False, max_reps=ctx.pick(100, 10), batch=ctx.pick(8, 1))
                 ctx.emit(make_record("graph.replay", "time_per_ffn", t.median / per, "s", params, source=t.source,
                                      cv=t.stats.cv, n=t.stats.n,
-                                     notes=f"{per * t.batch} FFN per repetition; device idle before each; " + t.note()))
+                                     notes=f"{per * t.batch} FFN per repetition ({t.batch} calls of {per}); device idle "
+                                           "before each repetition; " + t.note()))
                 with ctx.part(f"{act} {mode} profiler counts"):
                     c = _profile_counts(ctx, fn, 2)
                     ctx.emit(make_record("graph.replay", "kernels_per_ffn", c["kernels"] / (2 * per), "count", params,

@@ -329,6 +329,7 @@ class Timing:
     samples: list[float] = field(default_factory=list, repr=False)
     batch: int = 1              # calls between one pair of events (time / call reported)
     held: bool = False          # the stream was held until the repetition was enqueued
+    hold_capped: bool = False   # ... for HOLD_MAX_S only, which may be shorter than the enqueue
     attempts: list = field(default_factory=list)   # (median, cv) of every attempt when re-measured
 
     @property
@@ -341,7 +342,10 @@ class Timing:
             parts.append(f"{self.calls_per_graph} calls per graph, time / call")
         if self.batch > 1:
             parts.append(f"{self.batch} calls per event pair, time / call")
-        if self.held:
+        if self.held and self.hold_capped:
+            parts.append(f"stream held {HOLD_MAX_S * 1e3:g} ms before each repetition (capped: the host may still "
+                         "be enqueueing when it ends)")
+        elif self.held:
             parts.append("stream held until each repetition was enqueued")
         if len(self.attempts) > 1:
             parts.append(self.attempts_note())
@@ -398,7 +402,7 @@ def time_gpu(fn, *, flush=None, warmup: int = 2, target_s: float = 0.25, min_rep
     garbage collection lands in the measurement. `sync_each` cases measure from an idle device on
     purpose (what a caller waits for) and are not held.
 
-    `attempts`: a rare transient (on the H200 about one repetition in 1,000 takes 75-95 us longer, with or
+    `attempts`: a rare transient (on the H200 a few repetitions in 10,000 take 70-95 us longer, with or
     without NVML sampling: bench/results/exp_ceilings4_h200.txt) is enough to push the cv of 200
     repetitions past NOISY_CV. A noisy measurement is therefore repeated, up to `attempts` times in all,
     and the quietest attempt is kept; Timing.attempts and the note list every attempt's cv.
@@ -424,7 +428,8 @@ def time_gpu(fn, *, flush=None, warmup: int = 2, target_s: float = 0.25, min_rep
         if allow_graph and est < GRAPH_BELOW_S and not sync_each:
             return _time_graph(fn, est, target_s=target_s, min_reps=min_reps, max_reps=max_reps)
         reps = _clamp(target_s / (est * batch), min_reps, max_reps)
-        spin = int(hold_seconds(host * batch) * _clock_hz(torch)) if hold else 0
+        hold_s = hold_seconds(host * batch)
+        spin = int(hold_s * _clock_hz(torch)) if hold else 0
         tried = []
         for _ in range(max(1, attempts)):
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -447,7 +452,7 @@ def time_gpu(fn, *, flush=None, warmup: int = 2, target_s: float = 0.25, min_rep
                 break
     stats, samples = min(tried, key=lambda t: t[0].cv if t[0].cv is not None else 0.0)
     return Timing(stats, "event timing", flushed=flush is not None, samples=samples, batch=batch, held=bool(spin),
-                  attempts=[(t[0].median, t[0].cv) for t in tried])
+                  hold_capped=bool(spin) and hold_s >= HOLD_MAX_S, attempts=[(t[0].median, t[0].cv) for t in tried])
 
 
 def _clock_hz(torch) -> float:

@@ -40,7 +40,8 @@ extern "C" __global__ void ks_copy_u8(const float4* in, float4* out, long long n
 // One thread per block drives a ring of `stages` shared-memory buffers of `chunk` bytes: bulk load
 // global -> shared (completion counted on an mbarrier), then bulk store shared -> global. Block b
 // copies chunks b, b + grid, b + 2 grid, ... Dynamic shared memory: 64 + stages x chunk bytes.
-// chunk: multiple of 16, at most 2^20 - 1; stages: 1..8; nbytes: multiple of chunk.
+// chunk: multiple of 16, at most 2^20 - 1; stages: 2..8 (the refill of chunk i-1's buffer needs a second one);
+// nbytes: multiple of chunk. The host checks these (collectors/bench/cases.py tma_copy_args).
 extern "C" __global__ void ks_copy_tma(const char* __restrict__ src, char* __restrict__ dst,
                                        unsigned long long nchunks, unsigned int chunk, int stages) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
