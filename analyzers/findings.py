@@ -231,5 +231,6 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
                                  "SMs": f"{gpu.sm_count}"},
                 "wave = blocks / (blocks per SM × SMs); lost ≈ duration × (1 − wave)")
 
-    out.sort(key=lambda f: f.lost_ns, reverse=True)
+    # largest estimated loss first; on a tie (e.g. nothing lost) the finding that names the bound comes first
+    out.sort(key=lambda f: (f.lost_ns, f.key in ("at_bound", "latency")), reverse=True)
     return out

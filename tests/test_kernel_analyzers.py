@@ -178,3 +178,13 @@ def test_tensor_metrics_edge_cases():
     assert r[2]["tensor_type"] == "bf16" and r[2]["tensor_peak_fraction"] == pytest.approx(2e5 / 1e-6 / get_gpu("H200").bf16_dense_flop_per_s)
     old = tensor_metrics(pl.DataFrame({"duration_ns": [1000.0]}), get_gpu("H200"))
     assert old["flop_tensor"].to_list() == [None] and "tensor_flop_tf32" in old.columns
+
+
+def test_a_launch_at_the_measured_ceiling_names_the_bound_first(tensor):
+    """The TF32 matmul beats half the measured BF16 ceiling (402 vs 396.5 TFLOP/s): nothing is estimated lost, and
+    the finding that names the bound comes before the 1.3-way bank conflicts that cost nothing."""
+    from analyzers.findings import kernel_findings
+    rows, gpu, _ = tensor
+    fs = kernel_findings(rows[2], gpu, {"bf16": (793e12, "bf16_dense_flop_rate (bench)")})
+    assert fs[0].key == "at_bound" and fs[0].lost_ns == 0 and "tensor-core" in fs[0].title
+    assert any(f.key == "bank_conflicts" and f.lost_ns == 0 for f in fs[1:])
