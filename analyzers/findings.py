@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from analyzers.gpus import GPUSpec
 from analyzers.kernels import TENSOR_RATE
+from analyzers.units import fmt_ns
 
 SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
 SMEM_MODEL = ("shared memory serves one 128-byte wavefront (32 banks x 4 B) per SM per cycle: "
@@ -80,14 +81,6 @@ def _f(row: dict, key: str) -> float | None:
         return None
     v = float(v)
     return v if math.isfinite(v) else None
-
-
-def _t(ns: float) -> str:
-    a = abs(ns)
-    for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
-        if a >= s:
-            return f"{ns / s:.3g} {u}"
-    return f"{ns:.3g} ns"
 
 
 def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
@@ -147,11 +140,11 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
         if lost > 0.05 * d:
             text = (f"Shared-memory accesses are serialised {deg:.1f}-way on average ({', '.join(where)}): "
                     f"{c:,.0f} of {w:,.0f} wavefronts are conflicts. The shared-memory pipe alone needs "
-                    f"{_t(b['smem'])} of the {_t(d)} kernel; conflict-free it would need {_t(b.get('smem_ideal', 0))}. "
+                    f"{fmt_ns(b['smem'])} of the {fmt_ns(d)} kernel; conflict-free it would need {fmt_ns(b.get('smem_ideal', 0))}. "
                     "Pad the shared array (e.g. a row stride of 33 words instead of 32) or swizzle the index.")
         else:
             text = (f"Shared-memory accesses are serialised {deg:.1f}-way ({', '.join(where) or 'loads and stores'}), "
-                    f"but the shared-memory pipe needs only {_t(b['smem'])} of the {_t(d)} kernel; "
+                    f"but the shared-memory pipe needs only {fmt_ns(b['smem'])} of the {fmt_ns(d)} kernel; "
                     f"{RESOURCE_NAMES.get(limiter, 'another resource')} limits it, so removing the conflicts saves little.")
         add("bank_conflicts", f"{deg:.1f}-way shared-memory bank conflicts", text, lost, {
             "l1tex__data_pipe_lsu_wavefronts_mem_shared (ld+st)": f"{w:,.0f} wavefronts",
@@ -182,9 +175,9 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
     if t_bound is not None:
         util = t_bound / d
         res = RESOURCE_NAMES[limiter]
-        metrics = {"duration (gpu__time_duration.sum)": _t(d)}
+        metrics = {"duration (gpu__time_duration.sum)": fmt_ns(d)}
         for k, v in tb.items():
-            metrics[f"t_{k} ({RESOURCE_NAMES[k]} bound)"] = _t(v)
+            metrics[f"t_{k} ({RESOURCE_NAMES[k]} bound)"] = fmt_ns(v)
         if occ_a is not None:
             metrics["achieved occupancy (sm__warps_active…pct_of_peak_sustained_active)"] = f"{occ_a:.1f} %"
         if occ_t is not None:
@@ -196,7 +189,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
         model += "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES)
         if util >= 0.7:
             add("at_bound", f"{res}-bound at {util:.0%} of the ceiling",
-                f"The kernel spends {util:.0%} of its time at the {res} bound ({_t(t_bound)} of {_t(d)}). "
+                f"The kernel spends {util:.0%} of its time at the {res} bound ({fmt_ns(t_bound)} of {fmt_ns(d)}). "
                 f"To go faster it must need less of it: " + {
                     "dram": "move fewer bytes (fuse with neighbours, keep data on chip, use narrower types).",
                     "fp32": "do less arithmetic or use the tensor cores.",
@@ -211,8 +204,8 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
                 if occ_a < 0.8 * occ_t:
                     occ_txt += " Achieved is well below theoretical: blocks finish unevenly or the grid is small."
             add("latency", f"Latency-bound: {res} is only {util:.0%} busy",
-                f"No throughput limit explains the time: the busiest resource ({res}) would need {_t(t_bound)} of the "
-                f"{_t(d)}. The kernel waits on latency: too few bytes or instructions are in flight "
+                f"No throughput limit explains the time: the busiest resource ({res}) would need {fmt_ns(t_bound)} of the "
+                f"{fmt_ns(d)}. The kernel waits on latency: too few bytes or instructions are in flight "
                 f"(Little's law: in flight = throughput × latency).{occ_txt} Raise occupancy (fewer registers or "
                 "less shared memory per block, more blocks) or independent work per thread.",
                 d - t_bound, metrics, model)
@@ -234,3 +227,21 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
     # largest estimated loss first; on a tie (e.g. nothing lost) the finding that names the bound comes first
     out.sort(key=lambda f: (f.lost_ns, f.key in ("at_bound", "latency")), reverse=True)
     return out
+
+
+TOP_FINDING_SCHEMA = {"id": "Int64", "top_finding_key": "String", "top_finding": "String", "lost_ns": "Float64",
+                      "lost_share": "Float64"}
+
+
+def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
+    """The biggest finding of every launch of an analyzed kernel table (a polars frame): id, top_finding_key,
+    top_finding (title), lost_ns (estimated time lost), lost_share (of the launch). Null where a launch has none.
+    The one place the per-launch ranking is computed: the CLI, the Kernels page and its export show this."""
+    import polars as pl
+    rows = []
+    for r in analyzed.iter_rows(named=True):
+        fs = kernel_findings(r, gpu, measured)
+        f = fs[0] if fs else None
+        rows.append({"id": r["id"], "top_finding_key": f.key if f else None, "top_finding": f.title if f else None,
+                     "lost_ns": f.lost_ns if f else None, "lost_share": f.share if f else None})
+    return pl.DataFrame(rows, schema={k: getattr(pl, v) for k, v in TOP_FINDING_SCHEMA.items()})

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from analyzers.errors import UnknownName
+
 
 @dataclass(frozen=True)
 class GPUSpec:
@@ -261,11 +263,11 @@ def find_gpu(name: str) -> GPUSpec | None:
 
 
 def get_gpu(name: str) -> GPUSpec:
-    """Like find_gpu but raises KeyError for an unknown name, listing the known ones."""
+    """Like find_gpu but raises UnknownName (a LookupError) for an unknown name, listing the known ones."""
     gpu = find_gpu(name)
     if gpu is None:
-        known = ", ".join(g.name for g in REGISTRY)
-        raise KeyError(f"unknown GPU {name!r}; known: {known}")
+        raise UnknownName("GPU", name, "known: " + ", ".join(g.name for g in REGISTRY)
+                          + "; `kernelscope gpus` lists them")
     return gpu
 
 
@@ -381,7 +383,7 @@ def resolve_gpu(name: str | None, attrs: dict | None) -> GPUSpec:
       and, where the values differ, the registry's value ("registry had ..."). A compute capability
       that differs is overridden the same way. Datasheet peaks (bandwidth, FLOP/s) stay.
     - Otherwise: from_device_attributes(attrs).
-    - KeyError when the name is unknown and the attributes give neither a CC nor an SM count.
+    - UnknownName when the name is unknown and the attributes give neither a CC nor an SM count.
     """
     gpu = find_gpu(name) if name else None
     if gpu is None and attrs:
@@ -390,8 +392,8 @@ def resolve_gpu(name: str | None, attrs: dict | None) -> GPUSpec:
     dev = from_device_attributes(attrs) if attrs else None
     if gpu is None:
         if dev is None or (dev.cc is None and dev.sm_count is None):
-            raise KeyError(f"unknown GPU {name!r} and no usable device attributes; "
-                           f"known: {', '.join(g.name for g in REGISTRY)}")
+            raise UnknownName("GPU", name, "not in the registry and the file has no usable device attributes; "
+                              f"known: {', '.join(g.name for g in REGISTRY)}")
         return dev
     if dev is None:
         return gpu

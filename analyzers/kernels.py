@@ -34,8 +34,7 @@ REQUIREMENTS: dict[str, tuple[tuple[str, ...], str]] = {
                               "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
     "flop_tensor": (("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
                      "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart); a report stored by an "
-                    "older kernelscope has them in its metrics table: ingest it again"),
+                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart)"),
 }
 
 #: tensor-core source types, in the order of the kernel table's tensor_flop_<type> columns
@@ -50,6 +49,24 @@ def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
     return pl.when(den > 0).then(num / den).otherwise(None)
 
 
+def dram_bandwidth_gbps(read_bytes: pl.Expr, write_bytes: pl.Expr, duration_ns: pl.Expr) -> pl.Expr:
+    """Achieved DRAM bandwidth [GB/s] = (bytes read + bytes written) / duration [ns] (bytes/ns = GB/s): the one
+    place this is computed (ncu reports, bench counter records)."""
+    return _ratio(read_bytes + write_bytes, duration_ns)
+
+
+def conflict_degree(wavefronts: pl.Expr, conflicts: pl.Expr) -> pl.Expr:
+    """Bank-conflict degree [ways] = wavefronts / (wavefronts - conflicts): a conflict is a wavefront beyond the
+    minimum the instruction needs, so this is actual / ideal wavefronts (1 = conflict-free, 32 = every lane
+    serialised). The one place this is computed (ncu reports, bench counter records)."""
+    return _ratio(wavefronts, wavefronts - conflicts)
+
+
+def conflict_degree_of(wavefronts: float, conflicts: float) -> float | None:
+    """conflict_degree for one pair of counter values (the same expression, evaluated on one row)."""
+    return pl.select(conflict_degree(pl.lit(float(wavefronts)), pl.lit(float(conflicts)))).item()
+
+
 def memory_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     """DRAM, L2 and L1 traffic of each launch.
 
@@ -61,7 +78,7 @@ def memory_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     flop_fp32 = (fadd + fmul + 2 x ffma thread instructions per cycle) x SMSP cycles/s x duration
     """
     spec = gpu.dram_bandwidth_bytes_per_s
-    bw = _ratio(pl.col("dram_read_bytes") + pl.col("dram_write_bytes"), pl.col("duration_ns"))
+    bw = dram_bandwidth_gbps(pl.col("dram_read_bytes"), pl.col("dram_write_bytes"), pl.col("duration_ns"))
     return k.with_columns(
         dram_bytes=pl.col("dram_read_bytes") + pl.col("dram_write_bytes"),
         dram_bandwidth_gbps=bw,
@@ -113,17 +130,14 @@ def bank_conflicts(k: pl.DataFrame) -> pl.DataFrame:
         degree (average ways) = wavefronts / ideal wavefronts     (1 = conflict-free; 32 = every lane serialised)
         n-way per request (ncu's rule) = wavefronts / shared-memory instructions
     """
-    def deg(w: pl.Expr, c: pl.Expr) -> pl.Expr:
-        return _ratio(w, w - c)
-
     w = pl.col("smem_ld_wavefronts") + pl.col("smem_st_wavefronts")
     c = pl.col("smem_ld_bank_conflicts") + pl.col("smem_st_bank_conflicts")
     return k.with_columns(
-        smem_ld_conflict_degree=deg(pl.col("smem_ld_wavefronts"), pl.col("smem_ld_bank_conflicts")),
-        smem_st_conflict_degree=deg(pl.col("smem_st_wavefronts"), pl.col("smem_st_bank_conflicts")),
+        smem_ld_conflict_degree=conflict_degree(pl.col("smem_ld_wavefronts"), pl.col("smem_ld_bank_conflicts")),
+        smem_st_conflict_degree=conflict_degree(pl.col("smem_st_wavefronts"), pl.col("smem_st_bank_conflicts")),
         smem_wavefronts=w,
         smem_bank_conflicts=c,
-        smem_conflict_degree=deg(w, c),
+        smem_conflict_degree=conflict_degree(w, c),
         smem_ld_wavefronts_per_request=_ratio(pl.col("smem_ld_wavefronts"),
                                               pl.col("smem_ld_requests") + pl.col("smem_ldsm_requests").fill_null(0)),
     )

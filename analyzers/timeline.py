@@ -282,6 +282,61 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",)) ->
 
 
 # --------------------------------------------------------------------------------------------------
+# The summary of a trace: per device and for the whole run, computed once for every surface
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class TimelineSummary:
+    """What the CLI, the Timeline page and its export show of a trace (see `summarize`)."""
+    devices: pl.DataFrame          # one row per (rank, device): DEVICE_SUMMARY_COLUMNS
+    run: dict                      # the whole run: RUN_SUMMARY_KEYS
+    launch_floor_ns: float | None
+
+
+DEVICE_SUMMARY_COLUMNS = (
+    "rank", "device", "kernel_count", "kernels_with_launch", "op_count", "busy_ns", "window_ns", "idle_fraction",
+    "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count", "queue_median_ns",
+    "delay_outliers", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict")
+RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memcpy_count", "memset_count",
+                    "gpu_busy_ns", "gpu_window_ns", "gpu_idle_fraction", "wall_window_ns", "launch_delay_median_ns",
+                    "launch_delay_p90_ns", "device_count")
+
+
+def summarize(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None) -> TimelineSummary:
+    """Per device (rank, device): counts, busy time (union of op intervals), window, idle fraction, launch-delay
+    median / p90 / max (HTA's definition, over kernels with their launch call), queue time, the launch-bound
+    evidence and verdict (`launch_bound`). For the whole run: the same counts, busy and window summed over the
+    devices, idle fraction = 1 - busy / window of those sums, and the launch-delay median / p90 over all kernels.
+    The one place these numbers are computed."""
+    util = utilization(gpu_ops)
+    stats = launch_stats(gpu_ops).select(
+        *DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count",
+        "queue_median_ns", "delay_outliers")
+    lb = launch_bound(gpu_ops, launch_floor_ns=launch_floor_ns).select(
+        *DEVICE, "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict")
+    devices = (util.join(stats, on=list(DEVICE), how="left").join(lb, on=list(DEVICE), how="left")
+               .select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE)))
+    k = kernels(gpu_ops)
+    d = k["launch_delay_ns"].drop_nulls()
+    busy = int(util["busy_ns"].sum()) if util.height else 0
+    window = int(util["window_ns"].sum()) if util.height else 0
+    run = {
+        "kernel_count": k.height,
+        "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
+        "gpu_op_count": gpu_ops.height,
+        "memcpy_count": int((gpu_ops["kind"] == "memcpy").sum()),
+        "memset_count": int((gpu_ops["kind"] == "memset").sum()),
+        "gpu_busy_ns": busy,
+        "gpu_window_ns": window,
+        "gpu_idle_fraction": (1.0 - busy / window) if window else 0.0,
+        "wall_window_ns": int(gpu_ops["end_ns"].max() - gpu_ops["start_ns"].min()) if gpu_ops.height else 0,
+        "launch_delay_median_ns": float(d.median()) if d.len() else None,
+        "launch_delay_p90_ns": float(d.quantile(0.9, "nearest")) if d.len() else None,
+        "device_count": devices.height,
+    }
+    return TimelineSummary(devices, run, launch_floor_ns)
+
+
+# --------------------------------------------------------------------------------------------------
 # What-if: speed some kernels up and replay the trace's own dependencies
 # --------------------------------------------------------------------------------------------------
 @dataclass

@@ -28,90 +28,12 @@ from pathlib import Path
 
 import polars as pl
 
-from collectors.artifact import Parsed
 from collectors.errors import ArtifactError
+from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed,
+                               finish_meta)
 
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC"]
-
-# column of the kernel table -> ncu metric (values in base units)
-METRIC_COLUMNS: dict[str, str] = {
-    "duration_ns": "gpu__time_duration.sum",
-    "dram_read_bytes": "dram__bytes_read.sum",
-    "dram_write_bytes": "dram__bytes_write.sum",
-    "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram_peak_bytes_per_cycle": "dram__bytes.sum.peak_sustained",
-    "dram_clock_hz": "dram__cycles_elapsed.avg.per_second",
-    "sm_clock_hz": "gpc__cycles_elapsed.avg.per_second",
-    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l2_sectors": "lts__t_sectors.sum",
-    "l2_read_sectors_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
-    "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
-    "l1_hit_rate_pct": "l1tex__t_sector_hit_rate.pct",
-    "registers_per_thread": "launch__registers_per_thread",
-    "block_size": "launch__block_size",
-    "grid_size": "launch__grid_size",
-    "smem_static_bytes": "launch__shared_mem_per_block_static",
-    "smem_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
-    "smem_driver_bytes": "launch__shared_mem_per_block_driver",
-    "smem_config_bytes": "launch__shared_mem_config_size",
-    "barrier_count": "launch__barrier_count",
-    "waves_per_sm": "launch__waves_per_multiprocessor",
-    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
-    "ncu_limit_registers_blocks": "launch__occupancy_limit_registers",
-    "ncu_limit_shared_mem_blocks": "launch__occupancy_limit_shared_mem",
-    "ncu_limit_warps_blocks": "launch__occupancy_limit_warps",
-    "ncu_limit_blocks_blocks": "launch__occupancy_limit_blocks",
-    "ncu_limit_barriers_blocks": "launch__occupancy_limit_barriers",
-    "smem_ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "smem_ld_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "smem_st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "smem_st_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "smem_ld_requests": "smsp__sass_inst_executed_op_shared_ld.sum",
-    "smem_st_requests": "smsp__sass_inst_executed_op_shared_st.sum",
-    "smem_ldsm_requests": "smsp__inst_executed_op_ldsm.sum",
-    "global_ld_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "global_ld_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "global_st_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "global_st_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-    "global_ld_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
-    "global_st_bytes_per_sector": "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",
-    "fadd_per_cycle": "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
-    "fmul_per_cycle": "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
-    "ffma_per_cycle": "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
-    "smsp_clock_hz": "smsp__cycles_elapsed.avg.per_second",
-    # tensor-core FLOP by source type ("ops" are FLOP: a cuBLAS BF16 4096^3 matmul counts exactly 2 x 4096^3,
-    # sample_traces/h200/tensor_kernels); FP8 counted dense (sparsity off)
-    "tensor_flop_bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "tensor_flop_fp16": "sm__ops_path_tensor_src_fp16.sum",
-    "tensor_flop_tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-    "tensor_flop_fp8": "sm__ops_path_tensor_src_fp8_sparsity_off.sum",
-    "tensor_flop_fp64": "sm__ops_path_tensor_src_fp64.sum",
-}
-# ncu's older name for the DRAM throughput percentage
-ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":
-                     "dram__throughput.avg.pct_of_peak_sustained_elapsed"}
-
-KERNEL_SCHEMA = pl.Schema(
-    {
-        "id": pl.Int64,                 # ncu's launch ID within the report
-        "kernel_name": pl.String,       # demangled
-        "short_name": pl.String,        # function name without template arguments and parameters
-        "kernel_key": pl.String,        # stable key: hash of name + launch configuration
-        "process_id": pl.Int64,
-        "process_name": pl.String,
-        "device": pl.Int64,
-        "context": pl.Int64,
-        "stream": pl.Int64,
-        "cc": pl.String,
-        "block_x": pl.Int64, "block_y": pl.Int64, "block_z": pl.Int64,
-        "grid_x": pl.Int64, "grid_y": pl.Int64, "grid_z": pl.Int64,
-    }
-    | {col: pl.Float64 for col in METRIC_COLUMNS}
-)
-METRIC_SCHEMA = pl.Schema({"id": pl.Int64, "metric": pl.String, "value": pl.Float64,
-                           "text": pl.String, "unit": pl.String})
 
 # ---------------------------------------------------------------------------------------------
 # units
@@ -133,7 +55,7 @@ def _scale_term(term: str, denominator: bool) -> tuple[float, str]:
     return 1.0, term
 
 
-def to_base(value: float, unit: str) -> tuple[float, str]:
+def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
     """Convert an ncu value with its (possibly auto-scaled) unit to base units.
 
     `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte);
@@ -234,8 +156,8 @@ def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, 
     sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
     dc = _detect_decimal_comma([v for v in sample if v])
     scale = pl.DataFrame({"metric": metric_cols,
-                          "factor": [to_base(1.0, u)[0] for u in units[len(IDENTITY):]],
-                          "unit": [to_base(1.0, u)[1] for u in units[len(IDENTITY):]]})
+                          "factor": [ncu_to_base(1.0, u)[0] for u in units[len(IDENTITY):]],
+                          "unit": [ncu_to_base(1.0, u)[1] for u in units[len(IDENTITY):]]})
     long = wide.select(pl.col("ID").cast(pl.Int64).alias("id"), *metric_cols).unpivot(
         index="id", variable_name="metric", value_name="raw")
     raw = pl.col("raw").str.strip_chars()
@@ -288,7 +210,7 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
         if num is None:
             metrics[mname] = (None, None if val.strip() in _NA else val, unit)
         else:
-            v, u = to_base(num, unit)
+            v, u = ncu_to_base(num, unit)
             metrics[mname] = (v, None, u)
     if not n_ok:
         raise ArtifactError(name, "details-page CSV has no metric rows")
@@ -400,7 +322,7 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
                     elif v is None:
                         metrics[m] = (None, None, unit)
                     else:
-                        fv, u = to_base(float(v), unit)
+                        fv, u = ncu_to_base(float(v), unit)
                         metrics[m] = (fv, None, u)
 
                 def num(m: str):
@@ -462,7 +384,7 @@ def short_name(name: str) -> str:
 
 def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parsed:
     long = long.cast(dict(METRIC_SCHEMA))
-    wanted = {m for m in METRIC_COLUMNS.values()} | set(ALTERNATE_METRICS.values())
+    wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
     values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
     krows = []
@@ -479,9 +401,9 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
             "cc": ident["CC"] or None,
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
         }
-        for col, metric in METRIC_COLUMNS.items():
+        for col, metric in NCU_METRIC_COLUMNS.items():
             v = values.get((kid, metric))
-            row[col] = v if v is not None else values.get((kid, ALTERNATE_METRICS.get(metric, "")))
+            row[col] = v if v is not None else values.get((kid, NCU_ALTERNATE_METRICS.get(metric, "")))
         krows.append(row)
     kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
     if kernels.height == 0 or kernels["duration_ns"].null_count() == kernels.height:
@@ -495,9 +417,9 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
     gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
     counts = long.group_by("id").len()
     meta = {"source_format": fmt, "gpu_name": gpu_name, "cc": kernels["cc"][0],
-            "device_attributes": attrs, "kernel_count": kernels.height,
+            "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": int(counts["len"].max()) if counts.height else 0}
-    return Parsed("ncu", {"kernels": kernels, "metrics": long}, meta)
+    return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
 
 
 def parse(data: bytes, name: str) -> Parsed:

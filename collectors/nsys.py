@@ -1,6 +1,6 @@
 """Nsight Systems SQLite export (`nsys export --type sqlite`) -> the normalized timeline tables.
 
-The tables and their schemas are those of `collectors.kineto` (gpu_ops, api_calls, cpu_ops, nvtx), so the
+The tables and their schemas are the timeline tables of `collectors.schema` (gpu_ops, api_calls, cpu_ops, nvtx), so the
 timeline analyzers treat both sources alike. Source tables (formats.md §4; all optional, exports are lazy):
 CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET -> gpu_ops; CUPTI_ACTIVITY_KIND_RUNTIME (+ _DRIVER) ->
 api_calls; NVTX_EVENTS ranges -> nvtx; StringIds for names; TARGET_INFO_GPU, META_DATA_EXPORT,
@@ -22,13 +22,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import orjson
 import polars as pl
 
-from collectors.artifact import Parsed
 from collectors.errors import ArtifactError
-from collectors.kineto import json_loads as _loads
-from collectors.kineto import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, api_kind_columns,
-                               conform, empty, link_launches)
+from collectors.launches import api_kind_columns, link_launches
+from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, Parsed, conform, empty,
+                               finish_meta)
+
+_loads = orjson.loads
 
 _MEMCPY_KIND = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
                 8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
@@ -289,9 +291,10 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
         "memcpy": int((gpu["kind"] == "memcpy").sum()), "memset": int((gpu["kind"] == "memset").sum()),
         "api_calls": api.height, "cpu_ops": 0, "nvtx": nvtx.height,
     }
+    meta["item_count"] = k.height
     if gpu.height:
         meta["window_ns"] = [int(gpu["start_ns"].min()), int(gpu["end_ns"].max())]
-    return Parsed("nsys", {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}, meta)
+    return Parsed("nsys", {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}, finish_meta("nsys", meta))
 
 
 def export_command(report: str, out: str | None = None) -> str:

@@ -1,36 +1,45 @@
-"""The run store: immutable, content-addressed runs on disk.
+"""The run store: immutable, content-addressed runs on disk, whose tables are re-derived when their version changes.
 
 Layout (one folder per run, so several processes and shared folders are safe):
 
-    <store>/runs/<run_id>/manifest.json      kind, source name, sha256, created, gpu, tables, meta
-    <store>/runs/<run_id>/<table>.parquet    normalized tables
-    <store>/runs/<run_id>/artifact/<name>    the original artifact, byte for byte
+    <store>/runs/<run_id>/manifest.json            identity: run id, kind, source name, sha256, size, created
+    <store>/runs/<run_id>/artifact/<name>          the original artifact, byte for byte
+    <store>/runs/<run_id>/tables-v<N>/meta.json    the parser's metadata for table version N
+    <store>/runs/<run_id>/tables-v<N>/<t>.parquet  the normalized tables of version N
 
-run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload twice is one run and
-a URL can name it. A run is written into a temporary folder beside the runs and renamed into place
-in one step; a crash leaves no half run, and two processes ingesting the same file both end with the
-same complete run (the loser of the rename discards its copy).
+run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload twice is one run and a URL can
+name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
+leaves no half run, and two processes ingesting the same file both end with the same complete run.
+
+Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
+run is read, so a model fix reaches every stored run. When a reader expects a newer table version
+(collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again from its kept artifact and
+written beside the old ones (atomically, the same way); runs of the first store format (tables at the top of the
+run folder) are read the same way. A store that cannot be written keeps the re-derived tables in memory.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import polars as pl
 
-from collectors.artifact import Parsed, parse_bytes
-from collectors.errors import ArtifactError
+from collectors.errors import ArtifactError, RunNotFound, StoreError
+from collectors.ingest import parse_bytes, read_path
+from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
 
 MANIFEST = "manifest.json"
+META = "meta.json"
 RUN_ID_LEN = 16
-SKIP_SUFFIXES = {".cu", ".py", ".sh", ".md", ".txt", ".cuh"}  # sources and notes beside samples
+STORE_FORMAT = 2
+_RUN_ID = re.compile(r"[0-9a-f]{4,16}")
 
 
 def default_store_dir() -> Path:
@@ -44,11 +53,21 @@ def run_id_for(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:RUN_ID_LEN]
 
 
-@dataclass(frozen=True)
 class Run:
-    """A stored run: read-only view of one run folder."""
+    """A stored run: a read-only view of one run folder (its tables re-derived first when out of date)."""
 
-    path: Path
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._memory: Parsed | None = None      # tables re-derived but not writable to the store
+
+    def __repr__(self) -> str:
+        return f"Run({self.path})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Run) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
 
     @cached_property
     def manifest(self) -> dict:
@@ -63,24 +82,100 @@ class Run:
         return self.manifest["kind"]
 
     @property
-    def meta(self) -> dict:
-        return self.manifest.get("meta", {})
-
-    @property
-    def tables(self) -> list[str]:
-        return list(self.manifest.get("tables", []))
-
-    def table(self, name: str) -> pl.DataFrame:
-        if name not in self.tables:
-            raise KeyError(f"run {self.run_id} has no table {name!r}")
-        return pl.read_parquet(self.path / f"{name}.parquet")
+    def source_name(self) -> str:
+        return self.manifest["source_name"]
 
     @property
     def artifact_path(self) -> Path:
         return self.path / "artifact" / self.manifest["source_name"]
 
+    # ---- the tables of the current version --------------------------------------------------------
+    @property
+    def table_version(self) -> int:
+        return TABLE_VERSIONS[self.kind]
+
+    @cached_property
+    def _tables_dir(self) -> Path | None:
+        """The folder of this version's tables, re-derived from the artifact first when missing
+        (None when they could only be kept in memory)."""
+        d = self.path / f"tables-v{self.table_version}"
+        if (d / META).is_file():
+            return d
+        parsed = self._reparse()
+        try:
+            return _write_tables_dir(self.path, d.name, parsed)
+        except OSError:
+            self._memory = parsed                   # a read-only store: keep them in memory
+            return None
+
+    def _reparse(self) -> Parsed:
+        try:
+            data = self.artifact_path.read_bytes()
+        except OSError as e:
+            raise ArtifactError(f"run {self.run_id}", f"its artifact cannot be read ({e.strerror})") from None
+        try:
+            return parse_bytes(data, self.source_name)
+        except ArtifactError as e:
+            raise ArtifactError(f"run {self.run_id}", f"stored before a parser change and its artifact no longer "
+                                                      f"reads: {e.problem}") from None
+
+    @cached_property
+    def meta(self) -> dict:
+        d = self._tables_dir
+        if d is None:
+            return self._memory.meta
+        return json.loads((d / META).read_text())
+
+    @property
+    def tables(self) -> list[str]:
+        d = self._tables_dir
+        if d is None:
+            return sorted(self._memory.tables)
+        return sorted(p.stem for p in d.glob("*.parquet"))
+
+    def table(self, name: str) -> pl.DataFrame:
+        d = self._tables_dir
+        if d is None:
+            if name not in self._memory.tables:
+                raise KeyError(f"run {self.run_id} has no table {name!r}")
+            return self._memory.tables[name]
+        p = d / f"{name}.parquet"
+        if not p.is_file():
+            raise KeyError(f"run {self.run_id} has no table {name!r}")
+        return pl.read_parquet(p)
+
     def as_parsed(self) -> Parsed:
         return Parsed(self.kind, {t: self.table(t) for t in self.tables}, self.meta)
+
+    @property
+    def info(self) -> RunInfo:
+        m, meta = self.manifest, self.meta
+        return RunInfo(run_id=m["run_id"], kind=m["kind"], source_name=m["source_name"],
+                       size_bytes=int(m.get("size_bytes") or 0), created=float(m.get("created") or 0),
+                       gpu_name=meta.get("gpu_name"), gpu_uuid=meta.get("gpu_uuid"),
+                       item_count=meta.get("item_count"), item_label=ITEM_LABELS.get(m["kind"], "items"),
+                       warnings=tuple(meta.get("warnings") or ()))
+
+
+def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
+    """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
+    final = run_dir / name
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=run_dir))
+    try:
+        for tname, df in parsed.tables.items():
+            df.write_parquet(tmp / f"{tname}.parquet")
+        (tmp / META).write_text(json.dumps(parsed.meta, indent=1, default=str))
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if (final / META).is_file():          # another process got there first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return final
+            raise
+        return final
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 class Store:
@@ -95,27 +190,30 @@ class Store:
             return []
         out = []
         for p in self.runs_dir.iterdir():
-            if p.is_dir() and not p.name.startswith(".") and (p / MANIFEST).is_file():
+            if not p.name.startswith(".") and (p / MANIFEST).is_file():
                 out.append(Run(p))
         out.sort(key=lambda r: (r.manifest.get("created", 0), r.run_id), reverse=True)
         return out
 
     def get(self, run_id: str) -> Run:
-        """A run by id, or by a unique prefix of at least 4 characters."""
-        run_id = run_id.strip()
-        p = self.runs_dir / run_id
-        if len(run_id) == RUN_ID_LEN and (p / MANIFEST).is_file():
+        """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
+        that is not a run id: a path never reaches the file system)."""
+        rid = str(run_id).strip()
+        if not _RUN_ID.fullmatch(rid):
+            raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
+        p = self.runs_dir / rid
+        if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
             return Run(p)
-        if len(run_id) >= 4 and self.runs_dir.is_dir():
-            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(run_id) and (q / MANIFEST).is_file()]
+        if self.runs_dir.is_dir():
+            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and (q / MANIFEST).is_file()]
             if len(hits) == 1:
                 return Run(hits[0])
             if len(hits) > 1:
-                raise KeyError(f"run id prefix {run_id!r} is ambiguous ({len(hits)} runs)")
-        raise KeyError(f"no run {run_id!r} in store {self.root}")
+                raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
+        raise RunNotFound(rid)
 
     def __contains__(self, run_id: str) -> bool:
-        return (self.runs_dir / run_id / MANIFEST).is_file()
+        return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
 
     # ---- writing ----------------------------------------------------------------------------
     def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None) -> tuple[Run, bool]:
@@ -130,30 +228,23 @@ class Store:
         return self._write(rid, data, name, parsed)
 
     def ingest_path(self, path: str | os.PathLike) -> tuple[Run, bool]:
-        p = Path(path)
-        if p.is_dir():  # a folder of Kineto rank traces is one run (see expand_paths)
-            from collectors.kineto import pack_rank_folder
-            packed = pack_rank_folder(p)
-            if packed is None:
-                raise ArtifactError(str(p), "a folder is one run only when it holds Kineto traces of distinct ranks")
-            return self.ingest_bytes(*packed)
+        """A file, or a folder of rank traces (one run); errors name the path as given."""
+        data, name = read_path(path)
         try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
-        try:
-            return self.ingest_bytes(data, p.name)
+            return self.ingest_bytes(data, name)
         except ArtifactError as e:
-            raise ArtifactError(str(p), e.problem) from None
+            raise ArtifactError(str(path), e.problem) from None
 
     def _write(self, rid: str, data: bytes, name: str, parsed: Parsed) -> tuple[Run, bool]:
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-", dir=self.runs_dir))
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-", dir=self.runs_dir))
+        except OSError as e:
+            raise StoreError(str(self.runs_dir), f"cannot write to the store ({e.strerror or e})") from None
         try:
             (tmp / "artifact").mkdir()
             (tmp / "artifact" / name).write_bytes(data)
-            for tname, df in parsed.tables.items():
-                df.write_parquet(tmp / f"{tname}.parquet")
+            _write_tables_dir(tmp, f"tables-v{TABLE_VERSIONS[parsed.kind]}", parsed)
             manifest = {
                 "run_id": rid,
                 "kind": parsed.kind,
@@ -161,11 +252,9 @@ class Store:
                 "sha256": hashlib.sha256(data).hexdigest(),
                 "size_bytes": len(data),
                 "created": time.time(),
-                "tables": sorted(parsed.tables),
-                "meta": parsed.meta,
-                "format": 1,
+                "format": STORE_FORMAT,
             }
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             final = self.runs_dir / rid
             try:
                 os.rename(tmp, final)  # atomic; fails if another process got there first
@@ -175,37 +264,9 @@ class Store:
                     return Run(final), False
                 raise
             return Run(final), True
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({e.strerror or e})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-
-
-def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
-    """Files as given; folders walked recursively (sorted), skipping hidden files and sources/notes.
-    A folder that holds only Kineto traces of distinct ranks is returned itself, as one run
-    (`Store.ingest_path` packs it with `collectors.kineto.pack_rank_folder`)."""
-    from collectors.kineto import pack_rank_folder
-
-    def walk(d: Path) -> list[Path]:
-        if pack_rank_folder(d) is not None:
-            return [d]
-        found: list[Path] = []
-        for q in sorted(d.iterdir()):
-            if q.name.startswith("."):
-                continue
-            if q.is_dir():
-                found.extend(walk(q))
-            elif q.is_file() and q.suffix.lower() not in SKIP_SUFFIXES and q.name != "record_summary.json":
-                found.append(q)
-        return found
-
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            out.extend(walk(p))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise ArtifactError(str(p), "no such file or folder")
-    return out

@@ -177,3 +177,11 @@ def case_sweep(df: pl.DataFrame, *, x_title: str, y_title: str, title: str, mark
         rule = alt.Chart(pl.DataFrame({"x": [float(at)]})).mark_rule(strokeDash=[4, 4], color="#6b7280").encode(x="x:Q")
         chart = alt.layer(chart, rule)
     return chart.properties(title=title, height=320)
+
+
+def utilisation_lines(h: pl.DataFrame) -> alt.Chart:
+    """NVML utilisation of each GPU over the session (the Live page): seconds_ago, util_gpu_pct, gpu."""
+    return alt.Chart(h).mark_line().encode(
+        x=alt.X("seconds_ago:Q", title="time [s, 0 = now]"),
+        y=alt.Y("util_gpu_pct:Q", title="GPU busy [%] (NVML utilisation)", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("gpu:N", title="GPU")).properties(title="Utilisation over this session", height=220)

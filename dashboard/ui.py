@@ -6,8 +6,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.pages import REPEATABLE
-from dashboard.report import Report
+from dashboard.reports.blocks import Report
+from dashboard.reports.common import REPEATABLE
 
 TOKEN_PARAM = "token"
 
@@ -61,7 +61,7 @@ def share_panel(page: str, values: dict, reports: list[Report] | None) -> None:
         st.code(link, language=None, wrap_lines=True)
         if reports:
             def make() -> str:  # runs on click, in another thread: no Streamlit calls in here
-                from dashboard.export import render_html
+                from dashboard.render_html import render_html
                 return render_html(reports, source=link)
             slug = "-".join(str(values.get(k)) for k in ("run", "a", "b") if values.get(k))
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")) + ".html"

@@ -1,35 +1,157 @@
-"""Architecture rules that a test keeps: imports flow one way; help on every command."""
+"""Architecture rules a test keeps: imports flow one way (no cycles, function-level imports included), Streamlit
+and altair stay in the Streamlit and chart modules, modules stay small, help on every command, and `analyze`
+loads no page code."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("collectors", "analyzers", "dashboard")
+#: modules allowed to import streamlit: the app, its pages, their helpers and the Streamlit renderer
+STREAMLIT_MODULES = ("dashboard.app", "dashboard.data", "dashboard.ui", "dashboard.render_streamlit")
+#: modules allowed to import altair: the chart builders, the theme, the HTML renderer (its Vega bundle)
+ALTAIR_MODULES = ("dashboard.charts", "dashboard.theme", "dashboard.render_html")
+#: the one import from collectors into analyzers code: the CPU cases of the bench suite run the numerics
+#: experiments (pure functions that the textbook models also use); everything derived is computed on read
+ALLOWED_COLLECTOR_TO_ANALYZER = {("collectors.bench.cpu_cases", "analyzers.cases.numerics")}
+MAX_LINES = 600
+#: declarative case catalogs (data: parameters, figures and small models per case) may be longer
+CATALOGS = {"analyzers.cases.s51_submission", "analyzers.cases.s52_operator", "analyzers.cases.s53_fusion",
+            "analyzers.cases.s54_compilers", "analyzers.cases.s55_runtime", "analyzers.cases.s56_request"}
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module.split(".")[0])
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in (REPO / pkg).rglob("*.py"):
+            rel = p.relative_to(REPO).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
     return out
 
 
-@pytest.mark.parametrize("pkg", ["collectors", "analyzers"])
-def test_nothing_outside_dashboard_imports_streamlit_or_altair(pkg):
-    bad = {str(p.relative_to(REPO)): _imports(p) & {"streamlit", "altair", "dashboard"}
-           for p in (REPO / pkg).rglob("*.py")}
-    assert {k: v for k, v in bad.items() if v} == {}
+MODULES = _modules()
 
 
-def test_analyzers_do_not_import_collectors_io():
-    bad = {str(p.relative_to(REPO)): _imports(p) & {"collectors"} for p in (REPO / "analyzers").rglob("*.py")}
-    assert {k: v for k, v in bad.items() if v} == {}
+def _imports(name: str, path: Path) -> set[str]:
+    """Every project module (or external top-level package) this module imports, at any level of nesting."""
+    tree = ast.parse(path.read_text(), str(path))
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names = [a.name for a in node.names]
+            subs = [f"{mod}.{n}" for n in names if f"{mod}.{n}" in MODULES]
+            out.update(subs)            # `from dashboard.reports import kernels` imports that module
+            if len(subs) < len(names):  # ... and `from X import name` imports X itself
+                out.add(mod)
+    return out
+
+
+def _project(mods: set[str]) -> set[str]:
+    """The imported names that are project modules (a package import counts as its __init__)."""
+    return {m for m in mods if m in MODULES}
+
+
+GRAPH = {name: _project(_imports(name, path)) for name, path in MODULES.items()}
+RAW = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_no_import_cycle_anywhere():
+    """Depth-first search over the graph of every import (module level and inside functions)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(GRAPH[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m)
+    assert cycles == []
+
+
+def test_the_cycle_check_sees_function_level_imports(tmp_path):
+    """The walker finds an import inside a function (the kind that hid the old artifact <-> parser cycle)."""
+    p = tmp_path / "m.py"
+    p.write_text("def f():\n    from collectors import ncu\n    return ncu\n")
+    assert "collectors.ncu" in _imports("collectors.m", p)
+
+
+def _violations(src_prefix: str, dst_prefixes: tuple[str, ...], allowed=frozenset()) -> dict:
+    bad = {}
+    for m, deps in GRAPH.items():
+        if m == src_prefix or m.startswith(src_prefix + "."):
+            hit = {d for d in deps if d.split(".")[0] in dst_prefixes and (m, d) not in allowed}
+            if hit:
+                bad[m] = sorted(hit)
+    return bad
+
+
+def test_collectors_import_neither_dashboard_nor_analyzers():
+    assert _violations("collectors", ("dashboard", "analyzers"), ALLOWED_COLLECTOR_TO_ANALYZER) == {}
+
+
+def test_analyzers_import_neither_collectors_nor_dashboard():
+    assert _violations("analyzers", ("collectors", "dashboard")) == {}
+
+
+def test_cli_imports_no_page_or_view_modules():
+    """The command line renders analyses; it never loads a Streamlit page, the Streamlit renderer or the app's
+    caches. The page builders (dashboard.reports) are for `kernelscope export` only."""
+    forbidden = ("dashboard.views", "dashboard.render_streamlit", "dashboard.ui", "dashboard.data", "dashboard.app")
+    bad = {m: sorted(d for d in deps if d.startswith(forbidden)) for m, deps in GRAPH.items()
+           if m.startswith("dashboard.cli")}
+    assert {m: d for m, d in bad.items() if d} == {}
+    reports = {m for m, deps in GRAPH.items() if m.startswith("dashboard.cli") and
+               any(d.startswith("dashboard.reports") for d in deps)}
+    assert reports == {"dashboard.cli.export"}
+
+
+def test_streamlit_and_altair_only_in_their_modules():
+    bad = {}
+    for m, deps in RAW.items():
+        tops = {d.split(".")[0] for d in deps}
+        if "streamlit" in tops and not (m in STREAMLIT_MODULES or m.startswith("dashboard.views")):
+            bad[m] = "streamlit"
+        if "altair" in tops and m not in ALTAIR_MODULES:
+            bad[m] = "altair"
+    assert bad == {}
+
+
+def test_no_module_over_600_lines_and_no_builder_in_views():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES
+            and m not in CATALOGS}
+    assert long == {}
+    for m in MODULES:       # views draw the reports of dashboard.reports and add widgets; they compute nothing
+        if m.startswith("dashboard.views"):       # (the registries give them the options of their pickers)
+            assert not any(d.startswith("analyzers.") and d not in ("analyzers.cases", "analyzers.gpus")
+                           for d in GRAPH[m]), m
+            assert not any(d.startswith("collectors.") and d not in ("collectors.errors", "collectors.schema")
+                           for d in GRAPH[m]), m
 
 
 def test_help_on_every_command(capsys):
@@ -37,7 +159,26 @@ def test_help_on_every_command(capsys):
     from dashboard.cli._app import app
     import typer.main
     cmd = typer.main.get_command(app)
-    assert {"ingest", "runs", "analyze", "gpus", "dashboard"} <= set(cmd.commands)
+    assert {"ingest", "runs", "analyze", "gpus", "dashboard", "export", "predict", "bench"} <= set(cmd.commands)
     for name in cmd.commands:
         assert main([name, "--help"]) == 0
         assert "Usage" in capsys.readouterr().out
+
+
+def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
+    """`kernelscope analyze TRACE` imports the analyzers and the CLI, not the pages (nor altair, nor streamlit)."""
+    trace = REPO / "sample_traces" / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz"
+    code = ("import sys\nfrom dashboard.cli import main\n"
+            f"rc = main(['analyze', {str(trace)!r}, '--format', 'json', '--store', {str(tmp_path / 's')!r}])\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('altair', 'streamlit')\n"
+            "             or m.startswith(('dashboard.reports', 'dashboard.views', 'dashboard.render')))\n"
+            "print('LOADED', bad, file=sys.stderr); sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stderr
+
+
+@pytest.mark.parametrize("mod", ["collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"])
+def test_one_format_per_parser_no_imports_between_them(mod):
+    others = {"collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"} - {mod}
+    assert not (GRAPH[mod] & others)

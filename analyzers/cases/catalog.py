@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from analyzers.cases import s51_submission, s52_operator, s53_fusion, s54_compilers, s55_runtime, s56_request
+from analyzers.errors import UnknownName
 from analyzers.cases.model import Case, CaseError, Evaluation, Figure, Prediction, run_model
-from analyzers.cases.units import convert, fmt, to_base
+from analyzers.units import convert, fmt, to_base
 from analyzers.cases.verdicts import Measurement, Verdict, verdict
 from analyzers.gpus import GPUSpec
 
@@ -36,8 +37,8 @@ def all_cases() -> list[Case]:
 def get_case(case_id: str) -> Case:
     try:
         return _BY_ID[case_id]
-    except KeyError:
-        raise KeyError(f"unknown case {case_id!r}; known: {', '.join(CASE_IDS)}") from None
+    except (KeyError, TypeError):
+        raise UnknownName("textbook case", case_id, "known: " + ", ".join(CASE_IDS)) from None
 
 
 def evaluate(case_id: str | Case, gpu: str | GPUSpec | None = None,
@@ -101,11 +102,13 @@ def measurements_from_ncu(case_id: str, metrics: Mapping[str, float], source: st
     wf = metrics.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
     cf = metrics.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
     if wf and cf is not None and case_id in ("bank.column_read", "transpose.tile"):
-        from analyzers.cases.s52_operator import degree_from_ncu
+        from analyzers.kernels import conflict_degree_of
         q = "degree" if case_id == "bank.column_read" else "read_degree"
         out = [m for m in out if m.quantity != q]
-        out.append(Measurement(degree_from_ncu(float(wf), float(cf)), "way",
-                               f"{source}: wavefronts ÷ (wavefronts − bank conflicts)", quantity=q, gpu=gpu))
+        d = conflict_degree_of(wf, cf)
+        if d is not None:
+            out.append(Measurement(d, "way", f"{source}: wavefronts ÷ (wavefronts − bank conflicts)", quantity=q,
+                                   gpu=gpu))
     return out
 
 

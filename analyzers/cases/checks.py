@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from analyzers.cases.catalog import evaluate, figure_checks, get_case
-from analyzers.cases.units import fmt
+from analyzers.units import fmt
 from analyzers.gpus import get_gpu
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from analyzers.cases.model import Measure
+from analyzers.errors import UnknownName
 from analyzers.cases.s52_operator import bank_conflicts, column_read_addresses
-from analyzers.cases.units import fmt
+from analyzers.units import fmt
 from analyzers.cases.verdicts import Measurement
 from analyzers.gpus import GPUSpec, all_gpus, get_gpu
 from analyzers.occupancy import occupancy
@@ -175,7 +176,7 @@ def _a10g_coalescing() -> ClaimCheck:
         "a10g.coalescing_utilisation", "GMEM Utilization 51% → 92%",
         "A coalescing rewrite raised global-memory utilisation from 51 % to 92 % on the A10G",
         "§4.4", a10g.name, "DRAM utilisation", "51 % → 92 %", v,
-        (f"both below 100 % and within what streaming kernels reach (85–93 % of spec); " if v == "plausible" else
+        ("both below 100 % and within what streaming kernels reach (85–93 % of spec); " if v == "plausible" else
          f"{after:g} % is above 100 % of the DRAM peak; ") + f"{after:g} % of the "
         f"registry's {fmt(a10g.dram_bandwidth_bytes_per_s, 'B/s')} would be "
         f"{fmt(after / 100 * a10g.dram_bandwidth_bytes_per_s, 'B/s')}.",
@@ -361,9 +362,43 @@ def claims(measured: Mapping[str, Measurement] | None = None) -> list[ClaimCheck
             c = ClaimCheck(**{**c.__dict__, "measured": m, "measured_note": note})
         out.append(c)
     if measured:
-        raise KeyError(f"unknown claim id(s): {', '.join(measured)}; known: {', '.join(c.id for c in out)}")
+        raise UnknownName("claim", ", ".join(measured), "known: " + ", ".join(c.id for c in out))
     return out
 
 
 def _base(m: Measurement) -> tuple[Any, str]:
     return m.base()
+
+
+#: the bench quantity a claim names (Measure.name) -> the `kernelscope bench` ceiling metric measuring it
+CLAIM_CEILINGS = {"ceiling.bf16_matmul": "bf16_dense_flop_rate",
+                  "ceiling.dram_copy_bandwidth": "dram_copy_bandwidth",
+                  "launch.overhead/empty_kernel_launch_time": "launch_back_to_back"}
+
+
+def claim_measurements(ceiling_records: list[dict]) -> dict[str, Measurement]:
+    """{claim id: Measurement} for the claims whose check names a bench ceiling. `ceiling_records` are the
+    ceiling records of the store's bench runs, newest run first, each a dict with run_id, gpu_name, metric, value,
+    unit, params (JSON text), cv, source. A claim takes the newest run on its own GPU, else the newest on any GPU
+    (the note then names that GPU); the method, run and cv go with it."""
+    import json
+    out = {}
+    for c in (fn() for fn in _CHECKS):
+        metric = CLAIM_CEILINGS.get(c.measurement.name) if c.measurement and c.measurement.kind == "bench" else None
+        if metric is None:
+            continue
+        rows = [r for r in ceiling_records if r["metric"] == metric and r.get("value") is not None]
+        rows.sort(key=lambda r: r.get("gpu_name") != c.gpu)           # stable: newest first within each group
+        if not rows:
+            continue
+        r = rows[0]
+        params = r.get("params")
+        method = (json.loads(params) if isinstance(params, str) else params or {}).get("method")
+        cv = r.get("cv")
+        out[c.id] = Measurement(float(r["value"]), r["unit"],
+                                f"kernelscope bench run {r['run_id']}, ceiling {metric}"
+                                + (f" by {method}" if method else "") + f", {r.get('source') or 'event timing'}"
+                                + (f", cv {100 * cv:.1f} %" if cv is not None else ""),
+                                spread=float(r["value"]) * cv if cv is not None else None,
+                                quantity=metric, gpu=r.get("gpu_name"))
+    return out

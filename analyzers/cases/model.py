@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from analyzers.cases.units import fmt, to_base
+from analyzers.errors import ParameterError
 from analyzers.gpus import GPUSpec, get_gpu
+from analyzers.units import fmt, to_base
 
 DEFAULT_GPU = "NVIDIA H200"
 #: GPUSpec fields the case models read (shown with their sources next to every evaluation)
@@ -22,7 +23,7 @@ GPU_FIELDS = ("sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s",
 ParamValue = Any  # int | float | str | tuple[float, ...]
 
 
-class CaseError(ValueError):
+class CaseError(ParameterError):
     """A bad parameter or an impossible configuration for a case (one readable line)."""
 
 

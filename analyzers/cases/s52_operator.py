@@ -1,12 +1,11 @@
 """Section 5.2 — one operator: tiling, layout (bank conflicts), real traffic, splitting, numerics."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
 from analyzers.cases import numerics
-from analyzers.cases.model import (KIB, MIB, Case, CaseError, Chart, Explanation, Figure, Measure, Param,
+from analyzers.cases.model import (MIB, Case, CaseError, Chart, Explanation, Figure, Measure, Param,
                                    ceil_div, check_tile, need, pred)
 from analyzers.occupancy import occupancy
 
@@ -177,11 +176,12 @@ class BankResult:
         return self.wavefronts - self.phases
 
 
-def bank_conflicts(word_addresses: Sequence[int | None], width: int = 4, banks: int = BANKS) -> BankResult:
+def bank_conflicts(word_addresses: Sequence[int | None], width: int = 4, banks: int | None = None) -> BankResult:
     """Conflict degree of one warp access. `word_addresses[lane]` is the first 4-byte word the lane reads
     (None: inactive lane); each lane reads width/4 consecutive words. 8- and 16-byte accesses are served
     in 2 / 4 phases of 16 / 8 lanes. In each phase a bank serves one distinct word per pass (lanes
     reading the same word share it), so passes = max over banks of the distinct words in that bank."""
+    banks = BANKS if banks is None else banks
     if width not in (4, 8, 16):
         raise CaseError(f"width={width}: shared-memory accesses are 4, 8 or 16 bytes")
     words = width // BANK_BYTES
@@ -206,15 +206,6 @@ def bank_conflicts(word_addresses: Sequence[int | None], width: int = 4, banks: 
 def column_read_addresses(stride: int, width: int = 4, lanes: int = 32) -> list[int]:
     """Lane i reads the element at word i·stride (a column of a tile whose rows are `stride` words)."""
     return [i * stride for i in range(lanes)]
-
-
-def degree_from_ncu(wavefronts: float, conflicts: float) -> float:
-    """Conflict degree from ncu counters: wavefronts ÷ (wavefronts − conflicts)
-    (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum, l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)."""
-    ideal = wavefronts - conflicts
-    if ideal <= 0:
-        raise ValueError("wavefronts must exceed bank conflicts")
-    return wavefronts / ideal
 
 
 def _bank(p, gpu):
@@ -272,7 +263,7 @@ BANK = Case(
     measurements=(
         Measure("ncu", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ (… − "
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)", "degree",
-                "degree = wavefronts ÷ (wavefronts − conflicts); analyzers.cases.degree_from_ncu"),
+                "degree = wavefronts ÷ (wavefronts − conflicts); analyzers.kernels.conflict_degree"),
         Measure("bench", "bank.column_read/time_ratio", "time_ratio_vs_free",
                 "time at this stride ÷ time at a conflict-free stride (sweep 1..64, 4/8/16-byte)"),
     ),

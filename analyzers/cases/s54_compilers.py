@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from analyzers.cases import numerics
-from analyzers.cases.model import (KIB, US, Case, CaseError, Chart, Figure, Measure, Param, ceil_div, check_tile,
+from analyzers.cases.model import (US, Case, Chart, Figure, Measure, Param, ceil_div, check_tile,
                                    pred)
 
 

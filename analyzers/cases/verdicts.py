@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.cases.model import Prediction
-from analyzers.cases.units import fmt, to_base
+from analyzers.units import fmt, to_base
 
 VERDICT_KINDS = ("agrees", "differs-explained", "differs-unexplained", "implausible")
 

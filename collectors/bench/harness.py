@@ -403,7 +403,7 @@ def time_gpu(fn, *, flush=None, warmup: int = 2, target_s: float = 0.25, min_rep
     purpose (what a caller waits for) and are not held.
 
     `attempts`: a rare transient (on the H200 a few repetitions in 10,000 take 70-95 us longer, with or
-    without NVML sampling: bench/results/exp_ceilings4_h200.txt) is enough to push the cv of 200
+    without NVML sampling: docs/findings-copy-ceiling.md) is enough to push the cv of 200
     repetitions past NOISY_CV. A noisy measurement is therefore repeated, up to `attempts` times in all,
     and the quietest attempt is kept; Timing.attempts and the note list every attempt's cv.
     """

@@ -50,19 +50,18 @@ COUNTERS = {
 SM_CLOCK = "gpc__cycles_elapsed.avg.per_second"
 METRICS = sorted({m for m, _, _ in COUNTERS.values()} | {SM_CLOCK})
 
-_SHARED = ["shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_ld_requests",
-           "bank_conflict_degree", "shared_wavefronts_per_request"]
+_SHARED = ["shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_ld_requests"]
 _OCC_LIMITS = ["occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps", "occupancy_limit_blocks"]
-#: which records each case gets (derived ones: bank_conflict_degree, shared_wavefronts_per_request, dram_bandwidth)
+#: which counter records each case gets; derived quantities (bank-conflict degree, DRAM bandwidth, wavefronts per
+#: request) are computed from them when the run is read (analyzers.cases.bench_verdicts), never stored
 CASE_METRICS = {
     "bank.column_read": ["kernel_duration", *_SHARED],
-    "transpose.tile": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "dram_bandwidth",
-                       "l2_read_from_l1_bytes", *_SHARED, "achieved_occupancy"],
+    "transpose.tile": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "l2_read_from_l1_bytes", *_SHARED,
+                       "achieved_occupancy"],
     "tiling.traffic": ["kernel_duration", "l2_read_from_l1_bytes", "dram_read_bytes", "dram_write_bytes",
-                       "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", *_OCC_LIMITS,
-                       "bank_conflict_degree"],
-    "littles_law": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "dram_bandwidth",
-                    "achieved_occupancy", "theoretical_occupancy"],
+                       "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", *_OCC_LIMITS, *_SHARED],
+    "littles_law": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy",
+                    "theoretical_occupancy"],
     "occupancy.sm": ["kernel_duration", "achieved_occupancy", "theoretical_occupancy", "registers_per_thread",
                      *_OCC_LIMITS, "smem_config_bytes"],
 }
@@ -74,32 +73,18 @@ DEFAULT_TIMEOUT_S = (100, 60)
 # Pure: counters -> records
 # ---------------------------------------------------------------------------------------------
 
-def derived_values(values: dict) -> dict:
-    """Record metric -> value from one kernel's ncu metric values (None where a counter is missing).
-    bank_conflict_degree = wavefronts / (wavefronts - conflicts) (conflicts count the wavefronts over
-    the minimum, so this is actual / ideal); shared_wavefronts_per_request = wavefronts / requests;
-    dram_bandwidth = (read + write bytes) / duration."""
+def counter_values(values: dict) -> dict:
+    """Record metric -> value (in the record's unit) from one kernel's ncu metric values; None where missing."""
     out = {}
     for rec_metric, (m, _, scale) in COUNTERS.items():
         v = values.get(m)
         out[rec_metric] = None if v is None else float(v) * scale
-    w, c, r = out["shared_ld_wavefronts"], out["shared_ld_bank_conflicts"], out["shared_ld_requests"]
-    out["bank_conflict_degree"] = w / (w - c) if w and c is not None and w > c else None
-    out["shared_wavefronts_per_request"] = w / r if w is not None and r else None
-    rd, wr, d = out["dram_read_bytes"], out["dram_write_bytes"], out["kernel_duration"]
-    out["dram_bandwidth"] = (rd + wr) / d if rd is not None and wr is not None and d else None
     return out
-
-
-def _unit(metric: str) -> str:
-    if metric in COUNTERS:
-        return COUNTERS[metric][1]
-    return {"bank_conflict_degree": "1", "shared_wavefronts_per_request": "1", "dram_bandwidth": "B/s"}[metric]
 
 
 def counter_records(case: str, entry: dict, values: dict) -> list[dict]:
     """Records (source "ncu counter") for one profiled kernel: the case's CASE_METRICS that have a value."""
-    d = derived_values(values)
+    d = counter_values(values)
     clk = values.get(SM_CLOCK)
     notes = "ncu --clock-control none" + (f"; {entry['notes']}" if entry.get("notes") else "")
     if clk:
@@ -109,7 +94,7 @@ def counter_records(case: str, entry: dict, values: dict) -> list[dict]:
         v = d.get(metric)
         if v is None:
             continue
-        out.append(make_record(case, metric, v, _unit(metric), entry.get("params", {}), source="ncu counter",
+        out.append(make_record(case, metric, v, COUNTERS[metric][1], entry.get("params", {}), source="ncu counter",
                                n=1, notes=notes))
     return out
 
@@ -315,7 +300,8 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
 
 def child_main(case: str, device: int, manifest: str, quick: bool) -> int:
     """Inside ncu: run one case with every custom kernel launched once, listed in the manifest."""
-    from collectors.bench.cases import CASES, Context
+    from collectors.bench.cases import CASES
+    from collectors.bench.context import Context
     ctx = Context(device, quick=quick, ncu_child=True, manifest_path=manifest)
     ctx.begin_case(case)
     CASES[case][0](ctx)

@@ -2,8 +2,9 @@
 
     parse(data, name) -> Parsed(kind="bench", tables={"results", "ceilings"}, meta={...})
 
-Each record becomes one row; `params` stays a JSON string (its keys differ by case). Results get
-`predicted`, `predicted_unit` and `verdict` from `attach_predictions`.
+Each record becomes one row (collectors.schema.BENCH_SCHEMA); `params` stays a JSON string (its keys differ by
+case). Predictions and verdicts are not stored: analyzers.cases.bench_verdicts computes them when a run is read,
+so a model fix reaches every stored run.
 """
 from __future__ import annotations
 
@@ -11,20 +12,11 @@ import json
 
 import polars as pl
 
-from collectors.artifact import Parsed
 from collectors.bench.harness import validate_record
 from collectors.errors import ArtifactError
+from collectors.schema import BENCH_SCHEMA, Parsed, finish_meta
 
 FORMAT_VERSION = 1
-
-CEILINGS_SCHEMA = pl.Schema({
-    "case": pl.String, "metric": pl.String, "value": pl.Float64, "unit": pl.String, "params": pl.String,
-    "cv": pl.Float64, "n": pl.Int64, "source": pl.String, "notes": pl.String, "flags": pl.List(pl.String),
-})
-RESULTS_SCHEMA = pl.Schema({
-    **CEILINGS_SCHEMA,
-    "predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String, "verdict_explanation": pl.String,
-})
 
 
 def _rows(records: list, name: str, key: str) -> list[dict]:
@@ -40,20 +32,6 @@ def _rows(records: list, name: str, key: str) -> list[dict]:
                      "params": json.dumps(r["params"], sort_keys=True), "cv": r["cv"], "n": r["n"],
                      "source": r["source"], "notes": r["notes"], "flags": list(r.get("flags") or [])})
     return rows
-
-
-def attach_predictions(results: pl.DataFrame, meta: dict) -> pl.DataFrame:
-    """Add `predicted` (base units), `predicted_unit`, `verdict` and `verdict_explanation` to each result
-    row: the case's model (analyzers.cases) evaluated for this GPU (analyzers.gpus.resolve_gpu of the
-    run's name and device attributes) at the record's parameters, and its verdict. The mapping from a
-    record to a prediction is collectors.bench.predict.MAPPERS; rows without one stay null."""
-    from collectors.bench.predict import predict_rows
-    rows = [{**r, "params": json.loads(r["params"])} for r in
-            results.select("case", "metric", "value", "params", "cv", "source").to_dicts()]
-    preds = predict_rows(rows, meta.get("gpu_name"), (meta.get("gpu") or {}).get("attributes"))
-    extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String,
-                                        "verdict_explanation": pl.String})
-    return pl.concat([results, extra], how="horizontal")
 
 
 def parse(data: bytes, name: str) -> Parsed:
@@ -78,8 +56,8 @@ def parse(data: bytes, name: str) -> Parsed:
     failures = doc.get("failures", [])
     if not isinstance(failures, list) or not all(isinstance(f, dict) and "case" in f and "error" in f for f in failures):
         raise ArtifactError(name, "bench result: 'failures' must be a list of {case, error}")
-    ceilings = pl.DataFrame(_rows(doc["ceilings"], name, "ceilings"), schema=CEILINGS_SCHEMA)
-    base = pl.DataFrame(_rows(doc["results"], name, "results"), schema=CEILINGS_SCHEMA)
+    ceilings = pl.DataFrame(_rows(doc["ceilings"], name, "ceilings"), schema=BENCH_SCHEMA)
+    results = pl.DataFrame(_rows(doc["results"], name, "results"), schema=BENCH_SCHEMA)
     meta = {
         "gpu_name": gpu["name"],
         "gpu_uuid": gpu.get("uuid"),
@@ -92,10 +70,9 @@ def parse(data: bytes, name: str) -> Parsed:
         "options": doc.get("options", {}),
         "ncu": doc.get("ncu"),
         "cases": doc.get("cases", {}),
-        "result_count": base.height,
+        "result_count": results.height,
         "ceiling_count": ceilings.height,
+        "item_count": results.height,
+        "source_format": "bench",
     }
-    results = attach_predictions(base, meta).select(list(RESULTS_SCHEMA))
-    if results.schema != RESULTS_SCHEMA:
-        raise AssertionError(f"attach_predictions changed the results schema: {results.schema}")
-    return Parsed(kind="bench", tables={"results": results, "ceilings": ceilings}, meta=meta)
+    return Parsed(kind="bench", tables={"results": results, "ceilings": ceilings}, meta=finish_meta("bench", meta))

@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.monotonic() - start:6.1f}s] {msg}", flush=True)
 
-    from collectors.bench.cases import Context, select_cases
+    from collectors.bench.cases import select_cases
+    from collectors.bench.context import Context
     try:
         selected = select_cases(args.cases)
     except ValueError as e:

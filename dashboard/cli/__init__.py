@@ -1,13 +1,24 @@
-"""Command line: `kernelscope COMMAND`. One module per command group; `main(argv) -> int` maps typed
-errors to exit codes and one-line messages (never a traceback for bad input)."""
+"""Command line: `kernelscope COMMAND`. One module per command group, each a thin layer: parse the arguments, ask
+`dashboard.source.Source` (or the analyzers) for the analysis, render it as a table, JSON or CSV.
+
+`main(argv) -> int` maps outcomes to exit codes:
+    0   success
+    1   a user error, said in one line `kernelscope: <message>`: a bad file (collectors.errors.ArtifactError), an
+        unknown run id (RunNotFound), a store that cannot be written (StoreError), an unknown GPU, case or claim or
+        a bad model parameter (analyzers.errors)
+    2   a bad command line: an unknown command or option, or a value of the wrong type (Typer/Click print the usage
+        line and the error), or a parameter value a model cannot take (analyzers.errors.ParameterError, one line)
+    70  anything else: a bug, reported as one (a short traceback), never as a user error
+Typer runs in its standalone mode, so usage errors are printed by Typer/Click's own public handling whatever Click
+it bundles; this module only adds the typed errors around it.
+"""
 from __future__ import annotations
 
 import sys
+import traceback
 
-import click
-import typer
-
-from collectors.errors import ArtifactError
+from analyzers.errors import AnalysisError, ParameterError
+from collectors.errors import InputError
 from dashboard.cli._app import app
 
 # command modules register themselves on `app`
@@ -17,29 +28,39 @@ from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export
 from dashboard.cli import bench  # noqa: E402,F401  bench
 
+EXIT_USER_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BUG = 70          # EX_SOFTWARE (sysexits.h): an internal error
+
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        rv = app(args=argv, standalone_mode=False, prog_name="kernelscope")
-        return rv if isinstance(rv, int) else 0
-    except ArtifactError as e:
-        typer.echo(f"kernelscope: {e}", err=True)
+        app(args=argv, prog_name="kernelscope", standalone_mode=True)
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
         return 1
-    except (KeyError, LookupError) as e:
-        msg = e.args[0] if e.args else str(e)
-        typer.echo(f"kernelscope: {msg}", err=True)
-        return 1
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.exceptions.Abort:
-        typer.echo("kernelscope: aborted", err=True)
+    except ParameterError as e:                # a value the command line gave that a model cannot take
+        print(f"kernelscope: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (InputError, AnalysisError) as e:
+        print(f"kernelscope: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("kernelscope: interrupted", file=sys.stderr)
         return 130
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except typer.BadParameter as e:  # pragma: no cover - ClickException subclass
-        typer.echo(f"kernelscope: {e}", err=True)
-        return 2
+    except Exception as e:  # noqa: BLE001 - a bug: say so, with where it happened
+        tb = traceback.extract_tb(e.__traceback__)[-4:]
+        print("kernelscope: internal error (a bug, please report it with the lines below):", file=sys.stderr)
+        for fr in tb:
+            print(f"  {fr.filename}:{fr.lineno} in {fr.name}", file=sys.stderr)
+        print(f"  {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_BUG
+    return 0
 
 
 def entry() -> None:

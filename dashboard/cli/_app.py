@@ -1,6 +1,7 @@
-"""The Typer application object; each command module registers itself on it."""
+"""The Typer application object, shared options and output helpers; each command module registers on `app`."""
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,6 +13,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,          # plain Click output: a usage error is the usage line and one "Error:" line
     help="Kernelscope: GPU kernel measurements next to what the hardware and the textbook predict.",
 )
 
@@ -44,22 +46,51 @@ def open_store(store: Optional[Path]):
     return Store(store)
 
 
-def echo_json(obj) -> None:
-    import json
-    typer.echo(json.dumps(obj, indent=1, default=_json_default, allow_nan=False))
+def open_source(store: Optional[Path]):
+    from dashboard.source import Source
+    return Source(open_store(store))
+
+
+def load(path_or_run: str, store: Optional[Path]):
+    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored); anything else is
+    looked up as a run id."""
+    import os
+
+    from collectors.errors import ArtifactError
+    from collectors.ingest import parse_path
+    p = Path(path_or_run)
+    if p.exists():
+        return parse_path(p), p.name
+    if p.suffix or os.sep in path_or_run:
+        raise ArtifactError(path_or_run, "no such file")
+    run = open_store(store).get(path_or_run)
+    return run, run.source_name
 
 
 def _json_default(o):
-    import math
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
     if isinstance(o, Path):
         return str(o)
     if hasattr(o, "item"):
         return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def echo_json(obj) -> None:
+    """JSON on stdout, written by orjson (NaN and infinities become null), indented two spaces."""
+    import orjson
+    data = orjson.dumps(obj, default=_json_default,
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    out = sys.stdout
+    buf = getattr(out, "buffer", None)
+    if buf is not None:
+        out.flush()
+        buf.write(data + b"\n")
+        buf.flush()
+    else:                                  # a captured stream without a byte buffer (tests)
+        out.write(data.decode() + "\n")
 
 
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
-

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from collectors.errors import ArtifactError
+from collectors.errors import InputError
 from dashboard.cli._app import StoreOpt, app, open_store, repo_root
 
 _DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
@@ -83,7 +83,7 @@ def bench(
     all_cpu: Annotated[bool, typer.Option("--all-cpu", help="Run the CPU cases (numerics) too when GPUs are present; "
                                           "without a GPU they are all that runs.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the result files and logs (default: a new temporary folder).")] = None,
-) -> int:
+) -> None:
     """Run the chapter's measurable cases on every visible GPU and store one run per GPU; print the run ids."""
     from collectors.bench.cases import select_cases
     st = open_store(store)
@@ -99,7 +99,7 @@ def bench(
         if missing:
             typer.echo(f"kernelscope bench: the GPU suite needs {', '.join(missing)}; install the bench extra "
                        f"(pip install 'kernelscope[bench]')", err=True)
-            return 1
+            raise typer.Exit(1)
         try:
             selected = select_cases(cases)
         except ValueError as e:
@@ -113,7 +113,7 @@ def bench(
                 continue
             try:
                 run, _ = st.ingest_path(path)
-            except ArtifactError as e:
+            except InputError as e:
                 typer.echo(f"kernelscope: {e} (log: {log})", err=True)
                 failed += 1
                 continue
@@ -128,7 +128,8 @@ def bench(
         run_ids.append(_store_doc(st, doc, out_dir))
     for rid in run_ids:
         typer.echo(rid)
-    return 1 if failed else 0
+    if failed:
+        raise typer.Exit(1)
 
 
 # ---- `kernelscope analyze RUN` for bench runs (called from core.report_for) ------------------------
@@ -150,9 +151,10 @@ def _record_rows(df) -> list[dict]:
     return rows
 
 
-def report(parsed) -> dict:
-    """JSON report of a bench run: GPU, versions, ceilings, results (with predicted and verdict), failures."""
-    m = parsed.meta
+def report(ba) -> dict:
+    """JSON report of a bench analysis (dashboard.source.BenchAnalysis): GPU, versions, ceilings, results with
+    today's derived records, predictions and verdicts (analyzers.cases.bench_verdicts), failures."""
+    m = ba.meta
     gpu = m.get("gpu", {})
     return {
         "kind": "bench",
@@ -161,7 +163,7 @@ def report(parsed) -> dict:
         "versions": m.get("versions", {}),
         "started": m.get("started"), "finished": m.get("finished"), "partial": m.get("partial"),
         "ncu": m.get("ncu"),
-        "ceilings": _record_rows(parsed.table("ceilings")),
-        "results": _record_rows(parsed.table("results")),
+        "ceilings": _record_rows(ba.ceilings),
+        "results": _record_rows(ba.results),
         "failures": m.get("failures", []),
     }

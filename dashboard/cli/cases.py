@@ -7,14 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from analyzers.errors import ParameterError
+
 from dashboard.cli._app import ListFormat, app, echo_json
 from dashboard.cli.render import print_table
 
 _MEASURED = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*([-+0-9.eE]+)\s*(.*?)\s*$")
 
 
-def _bad(e: Exception) -> typer.BadParameter:
-    return typer.BadParameter(e.args[0] if e.args else str(e))
+def _bad(e: Exception) -> ParameterError:
+    return ParameterError(e.args[0] if e.args else str(e))
 
 
 def parse_sets(sets: list[str] | None) -> dict[str, str]:
@@ -23,7 +25,7 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     for item in sets or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise typer.BadParameter(f"--set {item!r}: expected NAME=VALUE")
+            raise ParameterError(f"--set {item!r}: expected NAME=VALUE")
         out[name.strip()] = value.strip()
     return out
 
@@ -35,7 +37,7 @@ def parse_measured(items: list[str] | None, gpu: str):
     for item in items or []:
         m = _MEASURED.match(item)
         if not m:
-            raise typer.BadParameter(f"--measured {item!r}: expected QUANTITY=VALUE[UNIT], e.g. time=6.37ms")
+            raise ParameterError(f"--measured {item!r}: expected QUANTITY=VALUE[UNIT], e.g. time=6.37ms")
         key, value, unit = m.group(1), float(m.group(2)), m.group(3)
         try:
             to_base(value, unit)
@@ -48,7 +50,7 @@ def parse_measured(items: list[str] | None, gpu: str):
 @app.command()
 def cases(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
           checks: Annotated[bool, typer.Option("--checks", help="Show the consistency checks on the chapter's "
-                                                                 "own figures instead.")] = False) -> int:
+                                                                 "own figures instead.")] = False) -> None:
     """List the textbook cases (chapter "Operators and runtime"): id, section, title, the GPU the chapter
     quoted it for, and whether it has a runnable model."""
     from analyzers.cases import all_cases, chapter_checks
@@ -60,15 +62,14 @@ def cases(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFo
             for r in rows:
                 typer.echo(f"{r['case']}  [{r['verdict']}]  {r['title']}")
                 typer.echo(textwrap.indent(textwrap.fill(r["explanation"], 100), "    "))
-        return 0
+        return
     cs = all_cases()
     if format is ListFormat.json:
         echo_json({"cases": [c.to_json() for c in cs]})
-        return 0
+        return
     rows = [{"id": c.id, "section": c.section, "gpu": c.gpu().name.replace("NVIDIA ", ""),
              "model": "yes" if c.runnable else "narrative", "title": c.title} for c in cs]
     print_table(rows, ["id", "section", "model", "gpu", "title"])
-    return 0
 
 
 @app.command()
@@ -81,12 +82,12 @@ def predict(
         "--measured", help="A measurement QUANTITY=VALUE[UNIT] to judge against the prediction (repeatable), "
                            "e.g. time=6.37ms.")] = None,
     format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
-) -> int:
+) -> None:
     """Evaluate one case's model for a GPU and parameters: predicted quantities with units, the chapter's
     figures (reproduced by the model, or judged when the chapter measured them) and the measurements
     that can confirm it."""
     from analyzers.cases import CaseError, compare, evaluate, figure_checks, get_case
-    case = get_case(case_id)                                   # KeyError -> one line, exit 1
+    case = get_case(case_id)                                   # UnknownName -> one line, exit 1
     try:
         ev = evaluate(case, gpu, parse_sets(set_))
         comps = compare(ev, parse_measured(measured, ev.gpu.name)) if measured else []
@@ -99,9 +100,8 @@ def predict(
         d["measurements"] = [m.to_json() for m in case.measurements]
         d["comparisons"] = [c.to_json() for c in comps]
         echo_json(d)
-        return 0
+        return
     _print_evaluation(ev, figs, comps)
-    return 0
 
 
 def _figure_json(case, fig, checks) -> dict:
@@ -163,17 +163,16 @@ def _pv(v) -> str:
 
 
 @app.command()
-def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> int:
+def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
     """Check the claims of the second seed (the "whitepaper") against the GPU registry and the case models:
     above-peak, self-contradictory, unit-error, refuted, plausible or unverifiable."""
     from analyzers.cases import claims as all_claims
     cs = all_claims()
     if format is ListFormat.json:
         echo_json({"claims": [c.to_json() for c in cs]})
-        return 0
+        return
     print_table([{"id": c.id, "gpu": c.gpu.replace("NVIDIA ", ""), "verdict": c.verdict, "claimed": c.claimed}
                  for c in cs], ["id", "verdict", "gpu", "claimed"])
     for c in cs:
         typer.echo(f"\n{c.id} [{c.verdict}] — {c.gloss} ({c.where})")
         typer.echo(textwrap.indent(textwrap.fill(c.explanation, 100), "    "))
-    return 0

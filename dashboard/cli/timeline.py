@@ -1,21 +1,20 @@
 """Timeline commands (`kernelscope whatif`) and the report that `kernelscope analyze` prints for
 PyTorch profiler (kind "kineto") and Nsight Systems (kind "nsys") runs.
 
-`report(parsed)` -> dict with `summary` (whole run + `devices`), `devices`, `kernels` (one row per kernel),
+`report(trace_analysis)` -> dict with `summary` (whole run + `devices`), `devices`, `kernels` (one row per kernel),
 `launch`, `idle_categories`, `temporal`, `launch_bound`, `top_kernels` and the `definitions` used.
 Times are ns unless the key says `_us`.
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import polars as pl
 import typer
 
 from analyzers.timeline import DEFINITIONS
-from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_store
+from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, load
 
 TIMELINE_KINDS = ("kineto", "nsys")
 
@@ -35,62 +34,40 @@ def _r(x, nd=3):
     return None if not math.isfinite(x) else round(x, nd)
 
 
-def _summary_row(u: dict) -> dict:
-    return {
-        "kernel_count": int(u["kernel_count"]),
-        "kernels_with_launch": int(u["kernels_with_launch"]),
-        "gpu_op_count": int(u["op_count"]),
-        "gpu_busy_ns": int(u["busy_ns"]),
-        "gpu_window_ns": int(u["window_ns"]),
-        "gpu_idle_fraction": _r(u["idle_fraction"], 6),
-    }
+def _us(ns):
+    return None if ns is None else _r(ns / 1e3)
 
 
-def report(parsed, *, launch_floor_ns: float | None = None, max_kernels: int | None = None) -> dict:
-    """The timeline report of a parsed Kineto / nsys run (see the module docstring)."""
+def report(tr, *, max_kernels: int | None = None) -> dict:
+    """The timeline report of a trace analysis (dashboard.source.TraceAnalysis; see the module docstring). The
+    per-device and whole-run numbers are analyzers.timeline.summarize's, unchanged but for ns -> µs."""
     from analyzers import timeline as T
 
-    if parsed.kind not in TIMELINE_KINDS:
-        raise ValueError(f"not a timeline run (kind {parsed.kind!r})")
-    g = parsed.tables["gpu_ops"]
-    k = T.kernels(g)
-    util = T.utilization(g)
-    lstats = T.launch_stats(g)
-    lb = T.launch_bound(g, launch_floor_ns=launch_floor_ns)
+    g = tr.gpu_ops
+    s = tr.summary
     devices = []
-    for u in util.iter_rows(named=True):
-        row = {"rank": u["rank"], "device": u["device"], **_summary_row(u)}
-        st = lstats.filter((pl.col("rank") == u["rank"]) & (pl.col("device") == u["device"]))
-        if st.height:
-            s0 = st.row(0, named=True)
-            row["launch_delay_median_us"] = _r(s0["launch_delay_median_ns"] / 1e3 if s0["launch_delay_median_ns"]
-                                               is not None else None)
-            row["launch_delay_p90_us"] = _r(s0["launch_delay_p90_ns"] / 1e3 if s0["launch_delay_p90_ns"]
-                                            is not None else None)
-        b = lb.filter((pl.col("rank") == u["rank"]) & (pl.col("device") == u["device"]))
-        if b.height:
-            row["launch_verdict"] = b["verdict"][0]
-        devices.append(row)
-    busy = int(util["busy_ns"].sum()) if util.height else 0
-    window = int(util["window_ns"].sum()) if util.height else 0
-    d = k["launch_delay_ns"].drop_nulls()
+    for u in s.devices.iter_rows(named=True):
+        devices.append({
+            "rank": u["rank"], "device": u["device"], "kernel_count": int(u["kernel_count"]),
+            "kernels_with_launch": int(u["kernels_with_launch"]), "gpu_op_count": int(u["op_count"]),
+            "gpu_busy_ns": int(u["busy_ns"]), "gpu_window_ns": int(u["window_ns"]),
+            "gpu_idle_fraction": _r(u["idle_fraction"], 6),
+            "launch_delay_median_us": _us(u["launch_delay_median_ns"]),
+            "launch_delay_p90_us": _us(u["launch_delay_p90_ns"]),
+            "launch_verdict": u["verdict"],
+        })
+    run = s.run
     summary = {
-        "kernel_count": k.height,
-        "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
-        "gpu_op_count": g.height,
-        "memcpy_count": int((g["kind"] == "memcpy").sum()),
-        "memset_count": int((g["kind"] == "memset").sum()),
-        "gpu_busy_ns": busy,
-        "gpu_window_ns": window,
-        "gpu_idle_fraction": _r(1.0 - busy / window, 6) if window else 0.0,
-        "wall_window_ns": int(g["end_ns"].max() - g["start_ns"].min()) if g.height else 0,
-        "launch_delay_median_us": _r(d.median() / 1e3) if d.len() else None,
-        "launch_delay_p90_us": _r(d.quantile(0.9, "nearest") / 1e3) if d.len() else None,
-        "device_count": len(devices),
-        "gpu_name": parsed.meta.get("gpu_name"),
-        "devices": devices,
+        "kernel_count": run["kernel_count"], "kernels_with_launch": run["kernels_with_launch"],
+        "gpu_op_count": run["gpu_op_count"], "memcpy_count": run["memcpy_count"], "memset_count": run["memset_count"],
+        "gpu_busy_ns": run["gpu_busy_ns"], "gpu_window_ns": run["gpu_window_ns"],
+        "gpu_idle_fraction": _r(run["gpu_idle_fraction"], 6), "wall_window_ns": run["wall_window_ns"],
+        "launch_delay_median_us": _us(run["launch_delay_median_ns"]),
+        "launch_delay_p90_us": _us(run["launch_delay_p90_ns"]),
+        "device_count": run["device_count"], "gpu_name": tr.meta.get("gpu_name"), "devices": devices,
+        "launch_floor_ns": s.launch_floor_ns,
     }
-    kern = k.sort("rank", "device", "start_ns")
+    kern = T.kernels(g).sort("rank", "device", "start_ns")
     if max_kernels is not None:
         kern = kern.head(max_kernels)
     kernels_out = kern.select(
@@ -104,15 +81,15 @@ def report(parsed, *, launch_floor_ns: float | None = None, max_kernels: int | N
         return [{c: (_r(v, 6) if isinstance(v, float) else v) for c, v in r.items()} for r in df.to_dicts()]
 
     return {
-        "kind": parsed.kind,
-        "gpu": {"name": parsed.meta.get("gpu_name")},
-        "gpu_name": parsed.meta.get("gpu_name"),
+        "kind": tr.kind,
+        "gpu": {"name": tr.meta.get("gpu_name")},
+        "gpu_name": tr.meta.get("gpu_name"),
         "summary": summary,
         "devices": devices,
-        "launch": rows(lstats),
+        "launch": rows(T.launch_stats(g)),
         "idle_categories": rows(T.idle_categories(g)),
         "temporal": rows(T.temporal_breakdown(g)),
-        "launch_bound": rows(lb),
+        "launch_bound": rows(T.launch_bound(g, launch_floor_ns=s.launch_floor_ns)),
         "top_kernels": rows(T.kernel_summary(g).head(20)),
         "definitions": DEFINITIONS,
         "kernels": kernels_out,
@@ -127,27 +104,6 @@ def kernel_rows(rep: dict) -> list[dict]:
 # --------------------------------------------------------------------------------------------------
 # kernelscope whatif
 # --------------------------------------------------------------------------------------------------
-def load_trace(trace: str, store_dir: Optional[Path] = None):
-    """A path (file or rank folder; parsed, not stored) or a run id in the store -> Parsed."""
-    from collectors.artifact import parse_bytes
-    from collectors.errors import ArtifactError
-    from collectors.kineto import pack_rank_folder
-
-    p = Path(trace)
-    if p.is_dir():
-        packed = pack_rank_folder(p)
-        if packed is None:
-            raise ArtifactError(str(p), "a folder is one run only when it holds Kineto traces of distinct ranks")
-        return parse_bytes(packed[0], packed[1])
-    if p.is_file():
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
-        return parse_bytes(data, p.name)
-    return open_store(store_dir).get(trace).as_parsed()
-
-
 @app.command("whatif")
 def whatif_cmd(
     trace: Annotated[str, typer.Argument(help="A PyTorch profiler trace / nsys SQLite export (path) or a run id.")],
@@ -162,12 +118,12 @@ def whatif_cmd(
 
     if not (math.isfinite(speedup) and speedup > 0):
         raise typer.BadParameter(f"--speedup must be a finite number > 0, got {speedup:g}")
-    parsed = load_trace(trace, store)
-    if parsed.kind not in TIMELINE_KINDS:
-        raise typer.BadParameter(f"{trace} is a {parsed.kind} run; whatif needs a PyTorch profiler trace or an "
+    run, _ = load(trace, store)
+    if run.kind not in TIMELINE_KINDS:
+        raise typer.BadParameter(f"{trace} is a {run.kind} run; whatif needs a PyTorch profiler trace or an "
                                  "Nsight Systems export")
     try:
-        w = what_if(parsed.tables["gpu_ops"], parsed.tables["api_calls"], kernel, speedup)
+        w = what_if(run.table("gpu_ops"), run.table("api_calls"), kernel, speedup)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     out = w.as_dict()

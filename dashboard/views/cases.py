@@ -4,9 +4,8 @@ measurements exist — measured vs predicted with a verdict.
 
 The page rebuilds from the URL alone: ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable).
 Parameters equal to their default are left out of the URL. Stored measurements come from
-`dashboard.data.case_measurements(case_id, gpu_name) -> list[analyzers.cases.Measurement]` when that function
-exists (the store wiring); measurements typed on the page are kept in the URL. The blocks are built by
-`dashboard.pages` (resolve_case, case_predictions, …), which the HTML export uses too.
+`Source.case_measurements(case_id, gpu_name)`; measurements typed on the page are kept in the URL. The blocks are
+built by `dashboard.reports.cases` (resolve, case_predictions, …), which the HTML export uses too.
 """
 from __future__ import annotations
 
@@ -14,8 +13,10 @@ import streamlit as st
 
 from analyzers.cases import Measurement, all_cases, get_case, to_base
 from analyzers.gpus import all_gpus, find_gpu
-from dashboard import pages, ui
-from dashboard.report import Heading, Report, Text, code, render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import cases as pages
+from dashboard.reports.blocks import Heading, Report, Text, code
 
 CASES = all_cases()
 IDS = [c.id for c in CASES]
@@ -32,12 +33,7 @@ def _set_qp(key: str, value: str | None) -> None:
 
 
 def _stored_measurements(case_id: str, gpu_name: str) -> list[Measurement]:
-    try:
-        from dashboard import data
-    except Exception:  # noqa: BLE001 - the page must work without the store
-        return []
-    fn = getattr(data, "case_measurements", None)
-    return list(fn(case_id, gpu_name)) if fn else []
+    return list(data.source().case_measurements(case_id, gpu_name))
 
 
 st.title("Textbook cases")
@@ -63,7 +59,7 @@ if g_wanted and g_found is None:
 gpu_name = st.selectbox("GPU", names, index=names.index(g_found.name if g_found else chapter_gpu),
                         format_func=lambda n: n + ("  (the chapter's)" if n == chapter_gpu and case.default_gpu else ""))
 gpu = find_gpu(gpu_name)
-view = pages.resolve_case(params, case_id, gpu_name)      # the URL's parameter values apply to its case only
+view = pages.resolve(params, case_id, gpu_name)      # the URL's parameter values apply to its case only
 intro = pages.case_intro(view)
 render_streamlit(intro)
 

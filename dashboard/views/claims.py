@@ -1,25 +1,26 @@
 """Claims: the second seed's ("whitepaper") numbers checked against the GPU registry and the case models.
 
 Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail). Claims that name
-a `kernelscope bench` ceiling show the store's measured value (dashboard.pages.claim_measurements). The blocks are
-built by `dashboard.pages` (claims_table, claim_detail), which the HTML export uses too.
+a `kernelscope bench` ceiling show the store's measured value (Source.claim_measurements). The blocks are built by
+`dashboard.reports.claims` (claims_table, claim_detail), which the HTML export uses too.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from analyzers.cases import CLAIM_VERDICTS, claims
-from dashboard import data, pages, ui
-from dashboard.report import Report, render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import claims as pages
+from dashboard.reports.blocks import Report
 
 qp = st.query_params
 st.title("Claims")
 st.caption(pages.CLAIMS_INTRO)
 
 
-cs = claims(measured=data.claim_measurements())
+cs = pages.checked_claims(data.source())
 wanted = pages.claim_verdicts(qp.get_all("verdict"))
-chosen = st.multiselect("Verdicts", list(CLAIM_VERDICTS), default=wanted)
+chosen = st.multiselect("Verdicts", pages.verdict_kinds(), default=wanted)
 if sorted(chosen) != sorted(qp.get_all("verdict")):
     qp["verdict"] = chosen
 shown = [c for c in cs if not chosen or c.verdict in chosen]

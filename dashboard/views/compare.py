@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, pages, ui
-from dashboard.report import render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import compare as page
+from dashboard.reports.common import run_label
 
 src = data.source()
-view = pages.resolve_compare(src, ui.params())
+view = page.resolve(src, ui.params())
 st.title("Compare")
-runs = src.runs(pages.COMPARABLE)
+runs = src.runs(page.COMPARABLE)
 if len(runs) < 2:
     st.info("Compare needs two runs in the store: upload a second report on the [Upload](upload) page.")
     st.stop()
 ids = [r.run_id for r in runs]
-labels = {r.run_id: pages.run_label(r) for r in runs}
+labels = {r.run_id: run_label(r) for r in runs}
 c1, c2, c3 = st.columns([4, 4, 1])
 a = c1.selectbox("Run A (before)", ids, index=ids.index(view.a.run_id) if view.a else min(1, len(ids) - 1),
                  format_func=labels.get)
@@ -26,7 +28,7 @@ noise = c3.number_input("noise floor [%]", min_value=0.0, max_value=100.0, value
                         help="A change smaller than this (or than twice the launches' combined spread) is 'unchanged'.")
 state = {"a": a, "b": b, "noise": None if noise == 5.0 else f"{noise:g}"}
 ui.sync(state)
-rep = pages.compare_page(src, state)
+rep = page.build(src, state)
 if rep.subtitle:
     st.caption(rep.subtitle)
 render_streamlit(rep)

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, pages, ui
-from dashboard.report import render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import gpus as page
 
 src = data.source()
 qp = ui.params()
 st.title("GPUs")
 res = src.bench_results()
 have = res["gpu"].unique(maintain_order=True).to_list()
-wanted = [g for g in pages._gpu_list(qp.get("gpu")) if g in have]
+wanted = [g for g in page._gpu_list(qp.get("gpu")) if g in have]
 if len(have) > 1:
     wanted = st.multiselect("GPUs to compare", have, default=wanted or have)
 state = {"gpu": wanted if wanted and len(wanted) < len(have) else None}
 ui.sync(state)
-rep = pages.gpus_page(src, state)
+rep = page.build(src, state)
 st.caption(rep.subtitle)
 render_streamlit(rep)
 ui.share_panel("gpus", state, [rep])

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, pages, ui
-from dashboard.report import render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import home as page
 
 src = data.source()
-rep = pages.home(src)
+rep = page.build(src, {})
 st.title(rep.title)
 st.caption(rep.subtitle)
 render_streamlit(rep)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, pages, ui
-from dashboard.report import Report, render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import kernels as page
+from dashboard.reports.blocks import Report
+from dashboard.reports.common import run_label
 
 src = data.source()
-view = pages.resolve_kernels(src, ui.params())
+view = page.resolve(src, ui.params())
 st.title("Kernels")
 runs = src.runs(("ncu",))
 if view.run is None:
@@ -21,31 +24,31 @@ if view.run is None:
     st.stop()
 
 ids = [r.run_id for r in runs]
-labels = {r.run_id: pages.run_label(r) for r in runs}
+labels = {r.run_id: run_label(r) for r in runs}
 c1, c2, c3 = st.columns([4, 2, 1])
 run_id = c1.selectbox("Run", ids, index=ids.index(view.run.run_id), format_func=labels.get)
 if run_id != view.run.run_id:
-    view = pages.resolve_kernels(src, {**view.params(), "run": run_id, "kernel": None})
-sort_keys = list(pages.SORT_KEYS)
+    view = page.resolve(src, {**view.params(), "run": run_id, "kernel": None})
+sort_keys = list(page.SORT_KEYS)
 view.sort = c2.selectbox("Sort by", sort_keys, index=sort_keys.index(view.sort),
-                         format_func=lambda k: pages.KERNEL_COLS[k].header)
+                         format_func=lambda k: page.KERNEL_COLS[k].header)
 view.desc = c3.toggle("descending", value=view.desc)
 ui.sync(view.params())
 
-overview = pages.kernels_overview(src, view)
+overview = page.overview(src, view)
 if overview.subtitle:
     st.caption(overview.subtitle)
 render_streamlit(overview)
 
 st.subheader("Kernel detail")
-frame = src.kernels_frame(view.run.run_id)
+frame = src.ncu(view.run).kernels
 kids = frame["id"].to_list()
-names = dict(zip(kids, frame["kernel"].to_list()))
+names = dict(zip(kids, frame["short_name"].to_list()))
 d1, d2 = st.columns([3, 2])
 view.kernel = d1.selectbox("Launch", kids, index=kids.index(view.kernel) if view.kernel in kids else 0,
                            format_func=lambda i: f"{i}: {names[i]}")
 view.q = d2.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or occupancy")
 ui.sync(view.params())
-detail = pages.kernel_detail(src, view)
+detail = page.detail(src, view)
 render_streamlit(detail)
 ui.share_panel("kernels", view.params(), [Report(overview.title, overview.blocks + detail, overview.subtitle)])

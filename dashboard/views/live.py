@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 from collections import deque
 
-import altair as alt
 import polars as pl
 import streamlit as st
 
-from dashboard import nvml, ui
-from dashboard.report import Table, render_streamlit
-from dashboard.theme import ensure_theme, num, text
+from dashboard import charts, nvml, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports.blocks import Table, num, text
+from dashboard.theme import ensure_theme
 
 st.title("Live")
 qp = ui.params()
@@ -67,11 +67,7 @@ def live() -> None:
     if h.height > 1:
         ensure_theme()
         h = h.with_columns(seconds_ago=pl.col("t") - pl.col("t").max())
-        st.altair_chart(alt.Chart(h).mark_line().encode(
-            x=alt.X("seconds_ago:Q", title="time [s, 0 = now]"),
-            y=alt.Y("util_gpu_pct:Q", title="GPU busy [%] (NVML utilisation)", scale=alt.Scale(domain=[0, 100])),
-            color=alt.Color("gpu:N", title="GPU")).properties(title="Utilisation over this session", height=220),
-            theme=None, width="stretch")
+        st.altair_chart(charts.utilisation_lines(h), theme=None, width="stretch")
 
 
 live()

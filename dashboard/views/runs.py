@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, pages, ui
-from dashboard.report import render_streamlit
+from dashboard import data, ui
+from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import runs as page
 
 src = data.source()
 qp = ui.params()
@@ -19,7 +20,7 @@ gpu = c2.selectbox("GPU", [""] + gpus, index=([""] + gpus).index(qp.get("gpu") o
                    format_func=lambda g: g or "all GPUs")
 state = {"kind": kind, "gpu": gpu}
 ui.sync(state)
-rep = pages.runs_page(src, kind or None, gpu or None)
+rep = page.build(src, state)
 st.caption(rep.subtitle)
 render_streamlit(rep)
 st.caption("Add files on the [Upload](upload) page, or with `kernelscope ingest PATH` on the server.")

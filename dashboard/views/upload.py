@@ -10,9 +10,11 @@ import os
 
 import streamlit as st
 
-from collectors.errors import ArtifactError
-from dashboard import data, pages
-from dashboard.report import code
+from collectors.errors import ArtifactError, StoreError
+from dashboard import data
+from dashboard.reports.blocks import code
+from dashboard.reports.common import link
+from dashboard.source import PAGE_FOR_KIND
 
 
 def cap_bytes() -> int:
@@ -57,14 +59,14 @@ if files:
                     done[key] = ("ok", run.run_id, run.kind, created)
                 except ArtifactError as e:
                     done[key] = ("error", f"{e.problem}.")
-                except OSError as e:
-                    done[key] = ("error", f"the store could not be written ({e.strerror}).")
+                except StoreError as e:
+                    done[key] = ("error", f"the store could not be written ({e.problem}).")
         res = done[key]
         if res[0] == "ok":
             _, rid, kind, created = res
-            page = pages.PAGE_FOR_KIND.get(kind, "runs")
+            page = PAGE_FOR_KIND.get(kind, "runs")
             st.success(f"{code(f.name)} → run `{rid}` ({kind}, {'new' if created else 'already stored'}) — "
-                       f"[open]({pages.link(page, run=rid)})")
+                       f"[open]({link(page, run=rid)})")
         else:
             st.error(f"{code(f.name)}: {res[1]} Nothing was stored.")
     ok = sum(1 for f in files if done[(f.file_id, f.name, f.size)][0] == "ok")

@@ -1,0 +1,57 @@
+"""One Nsight Compute run analysed: the object every surface renders (CLI table / JSON / CSV, Kernels page, export).
+
+    analysis = analyze_ncu(kernels_table, gpu, measured)    # measured: analyzers.ceilings.best_ceilings(...)
+    analysis.kernels    one row per launch: the kernel table, every analyzer's columns (analyzers.kernels), the
+                        rates against the measured ceilings and each launch's biggest finding (analyzers.findings)
+    analysis.missing    quantities no launch has, with the counters they need and the ncu option collecting them
+
+Columns added here (units in the names):
+    dram_measured_fraction  achieved DRAM bandwidth / the GPU's measured copy ceiling (null without one)
+    fp32_tflops             FP32 FLOP / duration                                              [TFLOP/s]
+    fp32_peak_fraction      FP32 FLOP / duration / the GPU's spec FP32 peak
+    flop_total              FP32 + tensor-core FLOP (null when neither is counted)            [FLOP]
+    arithmetic_intensity    flop_total / DRAM bytes                                           [FLOP/B]
+    top_finding_key, top_finding, lost_ns, lost_share   the biggest finding (analyzers.findings.top_findings)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from analyzers.ceilings import Ceiling
+from analyzers.findings import top_findings
+from analyzers.gpus import GPUSpec
+from analyzers.kernels import analyze_kernels, missing_quantities
+
+
+@dataclass
+class NcuAnalysis:
+    gpu: GPUSpec
+    kernels: pl.DataFrame
+    missing: list[dict]
+    measured: dict[str, Ceiling] = field(default_factory=dict)
+
+    def launch(self, launch_id: int) -> dict | None:
+        rows = self.kernels.filter(pl.col("id") == launch_id)
+        return rows.row(0, named=True) if rows.height else None
+
+
+def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None) -> NcuAnalysis:
+    """Every per-launch quantity of one ncu run, computed once (see the module docstring)."""
+    measured = measured or {}
+    a = analyze_kernels(kernels, gpu)
+    dram_ceiling = measured["dram"].value if measured.get("dram") else None
+    a = a.with_columns(
+        dram_measured_fraction=(pl.col("dram_bandwidth_gbps") * 1e9 / dram_ceiling) if dram_ceiling
+        else pl.lit(None, pl.Float64),
+        fp32_tflops=pl.when(pl.col("duration_ns") > 0).then(pl.col("flop_fp32") / pl.col("duration_ns") / 1e3),
+        flop_total=pl.when(pl.col("flop_fp32").is_not_null() | pl.col("flop_tensor").is_not_null())
+        .then(pl.sum_horizontal("flop_fp32", "flop_tensor")),
+    ).with_columns(
+        fp32_peak_fraction=(pl.col("fp32_tflops") * 1e12 / gpu.fp32_flop_per_s) if gpu.fp32_flop_per_s
+        else pl.lit(None, pl.Float64),
+        arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
+    )
+    a = a.join(top_findings(a, gpu, measured), on="id", how="left")
+    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured))

@@ -1,0 +1,204 @@
+"""The GPU's measured ceilings (records of case "ceiling"): DRAM copy, L2 and shared-memory reads, cuBLAS BF16,
+FP32 FMA, host link, launch and graph costs."""
+from __future__ import annotations
+
+import time
+
+from collectors.bench import harness as H
+from collectors.bench.context import NAN, Context, ceiling_record
+from collectors.bench.harness import GIB, MIB
+
+
+# =============================================================================================
+# Measured ceilings
+# =============================================================================================
+
+#: (chunk bytes, stages, blocks per SM) of the TMA bulk-copy variants of the DRAM copy ceiling.
+TMA_COPY_CONFIGS = ((4096, 8, 4), (32768, 4, 1))   # the best and a large-chunk one (docs/findings-copy-ceiling.md)
+
+
+def tma_copy_args(nbytes: int, chunk: int, stages: int) -> tuple[int, int]:
+    """(chunks, dynamic shared memory bytes) of a ks_copy_tma launch; ValueError for a shape the kernel cannot
+    run (it would leave a tail uncopied, overflow its 8 barriers, or wait forever with one stage)."""
+    if not 2 <= stages <= 8:
+        raise ValueError(f"ks_copy_tma needs 2..8 stages, got {stages}")
+    if chunk <= 0 or chunk % 16 or chunk >= 1 << 20:
+        raise ValueError(f"ks_copy_tma chunk must be a multiple of 16 below 1 MiB, got {chunk}")
+    if nbytes % chunk:
+        raise ValueError(f"ks_copy_tma copies whole chunks: {nbytes} B is not a multiple of {chunk} B")
+    return nbytes // chunk, 64 + stages * chunk
+
+
+def ceiling_dram_copy(ctx: Context) -> None:
+    """Device-memory copy bandwidth, R + W bytes counted: ks_copy_u1/u4/u8 (resident and 4x
+    resident grids), TMA bulk copies (ks_copy_tma, compute capability 9.0+) and torch's copy_ on buffers
+    far larger than the L2; the best is the ceiling."""
+    torch, np = ctx.torch, ctx.np
+    nbytes = ctx.pick(4 * GIB, 256 * MIB)   # 4 GiB: 4.28 vs 4.16 TB/s at 2 GiB (docs/findings-copy-ceiling.md)
+    src = torch.rand(nbytes // 4, device=ctx.dev)
+    dst = torch.empty_like(src)
+    n4 = np.int64(nbytes // 16)
+    values, timings = {}, {}
+    for kname in ("ks_copy_u1", "ks_copy_u4", "ks_copy_u8"):
+        per_sm = ctx.blocks_per_sm(kname, 256)
+        for label, grid in (("resident grid", per_sm * ctx.sms), ("4x resident grid", 4 * per_sm * ctx.sms)):
+            with ctx.part(f"{kname} {label}"):
+                def fn(k=kname, g=grid):
+                    ctx.launch(k, (g,), (256,), (src.data_ptr(), dst.data_ptr(), n4))
+                dst.fill_(NAN)
+                fn()
+                ctx.check_equal(kname, dst, src)
+                key = f"{kname}, {label} ({grid} blocks x 256)"
+                timings[key] = t = ctx.time(fn)
+                values[key] = H.copy_bytes(nbytes) / t.median
+    if ctx.props.major >= 9:   # Hopper+: the Tensor Memory Accelerator's bulk copies (ks_copy_tma)
+        for chunk, stages, per_sm in TMA_COPY_CONFIGS:
+            with ctx.part(f"ks_copy_tma {chunk} B x {stages}, {per_sm}/SM"):
+                nchunks, smem = tma_copy_args(nbytes, chunk, stages)
+                k = ctx.kernel("ks_copy_tma")
+                k.max_dynamic_shared_size_bytes = smem
+                grid = per_sm * ctx.sms
+
+                def fn(grid=grid, chunk=chunk, stages=stages, smem=smem, nchunks=nchunks):
+                    ctx.launch("ks_copy_tma", (grid,), (32,), (src.data_ptr(), dst.data_ptr(),
+                               np.uint64(nchunks), np.uint32(chunk), np.int32(stages)), smem=smem)
+                dst.fill_(NAN)
+                fn()
+                ctx.check_equal("ks_copy_tma", dst, src)
+                key = f"ks_copy_tma, {chunk // 1024} KiB x {stages} stages, {grid} blocks ({per_sm}/SM)"
+                timings[key] = t = ctx.time(fn)
+                values[key] = H.copy_bytes(nbytes) / t.median
+    with ctx.part("torch copy_"):
+        dst.fill_(NAN)
+        dst.copy_(src)
+        ctx.check_equal("torch copy_", dst, src)
+        timings["torch Tensor.copy_"] = t = ctx.time(lambda: dst.copy_(src))
+        values["torch Tensor.copy_"] = H.copy_bytes(nbytes) / t.median
+    ctx.emit(ceiling_record("dram_copy_bandwidth", "B/s", values, timings,
+                            {"buffer_bytes": nbytes, "bytes_counted": "read + write"}))
+
+
+def ceiling_l2_read(ctx: Context) -> None:
+    """L2 read bandwidth: a buffer well inside the L2 (min(16 MiB, L2/3)) re-read `passes` times per
+    launch with ld.global.cg (L1 bypassed); bytes = passes x buffer."""
+    torch, np = ctx.torch, ctx.np
+    nbytes = min(16 * MIB, ctx.l2_bytes // 3) // 16 * 16
+    passes = ctx.pick(64, 8)
+    inp = torch.rand(nbytes // 4, device=ctx.dev)            # positive: no cancellation in the check
+    values, timings = {}, {}
+    for mult in (1, 2):
+        grid = ctx.blocks_per_sm("ks_l2_read", 256) * ctx.sms * mult
+        out = torch.empty(grid * 256, device=ctx.dev)
+        with ctx.part(f"ks_l2_read grid {grid}"):
+            def fn(g=grid, o=out):
+                ctx.launch("ks_l2_read", (g,), (256,), (inp.data_ptr(), o.data_ptr(), np.int64(nbytes // 16), np.int32(passes)))
+            out.fill_(NAN)
+            fn()
+            ctx.check("ks_l2_read", out.double().sum().reshape(1), (inp.double().sum() * passes).reshape(1), 1e-4)
+            key = f"ks_l2_read, {grid} blocks x 256"
+            timings[key] = t = ctx.time(fn)
+            values[key] = passes * nbytes / t.median
+    ctx.emit(ceiling_record("l2_read_bandwidth", "B/s", values, timings,
+                            {"buffer_bytes": nbytes, "passes": passes, "bytes_counted": "read"}))
+
+
+def ceiling_smem_read(ctx: Context) -> None:
+    """Shared-memory read bandwidth: conflict-free 16-byte loads (ks_smem_read); bytes = threads x
+    iters x 8 x 16."""
+    torch, np = ctx.torch, ctx.np
+    iters = ctx.pick(256, 64)
+    grid = ctx.blocks_per_sm("ks_smem_read", 256) * ctx.sms
+    out = torch.empty(grid * 256, device=ctx.dev)
+
+    def fn():
+        ctx.launch("ks_smem_read", (grid,), (256,), (out.data_ptr(), np.int32(iters)))
+    out.fill_(NAN)
+    fn()
+    tid = torch.arange(256, device=ctx.dev, dtype=torch.float32).remainder(8).repeat(grid)
+    ctx.check_equal("ks_smem_read", out, iters * 8 * (tid + 1.75))
+    t = ctx.time(fn)
+    nbytes = grid * 256 * iters * 8 * 16
+    ctx.emit(ceiling_record("smem_read_bandwidth", "B/s", {f"ks_smem_read, {grid} blocks x 256": nbytes / t.median},
+                            {f"ks_smem_read, {grid} blocks x 256": t}, {"bytes": nbytes}))
+
+
+def ceiling_bf16_matmul(ctx: Context) -> None:
+    """Dense BF16 matrix rate through torch.matmul (cuBLAS) on random n x n x n; FLOP = 2 n^3."""
+    torch = ctx.torch
+    n = ctx.pick(8192, 2048)
+    a = torch.randn(n, n, device=ctx.dev, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=ctx.dev, dtype=torch.bfloat16)
+    c = torch.empty(n, n, device=ctx.dev, dtype=torch.bfloat16)
+    c.fill_(NAN)
+    torch.matmul(a, b, out=c)
+    ctx.check("torch.matmul bf16", c[:64], a[:64].double() @ b.double(), 1e-2)
+    def fn():
+        torch.matmul(a, b, out=c)
+    flop = H.matmul_flop(n, n, n)
+    base = f"torch.matmul bf16 {n}x{n}x{n}"
+    values, timings = {}, {}
+    # burst: after an idle pause, before the board reaches its power limit (the clock NVIDIA's peak assumes)
+    ctx.sync()
+    time.sleep(ctx.pick(2.0, 0.05))
+    key = f"{base}, burst (after 2 s idle: 6 warm-up calls, then 20 timed)"
+    timings[key] = t = ctx.time(fn, warmup=3, min_reps=ctx.pick(20, 3), max_reps=ctx.pick(20, 3), attempts=1)
+    values[key] = flop / t.median
+    # sustained: after about 1 s at full load, when power management has settled the clock
+    for _ in range(max(1, int(ctx.pick(1.0, 0.02) / t.median))):
+        fn()
+    key = f"{base}, sustained (after 1 s at full load)"
+    timings[key] = t = ctx.time(fn, warmup=0, min_reps=ctx.pick(100, 3), max_reps=ctx.pick(100, 3), attempts=1)
+    values[key] = flop / t.median
+    ctx.emit(ceiling_record("bf16_dense_flop_rate", "FLOP/s", values, timings,
+                            {"m": n, "n": n, "k": n, "flop": flop}))
+
+
+def ceiling_fp32_fma(ctx: Context) -> None:
+    """FP32 FMA rate: ks_fma, 8 independent chains, 64 FMAs per loop trip; FLOP = 2 x 64 x iters x threads."""
+    torch, np = ctx.torch, ctx.np
+    iters = ctx.pick(512, 64)
+    grid = ctx.blocks_per_sm("ks_fma", 256) * ctx.sms * 2
+    out = torch.empty(grid * 256, device=ctx.dev)
+
+    def fn():
+        ctx.launch("ks_fma", (grid,), (256,), (out.data_ptr(), np.float32(0.5), np.float32(0.25), np.int32(iters)))
+    out.fill_(NAN)
+    fn()
+    ctx.check_equal("ks_fma", out, torch.full_like(out, 4.0))
+    t = ctx.time(fn)
+    flop = 2 * 64 * iters * grid * 256
+    key = f"ks_fma, {grid} blocks x 256"
+    ctx.emit(ceiling_record("fp32_flop_rate", "FLOP/s", {key: flop / t.median}, {key: t}, {"flop": flop}))
+
+
+def ceiling_host_link(ctx: Context) -> None:
+    """Host<->device copy bandwidth, pinned and pageable, each direction (bytes = size, one way)."""
+    torch = ctx.torch
+    nbytes = ctx.pick(1024 * MIB, 32 * MIB)
+    dev_src = torch.rand(nbytes // 4, device=ctx.dev)
+    dev_dst = torch.empty_like(dev_src)
+    pinned = torch.empty(nbytes // 4, pin_memory=True)
+    pageable = torch.empty(nbytes // 4)
+    pinned.copy_(dev_src)
+    pageable.copy_(dev_src)
+    cases = {
+        ("h2d", "pinned"): lambda: dev_dst.copy_(pinned, non_blocking=True),
+        ("h2d", "pageable"): lambda: dev_dst.copy_(pageable, non_blocking=True),
+        ("d2h", "pinned"): lambda: pinned.copy_(dev_src, non_blocking=True),
+        ("d2h", "pageable"): lambda: pageable.copy_(dev_src),
+    }
+    for (direction, mem), fn in cases.items():
+        with ctx.part(f"{direction} {mem}"):
+            if direction == "h2d":
+                dev_dst.fill_(NAN)
+                fn()
+                ctx.sync()
+                ctx.check_equal(f"{direction} {mem}", dev_dst, dev_src)
+            else:
+                (pinned if mem == "pinned" else pageable).fill_(NAN)
+                fn()
+                ctx.sync()
+                ctx.check_equal(f"{direction} {mem}", (pinned if mem == "pinned" else pageable).to(ctx.dev), dev_src)
+            t = ctx.time(fn, min_reps=ctx.pick(8, 3), max_reps=ctx.pick(20, 5), sync_each=True)
+            ctx.emit(ceiling_record(f"{direction}_{mem}_bandwidth", "B/s", {f"torch copy_, {nbytes} B": nbytes / t.median},
+                                    {f"torch copy_, {nbytes} B": t}, {"bytes": nbytes}))

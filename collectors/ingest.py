@@ -1,0 +1,229 @@
+"""Input in, parsed run out: the one path from a file, a folder of rank traces or uploaded bytes to `Parsed`.
+
+    read_path(path)          -> (bytes, name)    a file's bytes, or a folder of rank traces packed as one tar
+    parse_bytes(data, name)  -> Parsed           decompress, recognise the kind from the content, parse
+    parse_path(path)         -> Parsed           both
+    expand_paths(paths)      -> [Path]           files and folders (walked) as `kernelscope ingest` takes them
+
+The command line, the run store and the dashboard's upload all go through these, so they accept and refuse
+exactly the same inputs. Every refusal is an ArtifactError naming the file and the problem.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import tarfile
+import zlib
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from collectors.decompress import gunzip_if_needed, is_tar
+from collectors.errors import ArtifactError
+from collectors.schema import Parsed, finish_meta
+
+#: file suffixes beside samples that are sources and notes, not artifacts (skipped when a folder is walked)
+SKIP_SUFFIXES = {".cu", ".cuh", ".py", ".sh", ".md", ".txt"}
+SKIP_NAMES = {"record_summary.json", "expected.json", "LICENSE", "manifest.json"}
+
+
+def _is_sqlite(head: bytes) -> bool:
+    return head.startswith(b"SQLite format 3\x00")
+
+
+def _is_kineto_tar(head: bytes, lname: str) -> bool:
+    if not is_tar(head):
+        return False
+    first = head[:100].split(b"\0", 1)[0].lower()
+    return lname.endswith(".kineto.tar") or first.endswith((b".json", b".json.gz"))
+
+
+def detect_kind(data: bytes, name: str) -> str:
+    """Recognise an (already decompressed) artifact from its content first, its name second."""
+    head = data[:4096]
+    lname = name.lower()
+    if not data:
+        raise ArtifactError(name, "empty file")
+    if lname.endswith(".ncu-rep"):
+        return "ncu"
+    if lname.endswith(".nsys-rep") or lname.endswith(".qdrep"):
+        return "nsys-rep"
+    if _is_sqlite(head):
+        return "nsys"
+    if _is_kineto_tar(head, lname):
+        return "kineto"  # a folder of rank traces packed by pack_rank_folder
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        if b'"kernelscope_bench"' in data[:65536]:
+            return "bench"
+        return "kineto"
+    text = head.decode("utf-8", errors="replace")
+    if '"Kernel Name"' in text or "==PROF==" in text or lname.endswith(".csv"):
+        return "ncu"
+    raise ArtifactError(
+        name,
+        "not a recognised artifact: expected an Nsight Compute report (.ncu-rep) or CSV export, "
+        "a PyTorch profiler trace (.json/.json.gz), an Nsight Systems SQLite export, or a kernelscope bench result",
+    )
+
+
+def _parser(kind: str, name: str) -> Callable[[bytes, str], Parsed]:
+    # imported here so that reading one format loads one parser (and the ncu reader only when needed)
+    if kind == "ncu":
+        from collectors import ncu
+        return ncu.parse
+    if kind == "kineto":
+        from collectors import kineto
+        return kineto.parse
+    if kind == "nsys":
+        from collectors import nsys
+        return nsys.parse
+    if kind == "nsys-rep":
+        from collectors import nsys
+        return nsys.parse_report
+    if kind == "bench":
+        from collectors.bench import results
+        return results.parse
+    raise ArtifactError(name, f"no parser for artifact kind {kind!r}")
+
+
+def parse_bytes(data: bytes, name: str) -> Parsed:
+    """Decompress if needed, recognise and parse. Raises ArtifactError on any bad input."""
+    raw, inner = gunzip_if_needed(data, name)
+    kind = detect_kind(raw, inner)
+    try:
+        parsed = _parser(kind, name)(raw, name)
+    except ArtifactError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, pl.exceptions.PolarsError) as e:
+        first = (str(e).splitlines() or [""])[0]
+        raise ArtifactError(name, f"could not be read as {kind}: {type(e).__name__}: {first}") from None
+    finish_meta(parsed.kind, parsed.meta)
+    return parsed
+
+
+def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
+    """(bytes, name) of a file, or of a folder of Kineto rank traces packed as one deterministic tar."""
+    p = Path(path)
+    if p.is_dir():
+        packed = pack_rank_folder(p)
+        if packed is None:
+            raise ArtifactError(str(p), "a folder is one run only when it holds PyTorch profiler traces of distinct "
+                                        "ranks (other folders: `kernelscope ingest FOLDER` ingests each file)")
+        return packed
+    if not p.exists():
+        raise ArtifactError(str(p), "no such file or folder")
+    try:
+        return p.read_bytes(), p.name
+    except OSError as e:
+        raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
+
+
+def parse_path(path: str | os.PathLike) -> Parsed:
+    """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given."""
+    data, name = read_path(path)
+    try:
+        return parse_bytes(data, name)
+    except ArtifactError as e:
+        raise ArtifactError(str(path), e.problem) from None
+
+
+def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
+    """Files as given; folders walked recursively (sorted), skipping hidden files and sources/notes.
+    A folder that holds only Kineto traces of distinct ranks is returned itself, as one run."""
+
+    def walk(d: Path) -> list[Path]:
+        if pack_rank_folder(d, check_only=True) is not None:
+            return [d]
+        found: list[Path] = []
+        for q in sorted(d.iterdir()):
+            if q.name.startswith("."):
+                continue
+            if q.is_dir():
+                found.extend(walk(q))
+            elif q.is_file() and q.suffix.lower() not in SKIP_SUFFIXES and q.name not in SKIP_NAMES:
+                found.append(q)
+        return found
+
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(walk(p))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise ArtifactError(str(p), "no such file or folder")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# A folder of rank traces = one run
+# ---------------------------------------------------------------------------------------------------
+
+def _peek_rank(path: Path) -> int | None:
+    """distributedInfo.rank of a Kineto trace, reading only its beginning; None if absent / not a trace."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return None
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 20)
+        except zlib.error:
+            return None
+    if not head.lstrip()[:1] == b"{" or b'"traceEvents"' not in head and b'"schemaVersion"' not in head:
+        return None
+    m = re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)', head)
+    return int(m.group(1)) if m else None
+
+
+def rank_files(folder: Path) -> list[Path] | None:
+    """The rank trace files of a folder that holds only Kineto traces of distinct ranks (>= 2), else None.
+    Hidden files and sources / notes (.py, .md, ...) are ignored; a subfolder or any other file -> None."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    files = []
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_dir():
+            return None
+        if p.suffix.lower() in SKIP_SUFFIXES or p.name in SKIP_NAMES:
+            continue
+        if not (p.name.lower().endswith(".json") or p.name.lower().endswith(".json.gz")):
+            return None
+        files.append(p)
+    if len(files) < 2:
+        return None
+    ranks = [_peek_rank(p) for p in files]
+    if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
+        return None
+    return files
+
+
+def pack_rank_folder(folder: Path, *, check_only: bool = False) -> tuple[bytes, str] | None:
+    """A folder of Kineto traces of distinct ranks -> (tar bytes, "<folder>.kineto.tar"), else None.
+
+    The tar is deterministic (sorted names, zero mtimes, owner 0, mode 0644), so the same folder is the
+    same run id. check_only: only say whether it is such a folder (returns (b"", name) without reading)."""
+    files = rank_files(folder)
+    if files is None:
+        return None
+    name = f"{Path(folder).name}.kineto.tar"
+    if check_only:
+        return b"", name
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for p in files:
+            data = p.read_bytes()
+            info = tarfile.TarInfo(p.name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue(), name

@@ -1,0 +1,340 @@
+"""Reading a Chrome-trace JSON document's events into typed frames, fast and with exact errors.
+
+The PyTorch profiler (Kineto) writes one JSON object with a `traceEvents` array. This module turns the events
+of interest into polars frames per category (GPU ops, CUDA API calls, CPU ops, annotations), in float µs as
+written; collectors.kineto converts the times, links launches and builds the tables.
+
+Three readers, tried in order: tier 1 reads the events array as NDJSON with polars (no Python object per event);
+tier 2 parses the array chunk by chunk with orjson and builds columns in Python (exact error messages naming the
+event); tier 3 parses the whole document at once (for layouts the chunk splitter cannot handle).
+"""
+from __future__ import annotations
+
+import io
+import re
+from typing import Iterable
+
+import orjson
+import polars as pl
+
+from collectors.errors import ArtifactError
+
+loads = orjson.loads
+
+# --------------------------------------------------------------------------------------------------
+# Reading the JSON: the events array in chunks, so a large trace never exists as one list of dicts
+# --------------------------------------------------------------------------------------------------
+CHUNK_BYTES = 8 << 20
+_SEP = re.compile(rb"\}\s*,\s*\{")
+_GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+             "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset"}
+_API_CATS = {"cuda_runtime", "cuda_driver"}
+
+
+class FastPathFailed(Exception):
+    pass
+
+
+def json_error(name: str, e: Exception) -> ArtifactError:
+    return ArtifactError(name, f"not valid JSON ({e}); the file may be truncated or not a trace")
+
+
+def _locate(data: bytes) -> tuple[dict, int, int]:
+    """(top-level object without traceEvents, index of the events array's "[", index of its "]").
+    The rest of the document with an empty array must parse; raises FastPathFailed otherwise."""
+    key = data.find(b'"traceEvents"')
+    if key < 0:
+        raise FastPathFailed
+    m = re.compile(rb'"traceEvents"\s*:\s*\[').match(data, key)
+    if not m:
+        raise FastPathFailed
+    open_at = m.end() - 1
+    head = data[:open_at]
+    top = None
+    close_at = len(data)
+    for _ in range(8):  # the array's closing bracket: the last "]" after which the document parses
+        close_at = data.rfind(b"]", open_at, close_at)
+        if close_at < 0:
+            raise FastPathFailed
+        try:
+            top = loads(head + b"[]" + data[close_at + 1:])
+            break
+        except ValueError:
+            continue
+    if not isinstance(top, dict):
+        raise FastPathFailed
+    top.pop("traceEvents", None)
+    return top, open_at, close_at
+
+
+def fast_chunks(data: bytes) -> tuple[dict, Iterable[list]]:
+    """(top-level object without traceEvents, iterator over lists of events).
+
+    Locate the `traceEvents` array and split it between events at `}, {` separators into pieces of
+    about CHUNK_BYTES, each parsed on its own. Every piece (and the rest of the document with an empty
+    array) must parse as JSON; a split inside a string cannot, so a wrong guess raises FastPathFailed
+    and the caller parses the whole document at once instead."""
+    top, open_at, close_at = _locate(data)
+
+    # split points first (cheap), so a failure is found before any event is used
+    bounds = []
+    pos = open_at + 1
+    while pos < close_at:
+        target = pos + CHUNK_BYTES
+        sep = _SEP.search(data, target, close_at) if target < close_at else None
+        end = sep.start() + 1 if sep else close_at
+        bounds.append((pos, end))
+        pos = sep.end() - 1 if sep else close_at
+
+    def gen():
+        for a, b in bounds:
+            piece = data[a:b]
+            if not piece.strip():
+                continue
+            try:
+                yield loads(b"[" + piece + b"]")
+            except ValueError:
+                raise FastPathFailed from None
+
+    # parse the first piece eagerly so the common failure (not a split problem) surfaces here
+    it = gen()
+    try:
+        first = next(it)
+    except StopIteration:
+        return top, iter(())
+    return top, _chain_first(first, it)
+
+
+def _chain_first(first, it):
+    yield first
+    yield from it
+
+
+# --------------------------------------------------------------------------------------------------
+# Tier 1: the events array as NDJSON, read by polars (no Python object per event)
+# --------------------------------------------------------------------------------------------------
+NDJSON_CHUNK_BYTES = 8 << 20
+_NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
+_ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
+                   "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,
+                   "shared memory": pl.Int64, "bytes": pl.Int64})
+_EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
+                 "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
+
+
+def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int]:
+    """Tier 1 reader: (top, typed frames per category, number of events).
+
+    JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
+    separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
+    newline once every newline has become a space. polars then reads each piece with a fixed schema.
+    Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
+    missing ts / dur / name) raises FastPathFailed, and the exact Python readers take over."""
+    top, open_at, close_at = _locate(data)
+    m = _SEP.search(data, open_at + 1, close_at)
+    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    n_events = 0
+    if m is None:  # zero or one event: not worth a special path
+        raise FastPathFailed
+    sep = m.group(0)
+    sep_flat = sep.translate(_NL_TO_SPACE)
+    pos = open_at + 1
+    while pos < close_at:
+        target = pos + NDJSON_CHUNK_BYTES
+        cut = data.find(sep, target, close_at) if target < close_at else -1
+        end = cut + 1 if cut >= 0 else close_at
+        piece = data[pos:end]
+        pos = cut + len(sep) - 1 if cut >= 0 else close_at
+        piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
+        try:
+            df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
+        except (pl.exceptions.PolarsError, ValueError, TypeError):
+            raise FastPathFailed from None
+        del piece
+        n_events += df.height
+        for k, f in _split_events(df).items():
+            frames[k].append(f)
+    return top, frames, n_events
+
+
+def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """One NDJSON piece -> the frames `_build` takes (same columns as the Python readers produce)."""
+    x = df.filter(pl.col("ph") == "X")
+    cat = pl.col("cat")
+    a = pl.col("args")
+    ident = lambda c: pl.col(c).cast(pl.Int64, strict=False)  # noqa: E731 - "Spans" etc. become null
+    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), pl.col("ts"), pl.col("dur")]
+    out = {}
+    g = x.filter(cat.is_in(list(_GPU_CATS)))
+    if g.height:
+        out["gpu"] = g.select(
+            cat.replace_strict(_GPU_CATS, return_dtype=pl.String).alias("kind"), *base,
+            a.struct.field("device").alias("device"), a.struct.field("stream").alias("stream"),
+            a.struct.field("correlation").alias("correlation"), a.struct.field("External id").alias("external_id"),
+            *[a.struct.field(f).list.get(i, null_on_oob=True).cast(pl.Int32).alias(f"{f}_{xyz}")
+              for f in ("grid", "block") for i, xyz in enumerate("xyz")],
+            a.struct.field("registers per thread").alias("registers_per_thread"),
+            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"))
+    api = x.filter(cat.is_in(list(_API_CATS)))
+    if api.height:
+        out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"),
+                                a.struct.field("External id").alias("external_id"))
+    cpu = x.filter(cat == "cpu_op")
+    if cpu.height:
+        out["cpu"] = cpu.select(*base, a.struct.field("External id").alias("external_id"))
+    ann = x.filter(cat == "user_annotation")
+    if ann.height:
+        out["ann"] = ann.select(*base)
+    for f in out.values():
+        if f.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():
+            raise FastPathFailed   # the exact reader names the event
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Tier 2: events -> Python objects -> columns (exact error messages)
+# --------------------------------------------------------------------------------------------------
+class _Cols:
+    """Per-category column lists of one chunk."""
+
+    def __init__(self):
+        self.gpu = {k: [] for k in ("kind", "name", "pid", "tid", "ts", "dur", "device", "stream", "correlation",
+                                    "external_id", "grid", "block", "regs", "smem", "bytes", "idx")}
+        self.api = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "correlation", "external_id", "idx")}
+        self.cpu = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "external_id", "idx")}
+        self.ann = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "idx")}
+
+
+def collect_events(events: list, base_idx: int, name: str) -> _Cols:
+    c = _Cols()
+    g, a, p, n = c.gpu, c.api, c.cpu, c.ann
+    g_kind, g_name, g_pid, g_tid, g_ts, g_dur = g["kind"].append, g["name"].append, g["pid"].append, \
+        g["tid"].append, g["ts"].append, g["dur"].append
+    g_dev, g_str, g_cor, g_ext, g_grid, g_block = g["device"].append, g["stream"].append, g["correlation"].append, \
+        g["external_id"].append, g["grid"].append, g["block"].append
+    g_regs, g_smem, g_bytes, g_idx = g["regs"].append, g["smem"].append, g["bytes"].append, g["idx"].append
+    gpu_cats, api_cats = _GPU_CATS, _API_CATS
+    empty_args: dict = {}
+    for i, e in enumerate(events):
+        if type(e) is not dict:
+            raise ArtifactError(name, f"traceEvents[{base_idx + i}] is a {type(e).__name__}, expected an object")
+        if e.get("ph") != "X":
+            continue
+        cat = e.get("cat")
+        kind = gpu_cats.get(cat)
+        if kind is not None:
+            args = e.get("args", empty_args)
+            if type(args) is not dict:
+                raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
+            g_kind(kind); g_name(e.get("name")); g_pid(e.get("pid")); g_tid(e.get("tid"))
+            g_ts(e.get("ts")); g_dur(e.get("dur")); g_dev(args.get("device")); g_str(args.get("stream"))
+            g_cor(args.get("correlation")); g_ext(args.get("External id")); g_grid(args.get("grid"))
+            g_block(args.get("block")); g_regs(args.get("registers per thread")); g_smem(args.get("shared memory"))
+            g_bytes(args.get("bytes")); g_idx(base_idx + i)
+        elif cat in api_cats:
+            args = e.get("args", empty_args)
+            if type(args) is not dict:
+                raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
+            a["name"].append(e.get("name")); a["pid"].append(e.get("pid")); a["tid"].append(e.get("tid"))
+            a["ts"].append(e.get("ts")); a["dur"].append(e.get("dur")); a["correlation"].append(args.get("correlation"))
+            a["external_id"].append(args.get("External id")); a["idx"].append(base_idx + i)
+        elif cat == "cpu_op":
+            args = e.get("args", empty_args)
+            if type(args) is not dict:
+                raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
+            p["name"].append(e.get("name")); p["pid"].append(e.get("pid")); p["tid"].append(e.get("tid"))
+            p["ts"].append(e.get("ts")); p["dur"].append(e.get("dur")); p["external_id"].append(args.get("External id"))
+            p["idx"].append(base_idx + i)
+        elif cat == "user_annotation":
+            n["name"].append(e.get("name")); n["pid"].append(e.get("pid")); n["tid"].append(e.get("tid"))
+            n["ts"].append(e.get("ts")); n["dur"].append(e.get("dur")); n["idx"].append(base_idx + i)
+    return c
+
+
+def _series(values: list, dtype, field: str, idx: list, name: str, *, required: bool = False) -> pl.Series:
+    """A typed column; wrong types or (for required fields) missing values -> ArtifactError naming the event."""
+    try:
+        s = pl.Series(field, values, dtype=dtype, strict=True)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        s = None
+    if s is None or (required and s.null_count()):
+        want = {pl.Float64: "a number", pl.Int64: "an integer", pl.String: "a string"}.get(dtype, str(dtype))
+        for v, i in zip(values, idx):
+            if v is None:
+                if required:
+                    raise ArtifactError(name, f"traceEvents[{i}] has no '{field}'")
+                continue
+            try:
+                pl.Series([v], dtype=dtype, strict=True)
+            except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+                raise ArtifactError(name, f"traceEvents[{i}]: '{field}' is {v!r}, expected {want}") from None
+            if isinstance(v, bool):
+                raise ArtifactError(name, f"traceEvents[{i}]: '{field}' is {v!r}, expected {want}")
+        raise ArtifactError(name, f"column {field!r} has values of the wrong type")  # pragma: no cover
+    return s
+
+
+def _id_series(values: list, field: str, idx: list, name: str) -> pl.Series:
+    """pid / tid: integers in Kineto's CPU and GPU events; other strings become null."""
+    try:
+        return pl.Series(field, values, dtype=pl.Int64, strict=True)
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(field, [v if type(v) is int else None for v in values], dtype=pl.Int64)
+
+
+def _dim(values: list, k: int, field: str, idx: list, name: str) -> pl.Series:
+    out = []
+    for v, i in zip(values, idx):
+        if v is None:
+            out.append(None)
+        elif isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v):
+            out.append(v[k])
+        else:
+            raise ArtifactError(name, f"traceEvents[{i}]: '{field}' is {v!r}, expected [x, y, z] integers")
+    return pl.Series(out, dtype=pl.Int32)
+
+
+def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
+    """Typed (float µs) frames of one chunk."""
+    out = {}
+    g = c.gpu
+    if g["ts"]:
+        ix = g["idx"]
+        out["gpu"] = pl.DataFrame([
+            pl.Series("kind", g["kind"], dtype=pl.String),
+            _series(g["name"], pl.String, "name", ix, name, required=True),
+            _id_series(g["pid"], "pid", ix, name),
+            _series(g["ts"], pl.Float64, "ts", ix, name, required=True),
+            _series(g["dur"], pl.Float64, "dur", ix, name, required=True),
+            _series(g["device"], pl.Int64, "device", ix, name),
+            _series(g["stream"], pl.Int64, "stream", ix, name),
+            _series(g["correlation"], pl.Int64, "correlation", ix, name),
+            _series(g["external_id"], pl.Int64, "External id", ix, name).alias("external_id"),
+            _dim(g["grid"], 0, "grid", ix, name).alias("grid_x"),
+            _dim(g["grid"], 1, "grid", ix, name).alias("grid_y"),
+            _dim(g["grid"], 2, "grid", ix, name).alias("grid_z"),
+            _dim(g["block"], 0, "block", ix, name).alias("block_x"),
+            _dim(g["block"], 1, "block", ix, name).alias("block_y"),
+            _dim(g["block"], 2, "block", ix, name).alias("block_z"),
+            _series(g["regs"], pl.Int64, "registers per thread", ix, name).alias("registers_per_thread"),
+            _series(g["smem"], pl.Int64, "shared memory", ix, name).alias("shared_memory_bytes"),
+            _series(g["bytes"], pl.Int64, "bytes", ix, name),
+            _id_series(g["tid"], "tid", ix, name),
+        ])
+    for key, cols, extra in (("api", c.api, ("correlation", "external_id")), ("cpu", c.cpu, ("external_id",)),
+                             ("ann", c.ann, ())):
+        if not cols["ts"]:
+            continue
+        ix = cols["idx"]
+        series = [
+            _series(cols["name"], pl.String, "name", ix, name, required=True),
+            _id_series(cols["pid"], "pid", ix, name),
+            _id_series(cols["tid"], "tid", ix, name),
+            _series(cols["ts"], pl.Float64, "ts", ix, name, required=True),
+            _series(cols["dur"], pl.Float64, "dur", ix, name, required=True),
+        ]
+        for f in extra:
+            series.append(_series(cols[f], pl.Int64, "correlation" if f == "correlation" else "External id",
+                                  ix, name).alias(f))
+        out[key] = pl.DataFrame(series)
+    return out

@@ -1,0 +1,104 @@
+"""The join of GPU ops to the host calls that launched them, shared by both trace formats (Kineto, nsys).
+
+- `api_kind(name)`: what a CUDA (or HIP) API call does: launch, graph_launch, memcpy, memset, sync, other.
+- `link_launches(gpu_raw, api_calls, cpu_ops)`: each GPU op joined to the API call with its correlation id within
+  its rank / process (the outer call when a runtime and a driver call share it) and to the CPU op with its
+  External id, with the derived launch delay (HTA) and queue time (Nsight Systems) -> the `gpu_ops` table.
+"""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from collectors.schema import GPU_OPS_SCHEMA, conform
+
+GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch")
+_SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+              "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"}
+_BLOCKING_COPY = re.compile(r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?)$")
+
+
+def api_kind(name: str) -> tuple[str, bool]:
+    """(kind, blocking) of a CUDA API call from its name."""
+    if name in GRAPH_LAUNCH_APIS:
+        return "graph_launch", False
+    if "LaunchKernel" in name or "LaunchCooperativeKernel" in name:
+        return "launch", False
+    if name in _SYNC_APIS:
+        return "sync", True
+    if name.startswith(("cudaMemcpy", "cuMemcpy")):
+        return "memcpy", bool(_BLOCKING_COPY.match(name))
+    if name.startswith(("cudaMemset", "cuMemset")):
+        return "memset", False
+    return "other", False
+
+
+def api_kind_columns(names: pl.Series) -> pl.DataFrame:
+    """kind and blocking for a column of API names (computed once per distinct name)."""
+    uniq = names.unique().to_list()
+    mapping = {n: api_kind(n) for n in uniq if n is not None}
+    kinds = {n: k for n, (k, _) in mapping.items()}
+    blocking = {n: b for n, (_, b) in mapping.items()}
+    return pl.DataFrame({
+        "kind": names.replace_strict(kinds, default="other", return_dtype=pl.String),
+        "blocking": names.replace_strict(blocking, default=False, return_dtype=pl.Boolean),
+    })
+
+
+def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
+    """Whether df is sorted by keys (lexicographically, nulls first)."""
+    if df.height < 2:
+        return True
+    prev = [pl.col(k).shift(1) for k in keys]
+    cur = [pl.col(k) for k in keys]
+    # row i is out of order when, at the first key that differs from row i-1, it is smaller
+    bad = pl.lit(False)
+    same = pl.lit(True)
+    for p, c in zip(prev, cur):
+        p_ = p.fill_null(-(1 << 62))
+        c_ = c.fill_null(-(1 << 62))
+        bad = bad | (same & (c_ < p_))
+        same = same & (c_ == p_)
+    return not df.select(bad.slice(1).any()).item()
+
+
+def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
+    """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
+    CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
+    api_calls must be sorted by start_ns (when a runtime and a driver call share a correlation id, the
+    outer one, which starts first, is the launch call)."""
+    launches = (
+        api_calls.filter(pl.col("correlation").is_not_null())
+        .unique(["rank", "correlation"], keep="first")   # api_calls come sorted by start: the outer call
+        .select("rank", "correlation",
+                pl.col("name").alias("launch_api"), pl.col("pid").alias("api_pid"), pl.col("tid").alias("api_tid"),
+                pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
+                pl.col("external_id").alias("api_external_id"))
+    )
+    # ops in (rank, device, stream, start) order; traces usually deliver them so, then nothing moves
+    order = ["rank", "device", "stream", "start_ns"]
+    if not _is_sorted(gpu_raw, order):
+        gpu_raw = gpu_raw.sort(order)
+    # the joins run on narrow key frames (left order kept); their columns are then put beside the ops
+    lk = gpu_raw.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
+                                                     maintain_order="left").drop("rank", "correlation")
+    g = pl.concat([gpu_raw, lk], how="horizontal")
+    lag = pl.col("start_ns") - pl.col("api_end_ns")
+    g = g.with_columns(
+        pl.coalesce("api_pid", "pid").alias("pid"),
+        pl.coalesce("external_id", "api_external_id").alias("external_id"),
+        (pl.col("api_end_ns") - pl.col("api_start_ns")).alias("api_duration_ns"),
+        pl.when(lag >= 0).then(lag).otherwise(None).alias("queue_ns"),
+        pl.when(lag >= 0).then(lag).when(lag < 0).then(0).otherwise(None).alias("launch_delay_ns"),
+        pl.when(pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)).then(pl.col("correlation"))
+        .otherwise(None).alias("graph_launch_correlation"),
+    )
+    ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
+           .sort("start_ns")
+           .unique(["rank", "external_id"], keep="last", maintain_order=True)  # innermost op of a nest
+           .select("rank", "external_id", pl.col("name").alias("op_name")))
+    on = g.select("rank", "external_id").join(ops, on=["rank", "external_id"], how="left", maintain_order="left")
+    g = g.with_columns(on["op_name"])
+    g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])
+    return conform(g, GPU_OPS_SCHEMA, "gpu_ops")

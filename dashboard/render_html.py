@@ -1,0 +1,202 @@
+"""The HTML renderer of a Report: one self-contained, offline file with the same tables and charts as the app.
+
+The charts are Vega-Lite specs drawn by vega-embed, whose JavaScript is written into the file once (from
+vl-convert's bundle, the `export` extra): no CDN, no network. Everything a user or a profiled program named
+is HTML-escaped; specs are embedded as JSON with "</" escaped so no string can close the script element.
+
+    html = render_html([report], source="kernels?run=1f87&kernel=5")
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import html
+import json
+import re
+
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text
+from dashboard.theme import FONT, ensure_theme
+
+KIND_LABELS = {"info": "ℹ", "warning": "⚠", "error": "✖", "success": "✔"}
+
+CSS = f"""
+body {{ font-family: {FONT}; color: #1f2937; margin: 24px auto; max-width: 1280px; padding: 0 16px; }}
+h1 {{ font-size: 26px; margin: 0 0 4px; }} h2 {{ font-size: 20px; margin: 28px 0 8px; }}
+h3 {{ font-size: 16px; margin: 20px 0 6px; }}
+.sub {{ color: #4b5563; margin-bottom: 4px; }} .meta {{ color: #6b7280; font-size: 12px; margin-bottom: 18px; }}
+.caption {{ color: #6b7280; font-size: 13px; }}
+.box {{ padding: 8px 12px; border-radius: 6px; margin: 8px 0; }}
+.info {{ background: #eff6ff; }} .warning {{ background: #fffbeb; }} .error {{ background: #fef2f2; }}
+.success {{ background: #ecfdf5; }}
+table {{ border-collapse: collapse; font-size: 13px; margin: 6px 0 4px; }}
+th, td {{ border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }}
+th {{ background: #f9fafb; font-weight: 600; position: sticky; top: 0; }}
+td.n {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
+.scroll {{ max-height: 480px; overflow: auto; border: 1px solid #e5e7eb; }} .wide {{ overflow-x: auto; }}
+.metrics {{ display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0; }}
+.metric {{ border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; min-width: 150px; }}
+.metric .l {{ color: #6b7280; font-size: 12px; }} .metric .v {{ font-size: 20px; font-weight: 600; }}
+.metric .d {{ color: #4b5563; font-size: 13px; }}
+blockquote {{ border-left: 3px solid #d1d5db; margin: 8px 0; padding: 2px 12px; color: #374151; }}
+.chart {{ width: 100%; margin: 8px 0; }}
+code {{ background: #f3f4f6; padding: 0 3px; border-radius: 3px; font-size: 90%; }}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str | None:
+    """vega + vega-lite + vega-embed as one script (vl-convert's bundle, matching altair's Vega-Lite); None if
+    vl-convert is not installed."""
+    try:
+        import vl_convert as vlc
+    except ImportError:
+        return None
+    from altair.utils._importers import vl_version_for_vl_convert
+    return vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())
+
+
+# ---- a small markdown subset -> HTML, escaping everything ----------------------------------------------
+
+_CODE = re.compile(r"(`+)(.+?)\1", re.S)
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def md_to_html(md: str, base_url: str | None = None) -> str:
+    """`code`, **bold**, *em* / _em_, [text](link), paragraphs and "> " quotes; all text escaped. Relative links get
+    `base_url` in front, or become plain text when there is none (an offline file has no server)."""
+    out, pos = [], 0
+    for m in _CODE.finditer(md):
+        out.append(_inline(md[pos:m.start()], base_url))
+        body = m.group(2)
+        if body.startswith(" ") and body.endswith(" ") and body.strip():
+            body = body[1:-1]
+        out.append(f"<code>{html.escape(body)}</code>")
+        pos = m.end()
+    out.append(_inline(md[pos:], base_url))
+    joined = "".join(out)
+    paras = [p for p in re.split(r"\n\s*\n", joined) if p.strip()]
+    return "".join(f"<blockquote>{p.strip()[5:]}</blockquote>" if p.strip().startswith("&gt; ") else
+                   f"<p>{p.strip().replace(chr(10), '<br>')}</p>" for p in paras)
+
+
+def _inline(s: str, base_url: str | None) -> str:
+    s = html.escape(s, quote=True)
+
+    def link(m):
+        label, url = m.group(1), html.unescape(m.group(2))
+        if re.match(r"https?://", url):
+            return f'<a href="{html.escape(url)}">{label}</a>'
+        if base_url and re.fullmatch(r"[A-Za-z0-9_\-/]*(\?[^\s\"'<>]*)?", url):
+            return f'<a href="{html.escape(base_url.rstrip("/") + "/" + url.lstrip("/"))}">{label}</a>'
+        return label
+    s = _LINK.sub(link, s)
+    s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s, flags=re.S)
+    s = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", s)
+    s = re.sub(r"(?<![\w])_(?!\s)(.+?)(?<!\s)_(?![\w])", r"<em>\1</em>", s)
+    return s
+
+
+# ---- blocks -> HTML ----------------------------------------------------------------------------------
+
+def _table_html(t: Table, base_url: str | None) -> str:
+    cols = [c for c in t.cols if c in t.frame.columns]
+    head = "".join(f'<th title="{html.escape(t.cols[c].help or "")}">{html.escape(t.cols[c].header)}</th>' for c in cols)
+    body = []
+    for row in t.frame.select(cols).iter_rows():
+        cells = []
+        for c, v in zip(cols, row):
+            spec = t.cols[c]
+            shown = spec.format(v)
+            if spec.kind == "link" and v:
+                label = html.escape(spec.link_text or str(v))
+                if base_url:
+                    href = base_url.rstrip("/") + "/" + str(v).lstrip("/")
+                    cells.append(f'<td><a href="{html.escape(href)}">{label}</a></td>')
+                else:
+                    cells.append(f"<td>{html.escape(str(v))}</td>")
+            elif spec.kind == "number":
+                cells.append(f'<td class="n">{html.escape(shown)}</td>')
+            else:
+                cells.append(f"<td>{html.escape(shown)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    cls = ' class="scroll"' if t.frame.height > 25 else ' class="wide"'
+    cap = f'<div class="caption">{md_to_html(t.caption, base_url)}</div>' if t.caption else ""
+    return f"<div{cls}><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{cap}"
+
+
+def _json_for_script(obj) -> str:
+    """JSON safe inside <script>: no "</" (cannot close the element), no HTML comment openers, no U+2028/9."""
+    s = json.dumps(obj, allow_nan=False, default=str)
+    return (s.replace("</", "<\\/").replace("<!--", "<\\!--")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _spec(chart) -> dict:
+    ensure_theme()
+    spec = chart.to_dict()
+    if "facet" in spec or {"row", "column", "facet"} & set(spec.get("encoding", {})):
+        return spec   # a grid of views keeps its own size: Vega-Lite cannot fit it to the page (Streamlit neither)
+    spec["width"] = "container"
+    spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
+    return spec
+
+
+def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js: bool = True) -> tuple[str, int]:
+    parts = [f"<h1>{md_to_html(rep.title)[3:-4]}</h1>"]
+    if rep.subtitle:
+        parts.append(f'<div class="sub">{md_to_html(rep.subtitle)[3:-4]}</div>')
+    n = n0
+    for b in rep.blocks:
+        if isinstance(b, Text):
+            inner = md_to_html(b.md, base_url)
+            if b.kind == "markdown":
+                parts.append(inner)
+            elif b.kind == "caption":
+                parts.append(f'<div class="caption">{inner}</div>')
+            else:
+                parts.append(f'<div class="box {b.kind}">{KIND_LABELS.get(b.kind, "")} {inner}</div>')
+        elif isinstance(b, Heading):
+            tag = "h2" if b.level <= 2 else "h3"
+            parts.append(f"<{tag}>{md_to_html(b.text)[3:-4]}</{tag}>")
+        elif isinstance(b, Table):
+            parts.append(_table_html(b, base_url))
+        elif isinstance(b, Metrics):
+            cards = "".join(
+                f'<div class="metric" title="{html.escape(h or "")}"><div class="l">{html.escape(label)}</div>'
+                f'<div class="v">{html.escape(value)}</div>'
+                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta else "") + "</div>"
+                for label, value, h, *delta in b.items)
+            parts.append(f'<div class="metrics">{cards}</div>')
+        elif isinstance(b, Chart):
+            n += 1
+            div = f"vis{n}"
+            if has_js:
+                parts.append(f'<div class="chart" id="{div}"></div><script>vegaEmbed("#{div}", '
+                             f'{_json_for_script(_spec(b.chart))}, {{"actions": false, "renderer": "svg"}})'
+                             f'.catch(function(e){{document.getElementById("{div}").textContent = String(e);}});</script>')
+            else:
+                parts.append('<div class="box warning">Chart left out: install the export extra '
+                             "(<code>pip install 'kernelscope[export]'</code>) to include charts.</div>")
+            if b.caption:
+                parts.append(f'<div class="caption">{md_to_html(b.caption, base_url)}</div>')
+    return "\n".join(parts), n
+
+
+def render_html(reports: list[Report], *, source: str | None = None, base_url: str | None = None) -> str:
+    """One HTML document for the reports (normally one page)."""
+    bundle = vega_bundle()
+    has_charts = any(isinstance(b, Chart) for r in reports for b in r.blocks)
+    body, n = [], 0
+    for rep in reports:
+        h, n = report_html(rep, base_url=base_url, n0=n, has_js=bundle is not None)
+        body.append(h)
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = f"Exported from Kernelscope on {when}" + (f" · {html.escape(source)}" if source else "")
+    title = html.escape(" · ".join(r.title for r in reports))
+    script = ""
+    if has_charts and bundle is not None:
+        script = "<script>\n" + bundle.replace("</script", "<\\/script") + "\n</script>"
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{title} — Kernelscope</title><style>{CSS}</style>{script}</head>\n"
+            f'<body><div class="meta">{meta}</div>\n' + "\n".join(body) + "\n</body></html>\n")

@@ -1,0 +1,85 @@
+"""Page builders: URL query parameters + the run store -> a `Report` (tables, charts, text).
+
+One module per page; each has `build(src, params) -> Report`. The Streamlit views draw these reports (and add the
+widgets), `kernelscope export` and the download button write the same reports to one HTML file
+(dashboard.render_html). A page's whole state is in its query parameters:
+
+    home                      (none)
+    runs      ?kind=ncu&gpu=NVIDIA+H200
+    kernels   ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&q=METRIC_FILTER
+    compare   ?a=RUN&b=RUN&noise=5
+    gpus      ?gpu=NAME,NAME
+    timeline  ?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S
+    cases     ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable)
+    claims    ?verdict=V (repeatable)&claim=ID
+
+`build_target(src, url_or_run_id)` is what an export does: the page a link names (a run id opens the page for its
+kind), built strictly — a link naming an unknown run, case, GPU, claim or device raises the typed error naming it
+instead of showing a different view than the link does.
+"""
+from __future__ import annotations
+
+import importlib
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from analyzers.errors import UnknownName
+from dashboard.reports.blocks import Report
+from dashboard.reports.common import REPEATABLE
+from dashboard.source import PAGE_FOR_KIND, Source
+
+EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus", "timeline", "cases", "claims")
+
+
+def build(src: Source, page: str, params: dict) -> Report:
+    """The report of an exportable page for its query parameters."""
+    if page not in EXPORTABLE:
+        raise UnknownName("exportable page", page, "exportable: " + ", ".join(EXPORTABLE))
+    return importlib.import_module(f"dashboard.reports.{page}").build(src, params)
+
+
+def parse_target(src: Source, target: str) -> tuple[str, dict, str | None]:
+    """(page, params, base_url) from a dashboard URL ("http://host:8501/kernels?run=…", "/kernels?run=…",
+    "kernels?run=…") or a run id (or unique prefix), which opens the page for its kind. Every run a link names
+    must be in the store (RunNotFound otherwise)."""
+    t = target.strip()
+    if "?" in t or "/" in t or t in EXPORTABLE or t.startswith("http"):
+        parts = urlsplit(t)
+        path = [p for p in parts.path.split("/") if p]
+        page = path[-1] if path else "home"
+        base = None
+        if parts.scheme and parts.netloc:
+            prefix = "/".join(path[:-1])
+            base = f"{parts.scheme}://{parts.netloc}/" + (prefix + "/" if prefix else "")
+        params: dict = {}
+        for k, v in parse_qsl(parts.query, keep_blank_values=False):
+            if k in REPEATABLE:
+                params.setdefault(k, []).append(v)
+            else:
+                params[k] = v
+        params.pop("token", None)
+        if page not in EXPORTABLE:
+            raise UnknownName("exportable page", page, "exportable: " + ", ".join(EXPORTABLE))
+        for key in ("run", "a", "b"):  # the app falls back to the newest run; an export must not
+            if key in params:
+                src.get(params[key])
+        return page, params, base
+    run = src.get(t)
+    page = PAGE_FOR_KIND.get(run.kind)
+    if page not in EXPORTABLE:
+        raise UnknownName("exportable page", page, f"run {run.run_id} is a {run.kind} run")
+    return page, {"run": run.run_id}, None
+
+
+def build_target(src: Source, target: str) -> tuple[Report, str, str | None]:
+    """(report, the link it shows, base URL for relative links) of a dashboard URL or a run id."""
+    page, params, base = parse_target(src, target)
+    rep = build(src, page, params)
+    shown = f"{base or ''}{page}" + (f"?{urlencode(params, doseq=True)}" if params else "")
+    return rep, shown, base
+
+
+def export_html(src: Source, target: str) -> str:
+    """The offline HTML file of a dashboard URL or a run id: the page's report through dashboard.render_html."""
+    from dashboard.render_html import render_html
+    rep, shown, base = build_target(src, target)
+    return render_html([rep], source=shown, base_url=base)

@@ -1,0 +1,130 @@
+"""What a page shows, as data: titled blocks of text, tables and charts.
+
+The page builders (`dashboard.reports.<page>`) return a `Report`; the app draws it with
+`dashboard.render_streamlit`, the export (`dashboard.render_html`) writes the same blocks into one offline HTML
+file. So an exported page has the same tables and charts as the page in the browser.
+
+Text blocks are a small markdown subset: `**bold**`, `` `code` `` and [links](url). Anything a user or a
+profiled program named (kernel names, file names) goes into them only through `code()`, which the export
+escapes and Streamlit shows literally.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from analyzers.units import missing, sig3
+
+
+@dataclass
+class Text:
+    md: str
+    kind: str = "markdown"        # markdown | caption | info | warning | error | success
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2                # 2 = subheader, 3 = smaller
+
+
+@dataclass
+class Table:
+    name: str
+    frame: pl.DataFrame
+    cols: dict[str, Col]
+    caption: str | None = None
+    height: int | None = None
+    static: bool = False          # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
+
+
+@dataclass
+class Chart:
+    name: str
+    chart: Any                    # an altair chart
+    caption: str | None = None
+
+
+@dataclass
+class Metrics:
+    items: list[tuple]            # (label, value as shown, help) or (label, value, help, change as shown)
+    lower_is_better: bool = False  # colour of the changes: a negative change is good (durations)
+
+
+@dataclass
+class Report:
+    title: str
+    blocks: list = field(default_factory=list)
+    subtitle: str | None = None
+
+    def add(self, *blocks) -> "Report":
+        self.blocks.extend(b for b in blocks if b is not None)
+        return self
+
+    def tables(self) -> dict[str, Table]:
+        return {b.name: b for b in self.blocks if isinstance(b, Table)}
+
+    def charts(self) -> dict[str, Chart]:
+        return {b.name: b for b in self.blocks if isinstance(b, Chart)}
+
+
+def code(s) -> str:
+    """Inline code span for any user-provided text (kernel or file names): shown literally in both renderers."""
+    s = str(s).replace("\n", " ")
+    ticks = "`"
+    while ticks in s:
+        ticks += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Table columns
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Col:
+    """How one table column is shown: label and unit (label "duration", unit "µs" -> "duration [µs]"),
+    printf format for numbers, a help text naming the source, kind "number" | "text" | "link"."""
+    label: str
+    unit: str = ""
+    fmt: str | None = None
+    help: str | None = None
+    kind: str = "number"
+    link_text: str | None = None   # for kind "link": the text shown instead of the URL (regex or text)
+
+    @property
+    def header(self) -> str:
+        return f"{self.label} [{self.unit}]" if self.unit else self.label
+
+    def format(self, v) -> str:
+        if missing(v):
+            return "—"
+        if self.kind != "number" or not isinstance(v, (int, float)) or isinstance(v, bool):
+            return str(v)
+        if self.fmt:
+            try:
+                return _commas(self.fmt % v)
+            except (TypeError, ValueError):
+                return str(v)
+        return f"{v:,}" if isinstance(v, int) else sig3(v)
+
+
+def _commas(s: str) -> str:
+    """Thousands separators for a formatted number ("12345.67" -> "12,345.67")."""
+    head, dot, tail = s.partition(".")
+    sign = "-" if head.startswith("-") else ""
+    digits = head.lstrip("-")
+    if not digits.isdigit():
+        return s
+    return f"{sign}{int(digits):,}{dot}{tail}"
+
+
+def text(label: str, help: str | None = None) -> Col:
+    return Col(label, kind="text", help=help)
+
+
+def num(label: str, unit: str = "", fmt: str | None = None, help: str | None = None) -> Col:
+    return Col(label, unit, fmt, help)

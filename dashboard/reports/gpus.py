@@ -1,0 +1,111 @@
+"""GPUs (?gpu=NAME,NAME): spec sheets next to the ceilings `kernelscope bench` measured on each GPU, the bench runs,
+and the same cases on several GPUs, each normalised to its own peak."""
+from __future__ import annotations
+
+import polars as pl
+
+from analyzers.ceilings import RESOURCES, result_peak, spec_peak
+from analyzers.gpus import find_gpu
+from analyzers.units import fmt_short
+from dashboard import charts
+from dashboard.reports.blocks import Chart, Heading, Report, Table, Text, code, num, text
+from dashboard.reports.common import gpu_table, link, runs_table
+from dashboard.source import Source
+
+
+def _gpu_list(raw) -> list[str]:
+    if not raw:
+        return []
+    items = raw if isinstance(raw, list) else str(raw).split(",")
+    return [s.strip() for s in items if s.strip()]
+
+
+def build(src: Source, params: dict) -> Report:
+    rep = Report("GPUs", subtitle="Spec sheets next to what microbenchmarks measured on each GPU.")
+    rep.add(Heading("Spec sheet and measured ceilings"), gpu_table(src))
+    ceil = src.ceilings()
+    bench_runs = src.bench_runs()
+    if not bench_runs:
+        rep.add(Text("No microbenchmark runs in the store: run `kernelscope bench` on a GPU machine (it stores one "
+                     "run per GPU) or ingest its result files; measured ceilings then appear here, in the roofline "
+                     "and in every \"% of peak\".", "info"))
+        return rep
+    if ceil.height:
+        # the best of each GPU's runs per ceiling (highest rate, lowest cost), with how many runs measured it
+        best = ceil.with_columns(key=pl.when(pl.col("unit") == "s").then(-pl.col("value")).otherwise(pl.col("value"))) \
+            .sort("key", descending=True).group_by("gpu", "ceiling", maintain_order=True) \
+            .agg(pl.all().exclude("key").first(), pl.len().alias("runs")).sort("gpu", "resource", "ceiling")
+        rows = []
+        for r in best.iter_rows(named=True):
+            g = find_gpu(r["gpu_name"])
+            sp = spec_peak(g, r["resource"])
+            rows.append({**r, "resource_label": RESOURCES.get(r["resource"], (None, "—"))[1],
+                         "shown": fmt_short(r["value"], r["unit"]),
+                         "spec": fmt_short(sp, r["unit"]) if sp else "—",
+                         "pct_of_spec": r["value"] / sp * 100 if sp and r["unit"] != "s" else None,
+                         "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,
+                         "open": link("gpus", gpu=r["gpu"])})
+        cf = pl.DataFrame(rows, infer_schema_length=None)
+        rep.add(Heading("Measured ceilings vs spec"), Table("ceilings", cf, {
+            "gpu": text("GPU"), "resource_label": text("resource"), "ceiling": text("measurement"),
+            "shown": text("measured"), "spec": text("spec sheet"),
+            "pct_of_spec": num("measured of spec", "%", "%.1f", "measured / the GPU's own spec-sheet figure"),
+            "cv_pct": num("spread (cv)", "%", "%.2f", "std / mean over the repetitions"),
+            "source": text("how measured"), "runs": num("runs", help="bench runs of this GPU that measured it"),
+            "run_id": text("best run")}, caption="The best value of each GPU's bench runs."))
+        fr = cf.filter(pl.col("pct_of_spec").is_not_null()).select(
+            pl.col("resource_label").alias("resource"), "gpu", pl.col("pct_of_spec").alias("pct")
+        ).group_by("resource", "gpu", maintain_order=True).agg(pl.col("pct").max())
+        if fr.height:
+            rep.add(Chart("ceilings_vs_spec", charts.fraction_bars(
+                fr, x="resource", x_title="resource", group="gpu", group_title="GPU",
+                title="Best measured ceiling as a share of each GPU's own spec-sheet peak",
+                value_title="measured / spec [%]")))
+    rep.add(Heading("Bench runs"), runs_table(bench_runs, "bench_runs"))
+    rep.add(*bench_compare_blocks(src, [r.run_id for r in bench_runs], wanted=_gpu_list(params.get("gpu"))))
+    return rep
+
+
+def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | None = None) -> list:
+    """The same bench cases across GPUs (one column per GPU), normalised to each GPU's own spec peak."""
+    res = src.bench_results().filter(pl.col("run_id").is_in(run_ids))
+    if wanted:
+        res = res.filter(pl.col("gpu").is_in(wanted))
+    gpus = res["gpu"].unique(maintain_order=True).to_list()
+    out: list = [Heading("Same cases across GPUs" if len(gpus) > 1 else "Bench results")]
+    if not res.height:
+        return out + [Text("No bench results to show" + (f" for {', '.join(code(g) for g in wanted)}" if wanted else "")
+                           + ".", "caption")]
+    rows = []
+    for r in res.iter_rows(named=True):
+        peak, peak_name = result_peak(find_gpu(r["gpu_name"]), r["case"], r["metric"], r["unit"] or "")
+        rows.append({"case": r["case"], "metric": r["metric"], "params": r["params"] or "", "gpu": r["gpu"],
+                     "value": r["value"], "unit": r["unit"] or "", "shown": fmt_short(r["value"], r["unit"] or ""),
+                     "pct": r["value"] / peak * 100 if peak and r["value"] is not None else None,
+                     "peak": peak_name, "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,
+                     "verdict": r["verdict"]})
+    df = pl.DataFrame(rows, infer_schema_length=None)
+    if len(gpus) > 1:
+        wide = df.pivot(on="gpu", index=["case", "metric", "params", "unit"], values=["shown", "pct"],
+                        aggregate_function="first")
+        cols = {"case": text("case"), "metric": text("metric"), "params": text("parameters")}
+        for g in gpus:
+            if f"shown_{g}" in wide.columns:
+                cols[f"shown_{g}"] = text(f"{g}")
+            if f"pct_{g}" in wide.columns:
+                cols[f"pct_{g}"] = num(f"{g} of own peak", "%", "%.1f", "value / that GPU's spec peak")
+        out.append(Table("bench_across_gpus", wide, cols, caption="Rates as a share of each GPU's own spec-sheet "
+                         "peak (DRAM for B/s, host link for host copies, BF16 dense for matrix work, else FP32)."))
+        fr = df.filter(pl.col("pct").is_not_null()).with_columns(
+            label=pl.concat_str([pl.col("case"), pl.lit(" · "), pl.col("metric")])).group_by("label", "gpu").agg(
+            pl.col("pct").max())
+        if fr.height:
+            out.append(Chart("bench_across_gpus_chart", charts.fraction_bars(
+                fr.sort("label"), x="label", x_title="case · metric (best over parameters)", group="gpu",
+                group_title="GPU", title="Same cases, each GPU against its own peak")))
+    else:
+        out.append(Table("bench_results", df, {
+            "case": text("case"), "metric": text("metric"), "params": text("parameters"), "shown": text("measured"),
+            "pct": num("of spec peak", "%", "%.1f", "value / the GPU's spec peak"), "peak": text("peak used"),
+            "cv_pct": num("spread (cv)", "%", "%.2f"), "verdict": text("verdict")}))
+    return out

@@ -1,0 +1,248 @@
+"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S): PyTorch profiler and Nsight Systems runs.
+
+GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the top kernels,
+and a what-if (chosen kernels made faster) next to Amdahl. The per-device numbers come from
+`Source.trace(run).summary` (analyzers.timeline.summarize), the same object `kernelscope analyze` prints.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from analyzers import timeline as T
+from analyzers.errors import UnknownName
+from analyzers.timeline import DEFINITIONS
+from collectors.errors import RunNotFound
+from collectors.schema import TRACE_KINDS
+from collectors.store import Run
+from dashboard import charts
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
+from dashboard.source import Source
+
+MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
+
+
+@dataclass
+class TimelineView:
+    run: Run | None
+    devices: list[str] = field(default_factory=lambda: ["all"])   # "all" and each "rank:device" of the run
+    device: str = "all"
+    kernel: str = ""                # what-if: regex searched in kernel names
+    speedup: float = 2.0
+    problems: list[Text] = field(default_factory=list)
+
+    def params(self) -> dict:
+        return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
+                "kernel": self.kernel, "speedup": f"{self.speedup:g}"}
+
+
+def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
+    """The run's GPU ops (kernels, memcpy, memset) on the chosen device, or on all of them."""
+    g = src.trace(view.run).gpu_ops
+    if view.device == "all":
+        return g
+    r, d = (int(x) for x in view.device.split(":"))
+    return g.filter((pl.col("rank") == r) & (pl.col("device") == d))
+
+
+def resolve(src: Source, params: dict) -> TimelineView:
+    """?run=RUN&device=RANK:DEVICE|all&kernel=REGEX&speedup=S; the what-if defaults to the kernel with the most
+    time, 2x faster."""
+    problems: list[Text] = []
+    runs = src.runs(TRACE_KINDS)
+    run, wanted = None, params.get("run")
+    if wanted:
+        try:
+            run = src.get(wanted)
+        except RunNotFound:
+            run = None
+        if run is None or run.kind not in TRACE_KINDS:
+            problems.append(Text(f"No trace run {code(wanted)} in this store.", "error"))
+            run = None
+    view = TimelineView(run or (runs[0] if runs else None), problems=problems)
+    if view.run is None:
+        return view
+    devs = src.trace(view.run).summary.devices.select("rank", "device").rows()
+    view.devices = ["all"] + [f"{r}:{d}" for r, d in devs]
+    dev = params.get("device") or "all"
+    if dev not in view.devices:
+        problems.append(Text(f"No device {code(dev)} in this run; showing all devices.", "warning"))
+    elif len(devs) > 1:
+        view.device = dev
+    top = T.kernel_summary(device_ops(src, view)).head(1)["name"].to_list()
+    view.kernel = params.get("kernel") or (top[0][:120].split("<")[0].split("(")[0] if top else ".")
+    raw = params.get("speedup")
+    try:
+        speedup = float(raw) if raw not in (None, "") else 2.0
+    except ValueError:
+        speedup = math.nan
+    if not math.isfinite(speedup):
+        problems.append(Text(f"Speedup {code(raw)} is not a number; using 2.", "warning"))
+        speedup = 2.0
+    view.speedup = min(1e6, max(0.01, speedup))
+    return view
+
+
+def header(view: TimelineView) -> list:
+    run, meta = view.run, view.run.meta
+    counts = meta.get("counts", {})
+    source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
+              else f"Nsight Systems export {meta.get('nsys_version', '')}")
+    return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
+                 f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
+                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption")]
+
+
+def definitions(run: Run) -> list:
+    perfetto = (f"open {code(run.artifact_path)} at https://ui.perfetto.dev (Open trace file) to see the original "
+                "timeline; a `.kineto.tar` rank archive must be unpacked first (one JSON per rank)."
+                if run.kind == "kineto" else
+                f"Perfetto cannot read an nsys SQLite export ({code(run.artifact_path)}); open the `.nsys-rep` in "
+                "Nsight Systems instead.")
+    return [Text("\n".join([f"- **{k.replace('_', ' ')}**: {v}" for k, v in DEFINITIONS.items()]
+                           + [f"- **Perfetto**: {perfetto}"]))]
+
+
+def device_summary(src: Source, view: TimelineView) -> pl.DataFrame:
+    """The summary rows (analyzers.timeline.summarize) of the chosen device, or of every device."""
+    d = src.trace(view.run).summary.devices
+    if view.device == "all":
+        return d
+    r, dev = (int(x) for x in view.device.split(":"))
+    return d.filter((pl.col("rank") == r) & (pl.col("device") == dev))
+
+
+def overview(src: Source, view: TimelineView) -> list:
+    """GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the
+    top kernels."""
+    g = device_ops(src, view)
+    if g.height == 0:
+        return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
+    out: list = []
+    tr = src.trace(view.run)
+    gpu_name = view.run.meta.get("gpu_name")
+    floor_ns = tr.summary.launch_floor_ns
+    if floor_ns:
+        out.append(Text(f"Launch floor {floor_ns / 1e3:.1f} µs per kernel: back-to-back empty-kernel launches measured "
+                        f"by `kernelscope bench` on a {gpu_name} (event timing).", "caption"))
+    s = device_summary(src, view)
+    summary = s.select(
+        "rank", "device", "verdict", "kernel_count", "kernels_with_launch", (pl.col("busy_ns") / 1e6).alias("busy_ms"),
+        (pl.col("window_ns") / 1e6).alias("window_ms"), (pl.col("idle_fraction") * 100).alias("idle_pct"),
+        (pl.col("short_kernel_share") * 100).alias("short_pct"),
+        (pl.col("host_wait_fraction") * 100).alias("host_wait_pct"), "kernels_per_s")
+    out += [Heading("GPU busy time and launch-bound verdict"), Table("timeline_summary", summary, {
+        "rank": num("rank"), "device": num("device"), "verdict": text("verdict", DEFINITIONS["launch_bound"]),
+        "kernel_count": num("kernels"), "kernels_with_launch": num("with their launch call"),
+        "busy_ms": num("busy", "ms", "%.3f", DEFINITIONS["gpu_busy"]),
+        "window_ms": num("window", "ms", "%.3f", "last op end − first op start (trace timestamps)"),
+        "idle_pct": num("idle", "% of window", "%.1f", DEFINITIONS["gpu_idle_fraction"]),
+        "short_pct": num("kernels shorter than their launch call", "%", "%.1f"),
+        "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["idle_categories"]),
+        "kernels_per_s": num("kernels/s", fmt="%.0f")})]
+
+    out.append(Heading("Launch delay"))
+    k = T.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
+    if k.height:
+        h = k.select((pl.col("launch_delay_ns") / 1e3).alias("launch_delay_us"), pl.col("launch_api"))
+        if h.height > MAX_POINTS:
+            h = h.sample(MAX_POINTS, seed=0)
+        stats = s.select(
+            "rank", "device", pl.col("kernels_with_launch").alias("with_launch"),
+            (pl.col("launch_delay_median_ns") / 1e3).alias("median_us"),
+            (pl.col("launch_delay_p90_ns") / 1e3).alias("p90_us"), (pl.col("launch_delay_max_ns") / 1e3).alias("max_us"),
+            "queue_count", (pl.col("queue_median_ns") / 1e3).alias("queue_median_us"), "delay_outliers")
+        out += [Chart("launch_delay", charts.launch_delay_histogram(h)), Table("launch_delay_stats", stats, {
+            "rank": num("rank"), "device": num("device"), "with_launch": num("kernels with launch call"),
+            "median_us": num("median", "µs", "%.2f", DEFINITIONS["launch_delay"]),
+            "p90_us": num("p90", "µs", "%.2f", DEFINITIONS["launch_delay"]),
+            "max_us": num("max", "µs", "%.1f", DEFINITIONS["launch_delay"]),
+            "queue_count": num("with queue time", help=DEFINITIONS["queue"]),
+            "queue_median_us": num("queue median", "µs", "%.2f", DEFINITIONS["queue"]),
+            "delay_outliers": num("delay > 100 µs", help="HTA's launch_delay_cutoff")})]
+    else:
+        out.append(Text("No kernel has its launch call in this trace, so launch delays cannot be computed.", "info"))
+
+    out.append(Heading("GPU idle gaps per stream"))
+    sg = T.stream_gaps(g)
+    if sg.height:
+        t0 = int(g["start_ns"].min())
+        pts = sg.sort("gap_ns", descending=True).head(MAX_POINTS).select(
+            pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream"),
+            ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"), (pl.col("gap_ns") / 1e3).alias("gap_us"), "category",
+            pl.col("next_name").str.slice(0, 80).alias("next op"))
+        cats = T.idle_categories(g).with_columns(pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
+                                                 (pl.col("idle_ns") / 1e3).alias("idle_us"))
+        out += [Chart("idle_gaps", charts.idle_gaps(pts, list(T.IDLE_CATEGORIES))),
+                Chart("idle_categories", charts.idle_category_bars(cats, list(T.IDLE_CATEGORIES)),
+                      "Idle categories: " + DEFINITIONS["idle_categories"] + ".")]
+    else:
+        out.append(Text("No idle gaps between ops on any stream.", "info"))
+    tb = T.temporal_breakdown(g)
+    fractions = ("compute_fraction", "communication_fraction", "memcpy_fraction", "idle_fraction")
+    out.append(Table("temporal_breakdown", tb.select("rank", "device", *[pl.col(c) * 100 for c in fractions]), {
+        "rank": num("rank"), "device": num("device"),
+        **{c: num(c.removesuffix("_fraction"), "% of window", "%.1f") for c in fractions}},
+        caption="Compute: non-NCCL kernels; communication: NCCL kernels not overlapping compute; memcpy: copies and "
+                "memsets not hidden under kernels; idle: the rest. They add up to the window."))
+
+    out.append(Heading("Top kernels by total time"))
+    ks = T.kernel_summary(g).head(20).select(
+        pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
+        (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
+        (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
+        (pl.col("busy_share") * 100).alias("busy_pct"))
+    out.append(Table("top_kernels", ks, {
+        "kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
+        "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
+        "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
+        "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}))
+    return out
+
+
+def whatif(src: Source, view: TimelineView) -> list:
+    """The run time if the kernels matching view.kernel ran view.speedup times faster, next to Amdahl."""
+    tr = src.trace(view.run)
+    try:
+        w = T.what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
+    except ValueError as e:
+        return [Text(f"No what-if: {code(e)}", "error")]
+    ms = lambda ns: f"{ns / 1e6:,.3f} ms"  # noqa: E731
+    return [Metrics([
+        ("measured run time", ms(w.run_ns), "first to last event (host API calls and GPU ops), slowest rank"),
+        ("what-if (trace dependencies)", ms(w.predicted_ns), "replay of the trace's own dependencies",
+         ms(w.predicted_ns - w.run_ns)),
+        ("Amdahl", ms(w.amdahl_ns), "run × ((1 − f) + f / s)", ms(w.amdahl_ns - w.run_ns)),
+    ], lower_is_better=True), Text(
+        f"{w.matched_kernels:,} kernels match {code(view.kernel)}, {w.matched_kernel_ns / 1e6:,.3f} ms of kernel time "
+        f"(f = {w.fraction:.1%} of the run), made {view.speedup:g}× faster. What-if: "
+        f"{T.DEFINITIONS['whatif']}. The replay keeps launch calls, stream order and synchronisations; it cannot see "
+        "waits between streams or ranks (so it may be optimistic there), and the host floor it keeps is why it can "
+        "promise less than Amdahl.", "caption")]
+
+
+def report(view: TimelineView, overview_blocks: list, whatif_blocks: list) -> Report:
+    """The page's blocks in one report (definitions last)."""
+    rep = Report("Timeline", subtitle=f"{code(view.run.source_name)} · run {view.run.run_id}"
+                 + ("" if view.device == "all" else f" · device {view.device}"))
+    rep.add(*view.problems, *header(view), *overview_blocks)
+    if whatif_blocks:
+        rep.add(Heading("What if a kernel were faster?"), *whatif_blocks)
+    return rep.add(Heading("Definitions (how every number on this page is computed)", 3), *definitions(view.run))
+
+
+def build(src: Source, params: dict) -> Report:
+    """The Timeline page of a URL. An export does not fall back: a run that is not a trace, or a device the run
+    does not have, is an error."""
+    if params.get("run"):
+        src.get_kind(params["run"], TRACE_KINDS, "a PyTorch profiler trace or Nsight Systems export")
+    view = resolve(src, params)
+    if view.run is None:
+        return Report("Timeline").add(Text("No PyTorch profiler traces or Nsight Systems exports in the store.", "info"))
+    if params.get("device") not in (None, "", *view.devices):
+        raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
+                          + ", ".join(view.devices))
+    ov = overview(src, view)
+    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [])

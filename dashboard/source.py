@@ -1,0 +1,253 @@
+"""The store plus the analyses, for every surface (command line, Streamlit pages, HTML export); no Streamlit here.
+
+A `Source` reads runs from a `collectors.store.Store` and hands out the analysis objects the analyzers compute:
+
+    src.ncu(run)            analyzers.ncu_run.NcuAnalysis (with the store's measured ceilings of that GPU)
+    src.trace(run)          TraceAnalysis: the timeline tables and analyzers.timeline.TimelineSummary
+    src.bench(run)          BenchAnalysis: results with today's derived records, predictions and verdicts
+    src.ceilings()          every measured ceiling of the store's bench runs (analyzers.ceilings.CEILING_SCHEMA)
+    src.best_ceilings(gpu)  the best measured value per resource of a GPU
+    src.launch_floor_ns(gpu)
+
+A run is given as a stored `Run` or a run id, or as a `Parsed` (a file analysed without storing it: the same
+analysis, with the store's ceilings). Analyses of stored runs are cached by run id and the set of bench runs
+(runs are immutable; a new bench run changes the measured ceilings), in a small bounded cache.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from analyzers import ceilings as C
+from analyzers.cases.bench_verdicts import attach
+from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
+from analyzers.ncu_run import NcuAnalysis, analyze_ncu
+from analyzers.timeline import TimelineSummary, summarize
+from collectors.errors import RunNotFound
+from collectors.schema import TRACE_KINDS, Parsed
+from collectors.store import Run, Store
+
+#: the page that shows a run of each kind
+PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
+
+
+@dataclass
+class TraceAnalysis:
+    kind: str
+    meta: dict
+    gpu_ops: pl.DataFrame
+    api_calls: pl.DataFrame
+    summary: TimelineSummary
+
+
+@dataclass
+class BenchAnalysis:
+    meta: dict
+    gpu: GPUSpec | None
+    results: pl.DataFrame              # BENCH_SCHEMA + derived records + predicted, predicted_unit, verdict, ...
+    ceilings: pl.DataFrame             # the run's ceilings table as stored
+    failures: list = field(default_factory=list)
+
+
+def gpu_for(meta: dict) -> GPUSpec:
+    """The GPUSpec of a run's device: the registry entry by name, refined by the file's device attributes."""
+    attrs = meta.get("device_attributes") or (meta.get("gpu") or {}).get("attributes")
+    return resolve_gpu(meta.get("gpu_name"), attrs)
+
+
+class Source:
+    def __init__(self, store: Store, cache_entries: int = 32):
+        self.store = store
+        self.root = str(store.root)
+        self._cache: OrderedDict = OrderedDict()
+        self._max = cache_entries
+        self._lock = threading.Lock()
+
+    # ---- runs ------------------------------------------------------------------------------------
+    def runs(self, kinds: tuple[str, ...] | None = None) -> list[Run]:
+        rs = self.store.runs()
+        return [r for r in rs if r.kind in kinds] if kinds else rs
+
+    def get(self, run_id: str) -> Run:
+        return self.store.get(run_id)
+
+    def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
+        """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""
+        run = self.get(run_id)
+        if run.kind not in kinds:
+            raise RunNotFound(run.run_id, f"a {run.kind} run, not {what}",
+                              message=f"run {run.run_id} is a {run.kind} run, not {what}")
+        return run
+
+    def table(self, run_id: str, name: str) -> pl.DataFrame:
+        run = self.get(run_id)
+        return self._cached(("table", run.run_id, name), lambda: run.table(name))
+
+    def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
+        """Every ncu metric of one launch (long form: metric, value, unit, text)."""
+        return self._cached(("launch", run_id, launch_id),
+                            lambda: self.table(run_id, "metrics").filter(pl.col("id") == launch_id))
+
+    # ---- cache -----------------------------------------------------------------------------------
+    def _cached(self, key, make):
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        value = make()
+        with self._lock:
+            self._cache[key] = value
+            while len(self._cache) > self._max:
+                self._cache.popitem(last=False)
+        return value
+
+    def bench_runs(self) -> list[Run]:
+        return self.runs(("bench",))
+
+    def _bench_key(self) -> tuple[str, ...]:
+        return tuple(r.run_id for r in self.bench_runs())
+
+    # ---- measured ceilings -----------------------------------------------------------------------
+    def ceilings(self) -> pl.DataFrame:
+        """Every measured ceiling of the store's bench runs, newest run first (analyzers.ceilings.CEILING_SCHEMA)."""
+        def make():
+            runs = self.bench_runs()
+            labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
+            frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
+                                       gpu_label=labels[r.run_id]) for r in runs if "ceilings" in r.tables]
+            return pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
+        return self._cached(("ceilings", self._bench_key()), make)
+
+    def ceiling_records(self) -> list[dict]:
+        """The raw ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        out = []
+        for r in self.bench_runs():
+            if "ceilings" in r.tables:
+                for row in r.table("ceilings").iter_rows(named=True):
+                    out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
+        return out
+
+    def best_ceilings(self, gpu_name: str) -> dict[str, C.Ceiling]:
+        return C.best_ceilings(self.ceilings(), gpu_name)
+
+    def launch_floor_ns(self, gpu_name: str | None) -> float | None:
+        return C.launch_floor_ns(self.ceilings(), gpu_name)
+
+    # ---- analyses ----------------------------------------------------------------------------------
+    def _resolve(self, run: Run | Parsed | str) -> Run | Parsed:
+        return self.get(run) if isinstance(run, str) else run
+
+    def ncu(self, run: Run | Parsed | str) -> NcuAnalysis:
+        run = self._resolve(run)
+
+        def make():
+            gpu = gpu_for(run.meta)
+            return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name))
+        if isinstance(run, Parsed):
+            return make()
+        return self._cached(("ncu", run.run_id, self._bench_key()), make)
+
+    def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
+        run = self._resolve(run)
+
+        def make():
+            g = run.table("gpu_ops")
+            floor = self.launch_floor_ns(run.meta.get("gpu_name"))
+            return TraceAnalysis(run.kind, run.meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
+        if isinstance(run, Parsed):
+            return make()
+        return self._cached(("trace", run.run_id, self._bench_key()), make)
+
+    def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
+        run = self._resolve(run)
+
+        def make():
+            try:
+                gpu = gpu_for(run.meta)
+            except LookupError:
+                gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
+            return BenchAnalysis(run.meta, gpu, attach(run.table("results"), gpu), run.table("ceilings"),
+                                 list(run.meta.get("failures") or []))
+        if isinstance(run, Parsed):
+            return make()
+        return self._cached(("bench", run.run_id), make)
+
+    def bench_results(self) -> pl.DataFrame:
+        """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
+        def make():
+            runs = self.bench_runs()
+            labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
+            frames = [self.bench(r).results.with_columns(
+                gpu_name=pl.lit(r.meta.get("gpu_name") or "unknown GPU"), gpu=pl.lit(labels[r.run_id]),
+                run_id=pl.lit(r.run_id)) for r in runs]
+            return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema={
+                "case": pl.String, "metric": pl.String, "value": pl.Float64, "unit": pl.String, "params": pl.String,
+                "cv": pl.Float64, "source": pl.String, "predicted": pl.Float64, "predicted_unit": pl.String,
+                "verdict": pl.String, "gpu_name": pl.String, "gpu": pl.String, "run_id": pl.String})
+        return self._cached(("bench_results", self._bench_key()), make)
+
+    def analysis(self, run: Run | Parsed | str):
+        """The analysis of any run, by kind."""
+        run = self._resolve(run)
+        if run.kind == "ncu":
+            return self.ncu(run)
+        if run.kind in TRACE_KINDS:
+            return self.trace(run)
+        if run.kind == "bench":
+            return self.bench(run)
+        raise RunNotFound(getattr(run, "run_id", "?"), f"has an unknown kind {run.kind!r}")
+
+    # ---- textbook cases and claims -------------------------------------------------------------------
+    def case_measurements(self, case_id: str, gpu_name: str) -> list:
+        """Stored measurements of a textbook case on one GPU (analyzers.cases.Measurement): Nsight Compute
+        launches whose name says they run the case, from their counters, and bench results of the case whose
+        metric is a quantity the case predicts (spread = cv x value)."""
+        from analyzers.cases import Measurement, evaluate, measurements_from_ncu
+        from analyzers.cases.kernel_match import CASE_HINTS
+        try:
+            keys = set(evaluate(case_id, gpu_name).predictions)
+        except (LookupError, ValueError):
+            return []
+        want = find_gpu(gpu_name)
+
+        def same_gpu(name) -> bool:
+            return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
+
+        out = []
+        words = CASE_HINTS.get(case_id, ())
+        for run in self.runs(("ncu",)):
+            if not words or not same_gpu(run.meta.get("gpu_name")):
+                continue
+            k = self.table(run.run_id, "kernels")
+            hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
+            if not hits.height:
+                continue
+            m = self.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
+            for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
+                mk = m.filter(pl.col("id") == kid)
+                metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
+                for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
+                                               gpu=gpu_name):
+                    if x.quantity in keys:
+                        out.append(x)
+        res = self.bench_results()
+        res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
+        for r in res.iter_rows(named=True):
+            if not same_gpu(r["gpu_name"]) or r["value"] is None:
+                continue
+            spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
+            out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
+                                   spread=spread, quantity=r["metric"], gpu=gpu_name))
+        return out
+
+    def claim_measurements(self) -> dict:
+        from analyzers.cases.claims import claim_measurements
+        return self._cached(("claims", self._bench_key()), lambda: claim_measurements(self.ceiling_records()))
+
+
+def params_json(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)

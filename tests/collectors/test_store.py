@@ -1,0 +1,72 @@
+"""Run store: content addressing, atomic writes, several processes at once, CLI listing."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from pathlib import Path
+
+from collectors.store import Store, run_id_for
+from tests.conftest import H200_KERNELS, SAMPLES
+
+SAMPLE = H200_KERNELS / "basic_raw.csv.gz"
+
+
+def test_same_file_twice_is_one_run(store):
+    r1, created1 = store.ingest_path(SAMPLE)
+    r2, created2 = store.ingest_path(SAMPLE)
+    assert created1 and not created2 and r1.run_id == r2.run_id == run_id_for(SAMPLE.read_bytes())
+    assert [r.run_id for r in store.runs()] == [r1.run_id]
+    assert r1.artifact_path.read_bytes() == SAMPLE.read_bytes()   # the original artifact is kept
+    assert r1.table("kernels").height == 9 and r1.kind == "ncu"
+    assert store.get(r1.run_id[:6]).run_id == r1.run_id
+
+
+def _ingest(root: str) -> str:
+    return Store(root).ingest_path(SAMPLE)[0].run_id
+
+
+def test_several_processes_at_once(tmp_path):
+    root = str(tmp_path / "s")
+    with mp.get_context("spawn").Pool(4) as pool:
+        ids = pool.map(_ingest, [root] * 8)
+    assert len(set(ids)) == 1
+    runs_dir = Path(root) / "runs"
+    assert [p.name for p in runs_dir.iterdir()] == [ids[0]]           # no temporary folders left behind
+    assert Store(root).get(ids[0]).table("kernels").height == 9
+
+
+def test_crash_mid_write_leaves_no_run(store, monkeypatch):
+    import polars as pl
+    import pytest
+
+    from collectors.errors import StoreError
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", boom)
+    with pytest.raises(StoreError, match="No space left on device"):
+        store.ingest_path(SAMPLE)
+    assert store.runs() == [] and list(store.runs_dir.iterdir()) == []
+
+
+def test_cli_ingest_folder_runs_and_store_env(tmp_path, monkeypatch, capsys):
+    from dashboard.cli import main
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "env-store"))
+    assert main(["ingest", str(H200_KERNELS)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 7 and all("\tncu\t" in ln for ln in lines)   # 2 reports + 5 CSV exports, sources skipped
+    assert main(["runs", "--format", "json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert len(runs) == 7 and {r["gpu_name"] for r in runs} == {"NVIDIA H200"}
+    rid = runs[0]["run_id"]
+    assert main(["analyze", rid, "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 9
+    assert main(["analyze", "deadbeefdeadbeef"]) == 1
+    assert "no run" in capsys.readouterr().err
+
+
+def test_dashboard_samples_listing_exists():
+    listing = (SAMPLES / "dashboard_samples.txt").read_text().split()
+    for line in listing:
+        if not line.startswith("#") and "/" in line:
+            assert (SAMPLES / line).is_file(), line

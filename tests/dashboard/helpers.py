@@ -1,0 +1,102 @@
+"""Shared setup of the dashboard tests: a store with real samples and two bench runs, and AppTest helpers."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import H200_KERNELS, H200_TORCH, REPO
+
+APP = str(REPO / "dashboard" / "app.py")
+FULL = H200_KERNELS / "full.ncu-rep.gz"
+BASIC = H200_KERNELS / "basic.ncu-rep.gz"
+
+
+def _rec(case, metric, value, unit, params=None, cv=0.004):
+    return {"case": case, "metric": metric, "value": value, "unit": unit, "params": params or {}, "cv": cv, "n": 20,
+            "source": "event timing", "notes": None, "flags": []}
+
+
+def bench_doc(gpu: str, scale: float) -> bytes:
+    """A bench result document in the format collectors.bench.results reads (numbers are made up, scaled
+    per GPU, so the normalisation to each GPU's own peak is visible)."""
+    doc = {
+        "kernelscope_bench": 1, "gpu": {"name": gpu, "uuid": f"GPU-{gpu}"}, "versions": {"driver": "580"},
+        "started": "2026-11-29T00:00:00Z", "finished": "2026-11-29T00:10:00Z", "failures": [],
+        "ceilings": [
+            _rec("ceiling", "dram_copy_bandwidth", 4.3e12 * scale, "B/s"),
+            _rec("ceiling", "fp32_flop_rate", 60e12 * scale, "FLOP/s"),
+            _rec("ceiling", "bf16_dense_flop_rate", 750e12 * scale, "FLOP/s"),
+            _rec("ceiling", "h2d_pinned_bandwidth", 55e9, "B/s"),
+            _rec("ceiling", "launch_back_to_back", 2.1e-6, "s"),
+        ],
+        "results": [
+            _rec("bank.column_read", "duration", 1.0e-3 / scale, "s", {"stride": 32}),
+            _rec("bank.column_read", "duration", 0.05e-3 / scale, "s", {"stride": 33}),
+            _rec("littles_law", "bandwidth", 3.9e12 * scale, "B/s", {"occ": 50}),
+        ],
+    }
+    return json.dumps(doc).encode()
+
+
+def make_store(root: Path) -> dict[str, str]:
+    """Ingest the samples (two ncu reports, two traces) and bench runs of two GPUs; returns name -> run id."""
+    from collectors.store import Store
+    s = Store(root)
+    ids = {}
+    for key, p in [("basic", BASIC), ("full", FULL), ("m1_eager", H200_TORCH / "ffn_M1_eager.json.gz"),
+                   ("m1_graph", H200_TORCH / "ffn_M1_graph.json.gz")]:
+        ids[key] = s.ingest_path(p)[0].run_id
+    ids["bench_h200"] = s.ingest_bytes(bench_doc("NVIDIA H200", 1.0), "bench_h200.json")[0].run_id
+    ids["bench_h100"] = s.ingest_bytes(bench_doc("NVIDIA H100 80GB HBM3", 0.7), "bench_h100.json")[0].run_id
+    return ids
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def walk(node):
+    children = getattr(node, "children", None)
+    if isinstance(children, dict):
+        for c in children.values():
+            yield c
+            yield from walk(c)
+
+
+def vega_specs(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in walk(at._tree) if e.type == "vega_lite_chart"]
+
+
+def open_page(page: str | None, **params):
+    """AppTest of the app, switched to views/<page>.py with query parameters, after one run."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    if page:
+        at.switch_page(f"views/{page}.py")
+        for k, v in params.items():
+            at.query_params[k] = v
+        at.run()
+    return at
+
+
+def texts(at) -> str:
+    """Every markdown, caption, alert and heading text of the page, joined."""
+    parts = []
+    for el in walk(at._tree):
+        v = getattr(el, "value", None)
+        if el.type in ("markdown", "caption", "title", "subheader", "header", "info", "warning", "error",
+                       "success", "alert") and isinstance(v, str):
+            parts.append(v)
+        body = getattr(getattr(el, "proto", None), "body", None)
+        if isinstance(body, str) and el.type not in ("markdown",):
+            parts.append(body)
+    return "\n".join(parts)
+
+
+def frames(at) -> list:
+    """The page's dataframes as polars frames (AppTest returns pandas)."""
+    import polars as pl
+    return [pl.from_pandas(d.value) for d in at.dataframe]

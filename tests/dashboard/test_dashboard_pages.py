@@ -1,0 +1,295 @@
+"""AppTest page tests: every page rebuilds from its query parameters, writes widget changes back, shows its
+tables with units and its charts (asserted on the Vega-Lite spec); uploads; the token gate."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import store_snapshot
+from tests.dashboard.helpers import BASIC, FULL, copy_store, frames, make_store, open_page, texts, vega_specs
+
+pytest.importorskip("ncu_report")
+
+
+@pytest.fixture(scope="module")
+def base_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dash") / "store"
+    return root, make_store(root)
+
+
+@pytest.fixture
+def ids(base_store, monkeypatch, tmp_path):
+    """A private copy of the module's store (pages may write to it), wired through the environment."""
+    from dashboard import data
+    root = copy_store(base_store[0], tmp_path / "store")
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
+    monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
+    monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "1")
+    monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
+    data.clear_caches()
+    yield {**base_store[1], "root": root}
+    data.clear_caches()
+
+
+def test_home_lists_gpus_with_measured_ceilings_findings_and_runs(ids):
+    at = open_page(None)
+    assert not at.exception
+    t = texts(at)
+    assert "What to do first" in t
+    top, gpus, recent = frames(at)[:3]
+    # the newest ncu run is the full report: its biggest finding is the stride-32 column read's conflicts
+    row = top.row(0, named=True)
+    assert (row["kernel"], row["launch"]) == ("ks_colread4", 5)
+    assert "31.9-way shared-memory bank conflicts" == row["finding"]
+    assert row["lost_us"] == pytest.approx(1026.1, abs=0.5)
+    assert row["open"] == f"kernels?run={ids['full']}&kernel=5"
+    h200 = gpus.filter(gpus["gpu"] == "NVIDIA H200").row(0, named=True)
+    assert h200["dram_spec_gbps"] == pytest.approx(4800)
+    assert h200["dram_measured_gbps"] == pytest.approx(4300)         # from the H200 bench run
+    assert h200["fp32_measured_tflops"] == pytest.approx(60)
+    h100 = gpus.filter(gpus["gpu"] == "NVIDIA H100 SXM").row(0, named=True)
+    assert h100["dram_measured_gbps"] == pytest.approx(4300 * 0.7)
+    assert recent.height == 6 and set(recent["run_id"]) == {v for k, v in ids.items() if k != "root"}
+
+
+def test_kernels_page_rebuilds_from_query_params(ids):
+    at = open_page("kernels", run=ids["full"][:6], kernel="5")
+    assert not at.exception and not at.warning
+    assert at.query_params["run"] == ids["full"]          # the prefix is written back as the full id
+    assert at.query_params["kernel"] == "5"
+    table = frames(at)[0]
+    assert table.height == 9
+    assert table.filter(table["id"] == 5)["smem_conflict_degree"].item() == pytest.approx(31.87, abs=0.01)
+    assert table.filter(table["id"] == 6)["smem_conflict_degree"].item() == pytest.approx(1.0)
+    assert table.filter(table["id"] == 0)["dram_pct_spec"].item() == pytest.approx(77.2, abs=0.1)
+    assert table.filter(table["id"] == 0)["dram_pct_measured"].item() == pytest.approx(3705.2 / 4300 * 100, abs=0.1)
+    # column labels carry units
+    cols = {c.get("label") for c in json.loads(at.dataframe[0].proto.columns).values()}
+    assert "duration [µs]" in cols and "DRAM [GB/s]" in cols and "occ. achieved [%]" in cols
+    # the detail view of launch 5: findings and every metric
+    t = texts(at)
+    assert "Launch 5:" in t and "31.9-way shared-memory bank conflicts" in t and "*Model:*" in t
+    cases = at.table[0].value                               # a small static table
+    assert cases["verdict"][0] == "agrees" and cases["case (section)"][0].startswith("bank.column_read")
+    assert cases["measured (ncu counters)"][0] == "32-way"
+    assert frames(at)[-1].height == 2232
+
+
+def test_stored_measurements_feed_the_textbook_cases_page(ids):
+    from collectors.store import Store
+    from dashboard.source import Source
+    ms = Source(Store(ids["root"])).case_measurements("bank.column_read", "NVIDIA H200")
+    assert sorted(round(m.value, 2) for m in ms) == [1.0, 32.0]      # stride 33 and stride 32 launches
+    assert all(m.quantity == "degree" and "launch" in m.source for m in ms)
+    assert Source(Store(ids["root"])).case_measurements("bank.column_read", "NVIDIA A10G") == []
+
+
+def test_kernels_roofline_spec(ids):
+    at = open_page("kernels", run=ids["full"])
+    specs = {s.get("title", {}).get("text", s.get("title")) if isinstance(s.get("title"), dict) else s.get("title"): s
+             for s in vega_specs(at)}
+    roof = next(s for t, s in specs.items() if t and t.startswith("Roofline"))
+    lines, dots = roof["layer"]
+    assert lines["encoding"]["x"]["scale"]["type"] == "log"
+    assert "FLOP/byte" in lines["encoding"]["x"]["title"] and "[TFLOP/s]" in lines["encoding"]["y"]["title"]
+    assert set(lines["encoding"]["color"]["scale"]["domain"]) == {"FP32 · spec sheet", "FP32 · measured"}  # no tensor work
+    assert roof["config"]["font"].startswith("Source Sans Pro")          # the kernelscope theme
+    bw = next(s for t, s in specs.items() if t and t.startswith("DRAM bandwidth"))
+    assert "[GB/s]" in bw["layer"][0]["encoding"]["y"]["title"]
+    occ = next(s for t, s in specs.items() if t and t.startswith("Occupancy"))
+    assert occ["encoding"]["y"]["scale"]["domain"] == [0, 100]
+
+
+def test_kernels_widgets_write_the_url(ids):
+    at = open_page("kernels", run=ids["full"])
+    launch = next(s for s in at.selectbox if s.label == "Launch")
+    launch.select(3).run()
+    assert at.query_params["kernel"] == "3"
+    next(s for s in at.selectbox if s.label == "Sort by").select("duration_us").run()
+    next(t for t in at.toggle if t.label == "descending").set_value(True).run()
+    assert at.query_params["sort"] == "duration_us" and at.query_params["desc"] == "1"
+    assert frames(at)[0]["id"].to_list()[0] == 7          # the 64x64 matmul is the longest launch
+    at.text_input[0].input("dram__bytes").run()
+    assert at.query_params["q"] == "dram__bytes"
+    assert all("dram__bytes" in m for m in frames(at)[-1]["metric"].to_list())
+    link = at.sidebar.code[0].value
+    assert link.startswith("/kernels?") and f"run={ids['full']}" in link and "kernel=3" in link and "q=dram__bytes" in link
+
+
+def test_kernels_bad_params_warn_and_fall_back(ids):
+    at = open_page("kernels", run="zzzzzzzz", kernel="99", sort="nope")
+    w = " ".join(x.value for x in at.warning)
+    assert "zzzzzzzz" in w and "No launch" in w and "Unknown sort column" in w
+    assert at.query_params["run"] == ids["full"] and at.query_params["kernel"] == "0"
+
+
+def test_basic_report_names_missing_counters(ids):
+    at = open_page("kernels", run=ids["basic"])
+    w = " ".join(x.value for x in at.warning)
+    assert "smem_conflict_degree" in w and "--set full" in w
+
+
+def test_upload_good_and_bad_files(ids, monkeypatch):
+    from collectors.store import Store
+    monkeypatch.setenv("KERNELSCOPE_MAX_UPLOAD_MB", "0.5")
+    root = ids["root"]
+    # a new run: the CSV export of the report (not yet in the store)
+    csv = (FULL.parent / "full_raw_base.csv.gz")
+    assert csv.is_file()
+    before = store_snapshot(root)
+    at = open_page("upload")
+    at.file_uploader[0].set_value([
+        ("picture.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png"),                       # wrong type
+        ("cut.ncu-rep.gz", FULL.read_bytes()[:5000], "application/gzip"),                        # truncated
+        ("noise.ncu-rep", bytes(range(256)) * 8, "application/octet-stream"),                   # random bytes
+        ("huge.csv", b"x" * 600_000, "text/csv"),                                                # above the cap
+    ]).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 4 and all("Nothing was stored" in e for e in errors)
+    assert "picture.png" in errors[0] and "not a recognised artifact" in errors[0]
+    assert "truncated" in errors[1]
+    assert "upload cap" in errors[3] and "kernelscope ingest" in errors[3]
+    assert store_snapshot(root) == before
+    at.file_uploader[0].set_value([("full_raw_base.csv.gz", csv.read_bytes(), "application/gzip"),
+                                   ("full.ncu-rep.gz", BASIC.read_bytes(), "application/gzip")]).run()
+    ok = [s.value for s in at.success]
+    assert len(ok) == 2 and "new" in ok[0] and "already stored" in ok[1]
+    rid = ok[0].split("run `")[1].split("`")[0]
+    assert f"(kernels?run={rid})" in ok[0]
+    assert Store(root).get(rid).kind == "ncu"
+    assert "2 stored, 0 refused" in at.get("progress")[0].proto.text
+
+
+def test_runs_page_filters(ids):
+    at = open_page("runs", kind="ncu")
+    t = frames(at)[0]
+    assert set(t["kind"]) == {"ncu"} and t.height == 2
+    assert t["open"].to_list()[0].startswith("kernels?run=")
+    at.selectbox[0].select("").run()
+    assert "kind" not in at.query_params and frames(at)[0].height == 6
+
+
+def test_compare_two_ncu_runs(ids):
+    at = open_page("compare", a=ids["basic"], b=ids["full"])
+    assert not at.exception
+    cmp = frames(at)[0]
+    assert cmp.height == 9
+    # the same program profiled twice: durations within a few % -> mostly unchanged at the 5 % floor
+    assert set(cmp["status"]) <= {"unchanged", "faster", "slower"}
+    assert (cmp["status"] == "unchanged").sum() >= 6
+    assert at.query_params["a"] == ids["basic"] and at.query_params["b"] == ids["full"]
+    at.number_input[0].set_value(0.0).run()
+    assert at.query_params["noise"] == "0"
+    cmp0 = frames(at)[0]
+    assert (cmp0["status"] == "unchanged").sum() <= (cmp["status"] == "unchanged").sum()
+    spec = next(s for s in vega_specs(at) if str(s.get("title", "")).startswith("Per-kernel change"))
+    assert "[%]" in spec["layer"][0]["encoding"]["x"]["title"]
+
+
+def test_compare_traces_use_the_spread(ids):
+    at = open_page("compare", a=ids["m1_eager"], b=ids["m1_graph"])
+    cmp = frames(at)[0]
+    assert {"n_a", "n_b", "spread_a_us"} <= set(cmp.columns)
+    assert cmp["n_a"].max() > 1
+    mixed = open_page("compare", a=ids["full"], b=ids["m1_graph"])
+    assert "only runs of the same kind" in mixed.error[0].value
+
+
+def test_compare_bench_runs_across_gpus(ids):
+    at = open_page("compare", a=ids["bench_h200"], b=ids["bench_h100"])
+    wide = frames(at)[0]
+    row = wide.filter(wide["case"] == "littles_law").row(0, named=True)
+    assert row["pct_NVIDIA H200"] == pytest.approx(3.9e12 / 4.8e12 * 100)
+    assert row["pct_NVIDIA H100 80GB HBM3"] == pytest.approx(3.9e12 * 0.7 / 3.35e12 * 100)
+
+
+def test_gpus_page(ids):
+    at = open_page("gpus")
+    assert not at.exception
+    ceil = next(f for f in frames(at) if "pct_of_spec" in f.columns)
+    dram = ceil.filter((ceil["gpu"] == "NVIDIA H200") & (ceil["resource_label"] == "DRAM bandwidth")).row(0, named=True)
+    assert dram["pct_of_spec"] == pytest.approx(4.3 / 4.8 * 100)
+    assert dram["shown"] == "4.30 TB/s"
+    launch = ceil.filter(ceil["resource_label"] == "launch cost").row(0, named=True)
+    assert launch["shown"] == "2.10 µs" and launch["pct_of_spec"] is None
+    spec = next(s for s in vega_specs(at) if "spec-sheet peak" in str(s.get("title")))
+    assert spec["encoding"]["y"]["title"] == "measured / spec [%]"
+    at.multiselect[0].set_value(["NVIDIA H200"]).run()
+    assert at.query_params["gpu"] == "NVIDIA H200"
+    single = frames(at)[-1]                               # one GPU: its results with the peak each is normalised to
+    assert set(single["peak"]) == {"DRAM bandwidth", ""} or "DRAM bandwidth" in set(single["peak"])
+    assert single.filter(single["case"] == "littles_law")["pct"].item() == pytest.approx(3.9 / 4.8 * 100)
+
+
+def test_live_with_fake_nvml(ids):
+    at = open_page("live")
+    live = frames(at)[0]
+    g0, g1 = live.row(0, named=True), live.row(1, named=True)
+    assert g0["util_gpu_pct"] == 87 and g0["power_w"] == 612 and g0["temperature_c"] == 61
+    assert g1["power_w"] is None                       # NOT_SUPPORTED is shown as missing, not zero
+    at.number_input[0].set_value(5.0).run()
+    assert at.query_params["every"] == "5"
+
+
+def test_live_without_driver(ids, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "nodriver")
+    at = open_page("live")
+    assert "No NVIDIA driver" in at.info[0].value and not at.dataframe
+
+
+def test_token_gate(ids, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    from tests.dashboard.helpers import APP
+    monkeypatch.setenv("KERNELSCOPE_TOKEN", "s3cret-tøken")
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert at.text_input[0].label == "Access token" and not at.dataframe
+    at.text_input[0].input("wrong").run()
+    assert at.error[0].value == "Wrong token." and not at.dataframe
+    at.text_input[0].input("ünïcode").run()                # non-ASCII input must not crash the gate
+    assert not at.exception and at.error
+    at.text_input[0].input("s3cret-tøken").run()
+    assert not at.text_input or at.text_input[0].label != "Access token"
+    assert at.dataframe                                      # the home page is shown
+    # a link carrying ?token= lets the session in and the token leaves the address bar
+    at2 = AppTest.from_file(APP, default_timeout=60)
+    at2.query_params["token"] = "s3cret-tøken"
+    at2.run()
+    assert at2.dataframe and "token" not in at2.query_params
+    assert "token" not in at2.sidebar.code[0].value
+
+
+def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkeypatch):
+    """The H200 tensor-core samples with the recorded H200 bench run: tensor columns, BF16 roofs from the spec
+    sheet and the measured cuBLAS ceiling, each point labelled with the work it mostly does."""
+    from collectors.store import Store
+    from tests.conftest import SAMPLES
+    from dashboard import data
+    s = Store(tmp_path / "store")
+    run = s.ingest_path(SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz")[0].run_id
+    s.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
+    data.clear_caches()
+    try:
+        at = open_page("kernels", run=run, kernel="1")
+        assert not at.exception
+        table = frames(at)[0]
+        assert list(table["tensor_type"]) == ["bf16", "fp16", "tf32", "bf16", None]
+        assert 700 < table["tensor_tflops"][0] < 900 and 70 < table["tensor_pct_spec"][2] < 90
+        assert table["tensor_pct_spec"][4] is None and table["ai"][0] > 700       # 2·4096³ FLOP / 176 MB
+        roof = next(v for v in vega_specs(at) if str(v.get("title", "")).startswith("Roofline"))
+        lines, dots = roof["layer"]
+        assert set(lines["encoding"]["color"]["scale"]["domain"]) == {
+            "FP32 · spec sheet", "FP32 · measured", "BF16 tensor · spec sheet", "BF16 tensor · measured"}
+        assert any(t.get("field") == "work" for t in dots["encoding"]["tooltip"])
+        from dashboard.reports import kernels as page
+        from dashboard.source import Source
+        a = Source(s).ncu(run)
+        chart = page.roofline_blocks(a, page.display_frame(a))[0].chart.to_dict()
+        pts = chart["datasets"][chart["layer"][1]["data"]["name"]]
+        assert sorted(p["work"] for p in pts) == ["FP32", "tensor BF16", "tensor BF16", "tensor FP16", "tensor TF32"]
+        assert "tensor-core throughput-bound" in texts(at)        # launch 1 (the BF16 matmul) in detail
+    finally:
+        data.clear_caches()

@@ -1,0 +1,169 @@
+"""Pure parts behind the dashboard: findings (fixed numbers from the real H200 report), run comparison with
+noise, measured-ceiling classification, number formatting, NVML (fake and real), lab-server flags."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.dashboard.helpers import FULL
+
+
+@pytest.fixture(scope="module")
+def h200():
+    pytest.importorskip("ncu_report")
+    from analyzers.gpus import resolve_gpu
+    from analyzers.kernels import analyze_kernels
+    from collectors.ingest import parse_bytes
+    p = parse_bytes(FULL.read_bytes(), FULL.name)
+    gpu = resolve_gpu(p.meta["gpu_name"], p.meta["device_attributes"])
+    return {r["id"]: r for r in analyze_kernels(p.table("kernels"), gpu).iter_rows(named=True)}, gpu
+
+
+def test_findings_rank_bank_conflicts_of_the_stride32_column_read(h200):
+    from analyzers.findings import bounds, kernel_findings, peaks_for
+    rows, gpu = h200
+    f = kernel_findings(rows[5], gpu)
+    assert f[0].key == "bank_conflicts" and f[0].title == "31.9-way shared-memory bank conflicts"
+    # t_smem = 276,824,064 wavefronts / (132 SMs x SM clock): the whole 1.06 ms kernel
+    b = bounds(rows[5], gpu, peaks_for(gpu))
+    assert b["smem"] == pytest.approx(1_059_332, rel=1e-3) and b["smem_ideal"] == pytest.approx(33_237, rel=1e-3)
+    assert f[0].lost_ns == pytest.approx(1_026_094, rel=1e-3)       # measured fix (stride 33): 1,011,776 ns
+    assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared (ld+st)" in f[0].metrics and "wavefronts" in f[0].model
+    # the padded launch has no conflict finding
+    assert all(x.key != "bank_conflicts" for x in kernel_findings(rows[6], gpu))
+
+
+def test_findings_say_when_conflicts_do_not_matter(h200):
+    from analyzers.findings import kernel_findings
+    rows, gpu = h200
+    f16 = {x.key: x for x in kernel_findings(rows[1], gpu)}            # 16x16 transpose: DRAM-limited
+    assert f16["bank_conflicts"].lost_ns == 0 and "saves little" in f16["bank_conflicts"].text
+    f32 = {x.key: x for x in kernel_findings(rows[3], gpu)}            # 32x32: shared memory limits it
+    assert f32["bank_conflicts"].lost_ns == pytest.approx(158_933, rel=1e-3)
+    copy = kernel_findings(rows[0], gpu)[0]
+    assert copy.key == "at_bound" and copy.title == "DRAM bandwidth-bound at 77% of the ceiling"
+
+
+def test_findings_use_measured_ceilings_when_given(h200):
+    from analyzers.findings import kernel_findings
+    rows, gpu = h200
+    f = kernel_findings(rows[0], gpu, {"dram": (4.3e12, "copy kernel")})[0]
+    assert f.title == "DRAM bandwidth-bound at 86% of the ceiling"
+    assert "measured ceiling: copy kernel" in f.model
+
+
+def test_findings_small_grid():
+    from analyzers.findings import kernel_findings
+    from analyzers.gpus import get_gpu
+    gpu = get_gpu("NVIDIA H200")
+    row = {"duration_ns": 100_000.0, "grid_size": 66.0, "predicted_blocks_per_sm": 2.0}
+    f = kernel_findings(row, gpu)
+    assert f[0].key == "small_grid" and f[0].lost_ns == pytest.approx(100_000 * (1 - 66 / 264))
+    assert kernel_findings({"duration_ns": None}, gpu) == []
+
+
+def test_compare_noise_rules():
+    from analyzers.compare import compare_runs, totals
+    a = pl.DataFrame({"name": ["k", "k", "m", "gone"], "config": ["c"] * 4, "duration_ns": [100.0, 200.0, 50.0, 9.0]})
+    b = pl.DataFrame({"name": ["k", "k", "m", "new"], "config": ["c"] * 4, "duration_ns": [104.0, 150.0, 80.0, 7.0]})
+    per = {(r["name"], r["occurrence"]): r for r in compare_runs(a, b, per_launch=True).iter_rows(named=True)}
+    assert per[("k", 0)]["status"] == "unchanged" and per[("k", 0)]["change_pct"] == pytest.approx(4.0)
+    assert per[("k", 1)]["status"] == "faster" and per[("m", 0)]["status"] == "slower"
+    assert per[("gone", 0)]["status"] == "removed" and per[("new", 0)]["status"] == "added"
+    assert per[("k", 0)]["threshold_pct"] == pytest.approx(5.0) and per[("new", 0)]["threshold_pct"] is None
+    # grouped (traces): the spread of k's launches (std 50 and 23 ns) widens the threshold: -15.7 % is noise
+    grp = {r["name"]: r for r in compare_runs(a, b, per_launch=False).iter_rows(named=True)}
+    assert grp["k"]["n_a"] == 2 and grp["k"]["status"] == "unchanged"
+    assert grp["k"]["threshold_pct"] == pytest.approx(200 * ((50 / 150) ** 2 + (23 / 127) ** 2) ** 0.5, rel=1e-6)
+    t = totals(compare_runs(a, b, per_launch=True))
+    assert t["total_a_ns"] == 359 and t["total_b_ns"] == 341 and t["counts"]["faster"] == 1
+
+
+def test_ceiling_classification():
+    from analyzers.ceilings import classify_ceiling
+    assert [classify_ceiling(n, u) for n, u in [
+        ("dram_copy_bandwidth", "B/s"), ("l2_read_bandwidth", "B/s"), ("smem_read_bandwidth", "B/s"),
+        ("bf16_dense_flop_rate", "FLOP/s"), ("fp32_flop_rate", "FLOP/s"), ("h2d_pinned_bandwidth", "B/s"),
+        ("d2h_pageable_bandwidth", "B/s"), ("launch_back_to_back", "s"), ("graph_node_replay", "s"), ("x", "B")]] == [
+        "dram", "l2", "smem", "bf16", "fp32", "h2d", "h2d", "launch", "graph", None]
+
+
+def test_number_formatting():
+    from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
+    from analyzers.units import fmt_short as fmt_value
+    from dashboard.reports.blocks import num
+    assert fmt_ns(283_680) == "284 µs" and fmt_ns(1_061_632) == "1.06 ms" and fmt_ns(850) == "850 ns"
+    assert fmt_bytes(1_051_100_000) == "1,002 MiB" and fmt_bytes(6144) == "6.00 KiB"
+    assert fmt_rate(4.8e12, "B/s") == "4.80 TB/s" and fmt_rate(6.7e13, "FLOP/s") == "67.0 TFLOP/s"
+    assert fmt_pct(77.19) == "77.2 %" and fmt_value(2.1e-6, "s") == "2.10 µs" and fmt_value(None, "s") == "—"
+    assert num("duration", "µs", "%.2f").header == "duration [µs]" and num("x", fmt="%.1f").format(12345.67) == "12,345.7"
+
+
+def test_fake_nvml_states():
+    from dashboard.nvml import FakeNVML, snapshot
+    s = snapshot(FakeNVML("1"))
+    assert s.state == "ok" and len(s.gpus) == 2 and s.driver == "580.95.05"
+    g0, g1 = s.gpus
+    assert (g0.util_gpu_pct, g0.sm_clock_mhz, g0.power_w, g0.power_limit_w, g0.temperature_c) == (87, 1980, 612, 700, 61)
+    assert g0.mem_used_bytes == 42 << 30 and g1.power_w is None
+    assert snapshot(FakeNVML("nodriver")).state == "no_driver"
+    assert snapshot(FakeNVML("nopermission")).state == "no_permission"
+    assert snapshot(FakeNVML("nogpu")).state == "no_gpu"
+
+
+def test_real_nvml_answers_without_crashing():
+    import pynvml
+    from dashboard.nvml import snapshot
+    s = snapshot(pynvml)
+    assert s.state in ("ok", "no_driver", "no_permission", "no_gpu", "error")
+    if s.state == "ok":
+        assert s.gpus and s.gpus[0].name
+
+
+@pytest.fixture
+def launched(monkeypatch, tmp_path):
+    import dashboard.cli.core as core
+    calls = []
+    monkeypatch.setattr(core.os, "execve", lambda exe, cmd, env: calls.append((cmd, env)))
+    monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
+    return calls
+
+
+def test_dashboard_binds_loopback_by_default(launched, tmp_path):
+    from dashboard.cli import main
+    assert main(["dashboard", "--store", str(tmp_path / "s"), "--max-upload-mb", "50"]) == 0
+    cmd, env = launched[0]
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--server.maxUploadSize") + 1] == "50"
+    assert env["KERNELSCOPE_STORE"] == str(tmp_path / "s") and "KERNELSCOPE_TOKEN" not in env
+
+
+def test_dashboard_on_all_interfaces_needs_a_token(launched, tmp_path, monkeypatch, capsys):
+    from dashboard.cli import main
+    assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 2
+    assert "token" in capsys.readouterr().err and not launched
+    assert main(["dashboard", "--host", "0.0.0.0", "--token", "abc", "--store", str(tmp_path / "s")]) == 0
+    cmd, env = launched[0]
+    assert cmd[cmd.index("--server.address") + 1] == "0.0.0.0" and env["KERNELSCOPE_TOKEN"] == "abc"
+    monkeypatch.setenv("KERNELSCOPE_TOKEN", "from-env")
+    assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 0
+    assert launched[1][1]["KERNELSCOPE_TOKEN"] == "from-env"
+
+
+def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
+    """One bench run per GPU of a two-GPU server: both are "NVIDIA H200", told apart by their UUIDs."""
+    import json
+    from collectors.store import Store
+    from analyzers.ceilings import gpu_labels
+    from dashboard.source import Source
+    from tests.dashboard.helpers import bench_doc
+    s = Store(tmp_path / "s")
+    runs = []
+    for uuid in ("GPU-c91839b2-571c", "GPU-c39cba33-b336"):
+        doc = json.loads(bench_doc("NVIDIA H200", 1.0))
+        doc["gpu"]["uuid"] = uuid
+        runs.append(s.ingest_bytes(json.dumps(doc).encode(), f"{uuid}.json")[0])
+    labels = gpu_labels([(r.run_id, r.meta["gpu_name"], r.meta["gpu_uuid"]) for r in runs])
+    assert sorted(labels.values()) == ["NVIDIA H200 · GPU-c39cba33", "NVIDIA H200 · GPU-c91839b2"]
+    assert set(Source(s).bench_results()["gpu"]) == set(labels.values())
+    assert gpu_labels([(runs[0].run_id, "NVIDIA H200", "GPU-c91839b2-571c")]) == {runs[0].run_id: "NVIDIA H200"}

@@ -1,0 +1,143 @@
+"""Each number computed once: the CLI (JSON), the Streamlit page and the offline HTML export show the same value
+for DRAM bandwidth and % of peak, bank-conflict degree, the biggest finding, launch-delay median / p90, idle
+fraction and the best measured ceiling per GPU — on the real H200 samples and the recorded H200 bench run."""
+from __future__ import annotations
+
+import html as htm
+import json
+import re
+
+import pytest
+
+from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
+from tests.dashboard.helpers import frames, open_page
+
+pytest.importorskip("ncu_report")
+BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from collectors.store import Store
+    root = tmp_path_factory.mktemp("single") / "store"
+    s = Store(root)
+    ids = {"ncu": s.ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id,
+           "trace": s.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")[0].run_id,
+           "bench": s.ingest_path(BENCH)[0].run_id}
+    return root, ids
+
+
+@pytest.fixture
+def env(store, monkeypatch, tmp_path):
+    from dashboard import data
+    root, ids = store
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
+    monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
+    monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
+    data.clear_caches()
+    yield root, ids
+    data.clear_caches()
+
+
+def _cli(capsys, *argv) -> dict:
+    from dashboard.cli import main
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _export(root, target: str) -> str:
+    from collectors.store import Store
+    from dashboard.reports import export_html
+    from dashboard.source import Source
+    return export_html(Source(Store(root)), target)
+
+
+def _html_rows(page: str, table_headers: list[str]) -> list[list[str]]:
+    """The rows of the first HTML table whose header row starts with these headers."""
+    for t in re.findall(r"<table>(.*?)</table>", page, re.S):
+        heads = [htm.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
+        if heads[:len(table_headers)] == table_headers:
+            return [[htm.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+                    for r in re.findall(r"<tr>(.*?)</tr>", t, re.S) if "<td" in r]
+    raise AssertionError(f"no table with headers {table_headers}")
+
+
+def test_kernel_quantities_cli_page_export(env, capsys):
+    """DRAM bandwidth, its % of the spec peak, the bank-conflict degree and the biggest finding with its
+    estimated loss: analyzers.ncu_run computes them; the three surfaces show that value."""
+    from dashboard.reports.kernels import KERNEL_COLS
+    root, ids = env
+    rep = _cli(capsys, "analyze", ids["ncu"], "--format", "json", "--store", str(root))
+    cli = {k["id"]: k for k in rep["kernels"]}
+    assert rep["measured_ceilings"]["dram"]["value"] > 4e12          # the bench run's copy ceiling is used
+
+    at = open_page("kernels", run=ids["ncu"])
+    assert not at.exception
+    page = {r["id"]: r for r in frames(at)[0].to_dicts()}
+
+    html = _export(root, f"kernels?run={ids['ncu']}")
+    heads = [KERNEL_COLS[c].header for c in KERNEL_COLS][:3]
+    exported = {int(r[0]): r for r in _html_rows(html, heads)}
+    order = list(KERNEL_COLS)              # every column is shown: the store has a measured copy ceiling
+
+    pairs = [("dram_bandwidth_gbps", "dram_gbps", 1), ("dram_peak_fraction", "dram_pct_spec", 100),
+             ("dram_measured_fraction", "dram_pct_measured", 100), ("smem_conflict_degree", "smem_conflict_degree", 1),
+             ("lost_ns", "lost_us", 1e-3)]
+    assert len(cli) == len(page) == len(exported) == 9
+    for kid, c in cli.items():
+        for cli_key, page_key, scale in pairs:
+            want = None if c[cli_key] is None else c[cli_key] * scale
+            got = page[kid][page_key]
+            assert (got is None) == (want is None) and (want is None or got == pytest.approx(want, rel=1e-12)), \
+                (kid, cli_key)
+            cell = exported[kid][order.index(page_key)]
+            assert cell == KERNEL_COLS[page_key].format(want), (kid, page_key, cell)
+        assert page[kid]["top_finding"] == c["top_finding"]
+        assert exported[kid][order.index("top_finding")] == (c["top_finding"] or "—")
+    # the stride-32 column read: 32-way conflicts, and the finding that names them
+    assert cli[5]["smem_conflict_degree"] == pytest.approx(32.0, abs=0.2)
+    assert "bank conflicts" in cli[5]["top_finding"]
+
+
+def test_timeline_quantities_cli_page_export(env, capsys):
+    """Launch-delay median and p90, and the idle fraction (analyzers.timeline.summarize)."""
+    root, ids = env
+    rep = _cli(capsys, "analyze", ids["trace"], "--format", "json", "--store", str(root))
+    dev = rep["summary"]["devices"][0]
+
+    at = open_page("timeline", run=ids["trace"])
+    assert not at.exception
+    by_cols = {tuple(f.columns): f for f in frames(at)}
+    summary = next(f for cols, f in by_cols.items() if "idle_pct" in cols).row(0, named=True)
+    stats = next(f for cols, f in by_cols.items() if "median_us" in cols).row(0, named=True)
+    assert summary["idle_pct"] == pytest.approx(dev["gpu_idle_fraction"] * 100, rel=1e-5)
+    assert stats["median_us"] == pytest.approx(dev["launch_delay_median_us"], abs=5e-4)
+    assert stats["p90_us"] == pytest.approx(dev["launch_delay_p90_us"], abs=5e-4)
+    assert dev["launch_delay_median_us"] == pytest.approx(572.043) and dev["gpu_idle_fraction"] == pytest.approx(
+        1 - 2_076_915 / 2_223_415, rel=1e-5)
+
+    html = _export(root, f"timeline?run={ids['trace']}")
+    row = _html_rows(html, ["rank", "device", "verdict"])[0]
+    assert row[7] == f"{dev['gpu_idle_fraction'] * 100:.1f}"
+    srow = _html_rows(html, ["rank", "device", "kernels with launch call"])[0]
+    assert srow[3] == f"{dev['launch_delay_median_us']:,.2f}" and srow[4] == f"{dev['launch_delay_p90_us']:,.2f}"
+
+
+def test_best_measured_ceiling_cli_page_export(env, capsys):
+    """The best measured DRAM copy ceiling of the H200 (analyzers.ceilings.best_ceilings) on `gpus`, the GPUs page
+    and its export."""
+    root, ids = env
+    rep = _cli(capsys, "gpus", "--format", "json", "--store", str(root))
+    h200 = next(g for g in rep["gpus"] if g["name"] == "NVIDIA H200")
+    best = h200["measured"]["dram"]["value"]
+    assert 4.2e12 < best < 4.8e12 and ids["bench"] in h200["measured"]["dram"]["source"]
+
+    at = open_page("gpus")
+    assert not at.exception
+    gpus = next(f for f in frames(at) if "dram_measured_gbps" in f.columns)
+    assert gpus.filter(gpus["gpu"] == "NVIDIA H200")["dram_measured_gbps"][0] == pytest.approx(best / 1e9)
+
+    html = _export(root, "gpus")
+    row = next(r for r in _html_rows(html, ["GPU", "CC", "SMs"]) if r[0] == "NVIDIA H200")
+    assert row[5] == f"{best / 1e9:,.0f}"

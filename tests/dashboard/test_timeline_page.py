@@ -1,0 +1,73 @@
+"""The Timeline dashboard page, driven headless with streamlit's AppTest."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import H200_TORCH, SHARED_NSYS
+
+PAGE = str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "timeline.py")
+
+
+def _page(run_id: str, **params) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["run"] = run_id
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _texts(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_page_rebuilds_from_the_url(store):
+    run, _ = store.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")
+    store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
+    at = _page(run.run_id, kernel="nvjet", speedup="2")
+    assert not at.exception
+    assert at.selectbox[0].value == run.run_id
+    text = _texts(at)
+    assert "NVIDIA H200" in text and "Launch delay" in text and "GPU idle gaps per stream" in text
+    assert "ui.perfetto.dev" in text and str(run.artifact_path) in text
+    assert at.text_input[0].value == "nvjet" and at.number_input[0].value == 2.0
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms",
+                       "Amdahl": "1.345 ms"}
+    summary = at.dataframe[0].value
+    assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == ["not launch-bound"]
+
+
+def test_widget_changes_go_back_to_the_url(store):
+    run, _ = store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
+    at = _page(run.run_id)
+    assert at.query_params["kernel"] == "add_kernel"            # defaults written back
+    at.text_input[0].set_value("add").run()
+    at.number_input[0].set_value(4.0).run()
+    assert at.query_params["kernel"] == "add" and at.query_params["speedup"] == "4"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["what-if (trace dependencies)"] == metrics["measured run time"] == "7.504 ms"  # launch-bound
+    assert at.dataframe[0].value["verdict"].to_list() == ["launch-bound"]
+    at.text_input[0].set_value("(").run()
+    assert any("invalid kernel regex" in e.value for e in at.error)
+
+
+def test_unknown_run_and_empty_store(store):
+    at = _page("doesnotexist")
+    assert not at.exception and any("No PyTorch profiler traces" in i.value for i in at.info)
+    store.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    at = _page("doesnotexist")
+    assert not at.exception and any("No trace run" in e.value for e in at.error)
+
+
+@pytest.mark.shared_data
+def test_page_with_two_devices(store):
+    run, _ = store.ingest_path(SHARED_NSYS / "mfu_2gpu_before.sqlite")
+    at = _page(run.run_id, device="1:1", kernel="flash", speedup="2")
+    assert not at.exception
+    assert at.selectbox[1].value == "1:1"
+    assert at.dataframe[0].value["device"].to_list() == [1]
+    assert "Perfetto cannot read an nsys SQLite export" in _texts(at)
