@@ -51,6 +51,12 @@ DEFINITIONS = {
                        "previous op ended; else kernel_wait if the gap < 30 us; else other (HTA)",
     "launch_bound": "most kernels (>= 50 %) shorter than their launch call and the device idle waiting for the "
                     "host for >= 30 % of its window (10 %: partly)",
+    "bound": "per device: GPU-bound if the GPU is busy >= 90 % of its window; else launch-bound if most kernels "
+             "(>= 50 %) are shorter than their launch call and the GPU waits for the host >= 30 % of its window; "
+             "else host-bound if the GPU waits for the host >= 30 % of its window (the host is busy elsewhere: "
+             "Python, CPU ops, data loading, synchronisation); 'partly' launch- or host-bound at >= 10 %; "
+             "otherwise idle for other reasons (waits between streams or devices, events, communication)",
+    "run_time": "first to last event of the rank (host API calls and GPU ops); the run's is the slowest rank's",
     "whatif": "replay of the trace's own dependencies with the chosen kernels faster (see analyzers.timeline.what_if); "
               "Amdahl: run * ((1 - f) + f / s), f = matched kernel time / run time",
 }
@@ -239,6 +245,54 @@ def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None,
     return out.sort(by)
 
 
+GPU_BUSY_MIN = 0.9          # GPU-bound: busy >= 90 % of the window
+HOST_WAIT_MIN = 0.3         # host- / launch-bound: waiting for the host >= 30 % of the window
+HOST_WAIT_PARTIAL = 0.1     # partly: >= 10 %
+SHORT_SHARE_MIN = 0.5       # launch-bound: >= 50 % of the kernels shorter than their launch call
+BOUND_VERDICTS = ("GPU-bound", "launch-bound", "host-bound", "partly launch-bound", "partly host-bound",
+                  "idle, not waiting for the host")
+
+
+def bound_verdict(idle_fraction: float | None, host_wait_fraction: float | None,
+                  short_kernel_share: float | None) -> tuple[str, str]:
+    """(verdict, evidence) for one device: where its time goes (DEFINITIONS["bound"], thresholds above).
+    GPU-bound: the GPU is busy; launch-bound: the host cannot submit the (short) kernels as fast as the GPU runs
+    them; host-bound: the GPU waits for a host that is busy with other work between launches."""
+    idle = idle_fraction or 0.0
+    hw = host_wait_fraction or 0.0
+    short = short_kernel_share
+    busy = 1.0 - idle
+    short_txt = "—" if short is None else f"{short:.0%}"
+    facts = (f"GPU busy {busy:.1%} of its window; waiting for the host {hw:.1%}; kernels shorter than their launch "
+             f"call {short_txt}")
+    if busy >= GPU_BUSY_MIN:
+        return "GPU-bound", f"{facts} (busy ≥ {GPU_BUSY_MIN:.0%}): faster kernels shorten the run."
+    is_short = short is not None and short >= SHORT_SHARE_MIN
+    if hw >= HOST_WAIT_MIN:
+        if is_short:
+            return "launch-bound", (f"{facts}: most kernels finish before the host can launch the next one "
+                                    "(fewer, larger kernels or CUDA graphs help).")
+        return "host-bound", (f"{facts}: the GPU waits for the host, whose time goes elsewhere than launching "
+                              "(Python, CPU ops, data loading, synchronisation).")
+    if hw >= HOST_WAIT_PARTIAL:
+        return ("partly launch-bound" if is_short else "partly host-bound"), \
+            f"{facts} (≥ {HOST_WAIT_PARTIAL:.0%} waiting for the host)."
+    return "idle, not waiting for the host", (f"{facts}: the GPU's idle time is not spent waiting for the host "
+                                              "(waits between streams or devices, events, communication).")
+
+
+def run_spans(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per rank: first_ns, last_ns, run_ns = last - first over the rank's host API calls and GPU ops (and the
+    launch calls the GPU ops name): the run time the what-if replays (DEFINITIONS["run_time"])."""
+    parts = [gpu_ops.select("rank", pl.col("start_ns").alias("a"), pl.col("end_ns").alias("b")),
+             gpu_ops.select("rank", pl.col("api_start_ns").alias("a"), pl.col("api_end_ns").alias("b"))]
+    if api_calls is not None:
+        parts.append(api_calls.select("rank", pl.col("start_ns").alias("a"), pl.col("end_ns").alias("b")))
+    ev = pl.concat(parts)
+    return (ev.group_by("rank").agg(pl.col("a").min().alias("first_ns"), pl.col("b").max().alias("last_ns"))
+            .with_columns((pl.col("last_ns") - pl.col("first_ns")).alias("run_ns")).sort("rank"))
+
+
 def union_ns(ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     by = list(by)
     return merge_intervals(ops, by).group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns"))
@@ -295,26 +349,43 @@ class TimelineSummary:
 DEVICE_SUMMARY_COLUMNS = (
     "rank", "device", "kernel_count", "kernels_with_launch", "op_count", "busy_ns", "window_ns", "idle_fraction",
     "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count", "queue_median_ns",
-    "delay_outliers", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict")
+    "delay_outliers", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict", "bound",
+    "bound_evidence", "run_ns")
 RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memcpy_count", "memset_count",
                     "gpu_busy_ns", "gpu_window_ns", "gpu_idle_fraction", "wall_window_ns", "launch_delay_median_ns",
-                    "launch_delay_p90_ns", "device_count")
+                    "launch_delay_p90_ns", "device_count", "run_ns", "slowest_rank", "delay_outliers")
 
 
-def summarize(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None) -> TimelineSummary:
+def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
+              launch_floor_ns: float | None = None) -> TimelineSummary:
     """Per device (rank, device): counts, busy time (union of op intervals), window, idle fraction, launch-delay
     median / p90 / max (HTA's definition, over kernels with their launch call), queue time, the launch-bound
-    evidence and verdict (`launch_bound`). For the whole run: the same counts, busy and window summed over the
-    devices, idle fraction = 1 - busy / window of those sums, and the launch-delay median / p90 over all kernels.
-    The one place these numbers are computed."""
+    evidence and verdict (`launch_bound`), where its time goes (`bound`, `bound_evidence`: `bound_verdict`) and
+    its rank's run time (`run_spans`). For the whole run: the same counts, busy and window summed over the
+    devices, idle fraction = 1 - busy / window of those sums, the launch-delay median / p90 over all kernels,
+    and the run time of the slowest rank. The one place these numbers are computed."""
     util = utilization(gpu_ops)
     stats = launch_stats(gpu_ops).select(
         *DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count",
         "queue_median_ns", "delay_outliers")
     lb = launch_bound(gpu_ops, launch_floor_ns=launch_floor_ns).select(
         *DEVICE, "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict")
-    devices = (util.join(stats, on=list(DEVICE), how="left").join(lb, on=list(DEVICE), how="left")
-               .select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE)))
+    spans = run_spans(gpu_ops, api_calls) if gpu_ops.height else pl.DataFrame(
+        schema={"rank": pl.Int32, "first_ns": pl.Int64, "last_ns": pl.Int64, "run_ns": pl.Int64})
+    devices = util.join(stats, on=list(DEVICE), how="left").join(lb, on=list(DEVICE), how="left") \
+        .join(spans.select("rank", "run_ns"), on="rank", how="left")
+    verdicts = []
+    for i, h, sh, win, run_ns in devices.select("idle_fraction", "host_wait_fraction", "short_kernel_share",
+                                                "window_ns", "run_ns").iter_rows():
+        v, e = bound_verdict(i, h, sh)
+        if run_ns and win is not None and run_ns > 1.1 * win:
+            e += (f" The rank's run (host calls included) is {run_ns / 1e6:,.3f} ms, its GPU window "
+                  f"{win / 1e6:,.3f} ms: for {(run_ns - win) / 1e6:,.3f} ms the host worked with no GPU op "
+                  "running or queued (before the first or after the last one).")
+        verdicts.append((v, e))
+    devices = devices.with_columns(pl.Series("bound", [v for v, _ in verdicts], dtype=pl.String),
+                                   pl.Series("bound_evidence", [e for _, e in verdicts], dtype=pl.String))
+    devices = devices.select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE))
     k = kernels(gpu_ops)
     d = k["launch_delay_ns"].drop_nulls()
     busy = int(util["busy_ns"].sum()) if util.height else 0
@@ -332,6 +403,9 @@ def summarize(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None) ->
         "launch_delay_median_ns": float(d.median()) if d.len() else None,
         "launch_delay_p90_ns": float(d.quantile(0.9, "nearest")) if d.len() else None,
         "device_count": devices.height,
+        "run_ns": int(spans["run_ns"].max()) if spans.height else 0,
+        "slowest_rank": int(spans.sort("run_ns", descending=True)["rank"][0]) if spans.height else None,
+        "delay_outliers": int((d > LAUNCH_DELAY_CUTOFF_NS).sum()) if d.len() else 0,
     }
     return TimelineSummary(devices, run, launch_floor_ns)
 
@@ -352,6 +426,9 @@ class WhatIf:
     speedup_whatif: float             # run_ns / predicted_ns
     speedup_amdahl: float             # run_ns / amdahl_ns
     ranks: list = field(default_factory=list)   # the same per rank
+    slowest_rank: int | None = None   # the rank whose run time is run_ns; fraction is its f (its own kernels)
+    slowest_rank_matched_kernels: int = 0
+    slowest_rank_matched_kernel_ns: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -413,7 +490,8 @@ def what_if(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, pattern: str, speedu
         pattern=pattern, speedup=speedup, matched_kernels=matched, matched_kernel_ns=matched_ns, run_ns=run,
         predicted_ns=predicted, amdahl_ns=amdahl, fraction=worst["fraction"],
         speedup_whatif=run / predicted if predicted else 1.0, speedup_amdahl=run / amdahl if amdahl else 1.0,
-        ranks=per_rank,
+        ranks=per_rank, slowest_rank=worst["rank"], slowest_rank_matched_kernels=worst["matched_kernels"],
+        slowest_rank_matched_kernel_ns=worst["matched_kernel_ns"],
     )
 
 

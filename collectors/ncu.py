@@ -29,8 +29,9 @@ from pathlib import Path
 import polars as pl
 
 from collectors.errors import ArtifactError
-from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed,
-                               finish_meta)
+from collectors.ncu_source import sections_of, source_tables
+from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS,
+                               SASS_SCHEMA, SOURCE_FILES_SCHEMA, SOURCE_METRIC_SCHEMA, Parsed, finish_meta)
 
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC"]
@@ -128,6 +129,22 @@ def _labels() -> dict[tuple[str, str, str], str]:
 
 
 
+_section_map: dict[str, str] | None = None
+
+
+def metric_sections() -> dict[str, str]:
+    """metric name -> the Nsight Compute section that shows it (from the same label table), for exports that do
+    not name sections (the raw page)."""
+    global _section_map
+    if _section_map is None:
+        out: dict[str, str] = {}
+        for (sec, _body, _label), metric in sorted(_labels().items()):
+            if sec:
+                out.setdefault(metric, sec)
+        _section_map = out
+    return _section_map
+
+
 def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, name: str):
     """Wide raw page -> (identity dicts, long metric frame). Vectorised with polars: the per-value work
     (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
@@ -168,6 +185,7 @@ def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, 
         (num * pl.col("factor")).alias("value"),
         pl.when(num.is_null() & ~raw.is_in(list(_NA))).then(pl.col("raw")).otherwise(None).alias("text"),
         "unit",
+        pl.col("metric").replace_strict(metric_sections(), default=None, return_dtype=pl.String).alias("section"),
     )
     idents = wide.select(IDENTITY).to_dicts()
     return idents, long
@@ -207,11 +225,12 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
         unit = r[idx["Metric Unit"]]
         val = r[idx["Metric Value"]]
         num = _number(val, dc)
+        section = (r[sec_i].strip() or None) if sec_i is not None else None
         if num is None:
-            metrics[mname] = (None, None if val.strip() in _NA else val, unit)
+            metrics[mname] = (None, None if val.strip() in _NA else val, unit, section)
         else:
             v, u = ncu_to_base(num, unit)
-            metrics[mname] = (v, None, u)
+            metrics[mname] = (v, None, u, section)
     if not n_ok:
         raise ArtifactError(name, "details-page CSV has no metric rows")
     # the NUMA Affinity section embeds a small table with the GPU's name
@@ -269,8 +288,9 @@ def _long_from_launches(launches: list[tuple[dict, dict]]):
     for ident, metrics in launches:
         idents.append(ident)
         kid = _int(ident["ID"])
-        for m, (v, text, unit) in metrics.items():
-            rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
+        for m, (v, text, unit, *sec) in metrics.items():
+            rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit,
+                         "section": sec[0] if sec else None})
     return idents, pl.DataFrame(rows, schema=METRIC_SCHEMA)
 
 
@@ -291,7 +311,9 @@ def check_report_container(data: bytes, name: str) -> None:
                                   "more bytes)")
 
 
-def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
+def _parse_report(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], dict]:
+    """(launches, source) where each launch is (identity, {metric: (value, text, unit, section)}) and source has
+    the SASS / source-counter tables of every launch (collectors.ncu_source)."""
     check_report_container(data, name)
     try:
         import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
@@ -306,10 +328,13 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
         except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
             raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
         out = []
+        source: dict = {"sass": [], "metrics": [], "files": {}}
         for ri in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(ri)
             for ai in range(rng.num_actions()):
                 act = rng.action_by_idx(ai)
+                sections = sections_of(act)
+                labelled = metric_sections()
                 metrics = {}
                 for m in act.metric_names():
                     met = act.metric_by_name(m)
@@ -317,13 +342,14 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
                         continue
                     v = met.value()
                     unit = met.unit() or ""
+                    sec = sections.get(m) or labelled.get(m)
                     if isinstance(v, str):
-                        metrics[m] = (None, v, unit)
+                        metrics[m] = (None, v, unit, sec)
                     elif v is None:
-                        metrics[m] = (None, None, unit)
+                        metrics[m] = (None, None, unit, sec)
                     else:
                         fv, u = ncu_to_base(float(v), unit)
-                        metrics[m] = (fv, None, u)
+                        metrics[m] = (fv, None, u, sec)
 
                 def num(m: str):
                     t = metrics.get(m)
@@ -344,10 +370,17 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
                     "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
                     "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
                 }
+                kid = len(out)
                 out.append((ident, metrics))
+                sass, rows, files = source_tables(act)
+                source["sass"] += [{"id": kid, **r} for r in sass]
+                source["metrics"] += [(kid, *r) for r in rows]
+                for f, content in files.items():
+                    if content or f not in source["files"]:
+                        source["files"][f] = content
         if not out:
             raise ArtifactError(name, "the report holds no profiled kernels")
-        return out
+        return out, source
 
 
 def _fmt_int(v) -> str:
@@ -382,7 +415,17 @@ def short_name(name: str) -> str:
     return s.split("::")[-1] or name
 
 
-def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parsed:
+def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
+    """The source-level tables (empty for CSV exports, which carry none)."""
+    source = source or {}
+    sass = pl.DataFrame(source.get("sass") or [], schema=SASS_SCHEMA)
+    sm = pl.DataFrame(source.get("metrics") or [], schema=SOURCE_METRIC_SCHEMA, orient="row")
+    files = pl.DataFrame({"file": list((source.get("files") or {}).keys()),
+                          "content": list((source.get("files") or {}).values())}, schema=SOURCE_FILES_SCHEMA)
+    return {"sass": sass, "source_metrics": sm, "source_files": files}
+
+
+def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source: dict | None = None) -> Parsed:
     long = long.cast(dict(METRIC_SCHEMA))
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
@@ -419,13 +462,17 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
     meta = {"source_format": fmt, "gpu_name": gpu_name, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": int(counts["len"].max()) if counts.height else 0}
-    return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
+    src = _source_frames(source)
+    meta["source_counters"] = src["source_metrics"].height > 0
+    meta["source_lines"] = bool(src["sass"]["line"].is_not_null().any()) if src["sass"].height else False
+    return Parsed("ncu", {"kernels": kernels, "metrics": long, **src}, finish_meta("ncu", meta))
 
 
 def parse(data: bytes, name: str) -> Parsed:
     """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
     base = (name[:-3] if name.endswith(".gz") else name).lower()
     if base.endswith(".ncu-rep"):
-        return _build(*_long_from_launches(_parse_report(data, name)), name, "ncu-rep")
+        launches, source = _parse_report(data, name)
+        return _build(*_long_from_launches(launches), name, "ncu-rep", source)
     (idents, long), fmt = _parse_csv(data, name)
     return _build(idents, long, name, fmt)

@@ -8,13 +8,14 @@ is HTML-escaped; specs are embedded as JSON with "</" escaped so no string can c
 """
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import functools
 import html
 import json
 import re
 
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import FONT, ensure_theme
 
 KIND_LABELS = {"info": "ℹ", "warning": "⚠", "error": "✖", "success": "✔"}
@@ -141,6 +142,28 @@ def _spec(chart) -> dict:
     return spec
 
 
+@functools.lru_cache(maxsize=1)
+def _timeline_js() -> str:
+    """The page's canvas timeline (dashboard/static/timeline.js) as a classic script defining ksTimeline."""
+    from pathlib import Path
+    static = Path(__file__).parent / "static"
+    js = (static / "timeline.js").read_text(encoding="utf-8")
+    return js.replace("export default function(component)", "window.ksTimeline = function(component)"), \
+        (static / "timeline.css").read_text(encoding="utf-8")
+
+
+def timeline_html(b: Timeline, div: str) -> str:
+    """The timeline, drawn offline by the same canvas code as the app, on the window the page showed (zoom and
+    pan work on that data; there is no server to ask for finer detail)."""
+    js, css = _timeline_js()
+    js = js.replace("</script", "<\\/script")
+    data = base64.b64encode(b.payload).decode()
+    return (f"<style>{css}</style><div id=\"{div}\"></div><script>{js}\n"
+            f"(function(){{var b=atob(\"{data}\"),u=new Uint8Array(b.length);for(var i=0;i<b.length;i++)"
+            f"u[i]=b.charCodeAt(i);window.ksTimeline({{data:u,parentElement:document.getElementById(\"{div}\")}});"
+            f"}})();</script>")
+
+
 def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js: bool = True) -> tuple[str, int]:
     parts = [f"<h1>{md_to_html(rep.title)[3:-4]}</h1>"]
     if rep.subtitle:
@@ -167,6 +190,11 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
                 + (f'<div class="d">{html.escape(delta[0])}</div>' if delta else "") + "</div>"
                 for label, value, h, *delta in b.items)
             parts.append(f'<div class="metrics">{cards}</div>')
+        elif isinstance(b, Timeline):
+            n += 1
+            parts.append(timeline_html(b, f"tl{n}"))
+            if b.caption:
+                parts.append(f'<div class="caption">{md_to_html(b.caption, base_url)}</div>')
         elif isinstance(b, Chart):
             n += 1
             div = f"vis{n}"

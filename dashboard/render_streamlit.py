@@ -7,7 +7,7 @@ import inspect
 import polars as pl
 import streamlit as st
 
-from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text
+from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import ensure_theme
 
 # ---------------------------------------------------------------------------------------------------
@@ -58,6 +58,11 @@ def render_streamlit(blocks, container=None) -> None:
                 st_.caption(b.caption)
         elif isinstance(b, Chart):
             st_.altair_chart(b.chart, theme=None, width="stretch", key=f"chart-{b.name}")
+            if b.caption:
+                st_.caption(b.caption)
+        elif isinstance(b, Timeline):
+            from dashboard.components import timeline
+            timeline(b.payload, key=f"timeline-{b.name}")
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Metrics):

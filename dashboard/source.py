@@ -26,7 +26,9 @@ from analyzers import ceilings as C
 from analyzers.cases.bench_verdicts import attach
 from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
+from analyzers.kernel_link import match_launches
 from analyzers.timeline import TimelineSummary, summarize
+from analyzers.timeline_view import TimelineTracks, build_tracks
 from collectors.errors import RunNotFound
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store
@@ -155,12 +157,36 @@ class Source:
         run = self._resolve(run)
 
         def make():
-            g = run.table("gpu_ops")
+            g, api = run.table("gpu_ops"), run.table("api_calls")
             floor = self.launch_floor_ns(run.meta.get("gpu_name"))
-            return TraceAnalysis(run.kind, run.meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
+            return TraceAnalysis(run.kind, run.meta, g, api, summarize(g, api, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return make()
         return self._cached(("trace", run.run_id, self._bench_key()), make)
+
+    def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
+        """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
+        run = self._resolve(run)
+
+        def make():
+            return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
+        if isinstance(run, Parsed):
+            return make()
+        return self._cached(("tracks", run.run_id), make)
+
+    def ncu_launches_of(self, kernel: dict) -> pl.DataFrame:
+        """Launches of the store's Nsight Compute runs that run the same kernel as a timeline's GPU op
+        (analyzers.kernel_link.match_launches): their analysed rows with run_id, source_name and basis."""
+        frames = []
+        for r in self.runs(("ncu",)):
+            try:
+                k = self.ncu(r).kernels
+            except Exception:  # noqa: BLE001 - one unreadable run must not hide the others' matches
+                continue
+            frames.append(k.with_columns(pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")))
+        if not frames:
+            return pl.DataFrame()
+        return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
 
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)

@@ -48,6 +48,14 @@ class Chart:
 
 
 @dataclass
+class Timeline:
+    """The zoomable timeline (dashboard/static/timeline.js) with its data (dashboard.timeline_payload)."""
+    name: str
+    payload: bytes
+    caption: str | None = None
+
+
+@dataclass
 class Metrics:
     items: list[tuple]            # (label, value as shown, help) or (label, value, help, change as shown)
     lower_is_better: bool = False  # colour of the changes: a negative change is good (durations)

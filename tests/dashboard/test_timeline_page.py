@@ -70,4 +70,4 @@ def test_page_with_two_devices(store):
     assert not at.exception
     assert at.selectbox[1].value == "1:1"
     assert at.dataframe[0].value["device"].to_list() == [1]
-    assert "Perfetto cannot read an nsys SQLite export" in _texts(at)
+    assert "an nsys SQLite export has no Perfetto reader of its own" in _texts(at)
