@@ -30,3 +30,16 @@ def timeline(payload: bytes, key: str, on_window=None, on_select=None):
     of the fragment that holds the timeline) when they change; the state is in st.session_state[key] too."""
     return _timeline_component()(data=payload, key=key, on_window_change=on_window or _noop,
                                  on_select_change=on_select or _noop)
+
+
+@lru_cache(maxsize=None)
+def _table_component():
+    return st.components.v2.component("kernelscope.table", js=static_text("table.js"), css=static_text("table.css"),
+                                      isolate_styles=False)
+
+
+def table(data: dict, key: str, on_sort=None, on_select=None):
+    """An HTML table of pre-formatted cells (dashboard.reports.blocks.Table.cells): header clicks send `sort`
+    ({key, desc}), row clicks `select` (the row's id); both as trigger values in st.session_state[key]."""
+    return _table_component()(data=data, key=key, on_sort_change=on_sort or _noop,
+                              on_select_change=on_select or _noop)

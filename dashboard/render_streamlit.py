@@ -8,6 +8,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, Timeline
+from analyzers.units import MISSING
 from dashboard.theme import ensure_theme
 
 # ---------------------------------------------------------------------------------------------------
@@ -26,6 +27,21 @@ def column_config(cols: dict[str, Col]) -> dict:
         else:
             cc[name] = st.column_config.NumberColumn(c.header, help=c.help, format=c.fmt)
     return cc
+
+
+def sized(chart):
+    """The chart with its width fitted to the page and its own height kept (Vega-Lite "fit-x"), as the HTML export
+    draws it. Streamlit's default ("fit") squeezes title, axes and legend into the plot's height, which collapsed
+    charts with a legend or long axis labels to a few pixels."""
+    enc = getattr(chart, "encoding", None)
+    has = enc is not None and repr(enc) != "Undefined"       # altair's Undefined for a layer's own encoding
+    if type(chart).__name__ in ("FacetChart", "HConcatChart", "VConcatChart", "ConcatChart") or (
+            has and any(repr(getattr(enc, k, None)) not in ("Undefined", "None") for k in ("row", "column", "facet"))):
+        return chart      # a grid of views keeps its own size (Vega-Lite cannot fit it)
+    try:
+        return chart.properties(autosize={"type": "fit-x", "contains": "padding"})
+    except Exception:  # noqa: BLE001 - a chart kind that takes no autosize: draw it as it is
+        return chart
 
 
 def render_streamlit(blocks, container=None) -> None:
@@ -51,13 +67,16 @@ def render_streamlit(blocks, container=None) -> None:
                 st_.caption(b.caption)
         elif isinstance(b, Table):
             frame = b.frame.select([c for c in b.cols if c in b.frame.columns])
+            # a missing text value shows as "—", as everywhere else (the grid would print "None")
+            frame = frame.with_columns([pl.col(c).fill_null(MISSING) for c in frame.columns
+                                        if b.cols[c].kind != "number" and frame.schema[c] == pl.String])
             kw = {"height": b.height} if b.height else {}
             st_.dataframe(frame, hide_index=True, width="stretch", column_config=column_config(b.cols),
                           key=f"table-{b.name}", **kw)
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Chart):
-            st_.altair_chart(b.chart, theme=None, width="stretch", key=f"chart-{b.name}")
+            st_.altair_chart(sized(b.chart), theme=None, width="stretch", key=f"chart-{b.name}")
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Timeline):

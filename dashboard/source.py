@@ -27,6 +27,7 @@ from analyzers.cases.bench_verdicts import attach
 from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
 from analyzers.kernel_link import match_launches
+from analyzers.source_hotspots import source_hotspots
 from analyzers.timeline import TimelineSummary, summarize
 from analyzers.timeline_view import TimelineTracks, build_tracks
 from collectors.errors import RunNotFound
@@ -164,6 +165,17 @@ class Source:
             return make()
         return self._cached(("trace", run.run_id, self._bench_key()), make)
 
+    def source_hotspots(self, run: Run | str, launch_id: int):
+        """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
+        run = self._resolve(run)
+
+        def make():
+            if "sass" not in run.tables:
+                return None
+            return source_hotspots(self.table(run.run_id, "sass"), self.table(run.run_id, "source_metrics"),
+                                   self.table(run.run_id, "source_files"), launch_id)
+        return self._cached(("hotspots", run.run_id, launch_id), make)
+
     def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
         """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
         run = self._resolve(run)
@@ -228,38 +240,45 @@ class Source:
         raise RunNotFound(getattr(run, "run_id", "?"), f"has an unknown kind {run.kind!r}")
 
     # ---- textbook cases and claims -------------------------------------------------------------------
-    def case_measurements(self, case_id: str, gpu_name: str) -> list:
-        """Stored measurements of a textbook case on one GPU (analyzers.cases.Measurement): Nsight Compute
-        launches whose name says they run the case, from their counters, and bench results of the case whose
-        metric is a quantity the case predicts (spread = cv x value)."""
-        from analyzers.cases import Measurement, evaluate, measurements_from_ncu
-        from analyzers.cases.kernel_match import CASE_HINTS
+    def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:
+        """Stored measurements of a textbook case on one GPU, for the case evaluated with `params` (the chapter's
+        defaults when None): Nsight Compute launches recognised as running the case by their counters and launch
+        (analyzers.cases.kernel_match) whose own configuration predicts the same value of that quantity (a launch is
+        never judged against another configuration's prediction), and bench results of the case whose metric is a
+        quantity the case predicts (spread = cv x value)."""
+        from analyzers.cases import Measurement, evaluate
+        from analyzers.cases.kernel_match import kernel_comparisons
         try:
-            keys = set(evaluate(case_id, gpu_name).predictions)
+            page = evaluate(case_id, gpu_name, params or None)
         except (LookupError, ValueError):
             return []
+        keys = set(page.predictions)
         want = find_gpu(gpu_name)
 
         def same_gpu(name) -> bool:
             return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
 
+        def same_prediction(c) -> bool:
+            """The launch's own configuration predicts what the page's does for this quantity."""
+            a, b = c.prediction, page.predictions.get(c.quantity)
+            if b is None or not a.numeric or not b.numeric or a.value is None or b.value is None:
+                return False
+            return abs(a.value - b.value) <= 1e-9 * max(abs(a.value), abs(b.value), 1.0)
+
         out = []
-        words = CASE_HINTS.get(case_id, ())
         for run in self.runs(("ncu",)):
-            if not words or not same_gpu(run.meta.get("gpu_name")):
+            if not same_gpu(run.meta.get("gpu_name")):
                 continue
-            k = self.table(run.run_id, "kernels")
-            hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
-            if not hits.height:
-                continue
-            m = self.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
-            for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
-                mk = m.filter(pl.col("id") == kid)
-                metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
-                for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
-                                               gpu=gpu_name):
-                    if x.quantity in keys:
-                        out.append(x)
+            a = self.ncu(run)
+            metrics = self.table(run.run_id, "metrics").drop_nulls("value")
+            for row in a.kernels.iter_rows(named=True):
+                mk = metrics.filter(pl.col("id") == row["id"])
+                src = f"ncu run {run.run_id}, launch {row['id']} ({row['display_name']})"
+                for kc in kernel_comparisons(row, dict(zip(mk["metric"].to_list(), mk["value"].to_list())), a.gpu,
+                                             source=src):
+                    if kc.case_id != case_id:
+                        continue
+                    out += [c.measurement for c in kc.comparisons if c.quantity in keys and same_prediction(c)]
         res = self.bench_results()
         res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
         for r in res.iter_rows(named=True):

@@ -38,6 +38,25 @@ class Table:
     caption: str | None = None
     height: int | None = None
     static: bool = False          # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
+    select: str | None = None     # the id column of an interactive table (rows select, headers sort; see cells())
+    sort: str | None = None       # the column it is sorted by, and the direction
+    desc: bool = False
+    selected: object = None       # the selected row's id
+    full: str | None = None       # a column whose full text shows when hovering the "kernel" cell
+
+    def cells(self) -> dict:
+        """The table as the interactive table component draws it: headers with units and help, every cell already
+        formatted (the same text as the export), the id of each row."""
+        cols = [c for c in self.cols if c in self.frame.columns]
+        frame = self.frame
+        rows = [[self.cols[c].format(v) for c, v in zip(cols, r)] for r in frame.select(cols).iter_rows()]
+        return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
+                             "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),
+                             "wide": c in ("kernel", "top_finding")} for c in cols],
+                "rows": rows, "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
+                "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
+                "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
+                "height": self.height or 420}
 
 
 @dataclass

@@ -234,4 +234,4 @@ def build(src: Source, params: dict) -> Report:
         rep.add(Heading("Consistency checks on the chapter", 3), *checks)
     typed, bad = url_measurements(param_list(params.get("meas")) if params.get("case") == view.case.id else [],
                                   view.gpu.name)
-    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name) + typed, bad))
+    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name, view.values) + typed, bad))

@@ -1,0 +1,51 @@
+// Kernelscope's interactive table: a plain HTML table of pre-formatted cells (the same text the HTML export shows).
+// A click on a header asks the page to sort by that column (again: the other direction); a click on a row selects
+// it. Both go to Python as trigger values ("sort": {key, desc}; "select": the row's id) and from there into the URL.
+function esc(s) {
+  return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+}
+
+export default function(component) {
+  const {data, parentElement, setTriggerValue} = component;
+  if (!data) return;
+  let box = parentElement.querySelector(".ks-table");
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "ks-table";
+    parentElement.appendChild(box);
+    box.addEventListener("click", e => {
+      const th = e.target.closest("th[data-key]");
+      if (th) {
+        const key = th.dataset.key, d = box.__data;
+        setTriggerValue("sort", {key, desc: key === d.sort ? !d.desc : th.dataset.num === "1"});
+        return;
+      }
+      const tr = e.target.closest("tr[data-id]");
+      if (tr) {
+        box.querySelectorAll("tr.sel").forEach(r => r.classList.remove("sel"));
+        tr.classList.add("sel");
+        setTriggerValue("select", tr.dataset.id);
+      }
+    });
+  }
+  box.__data = data;
+  const cols = data.columns;
+  const head = cols.map(c => {
+    const arrow = c.key === data.sort ? (data.desc ? " ▼" : " ▲") : "";
+    return `<th data-key="${esc(c.key)}" data-num="${c.num ? 1 : 0}" title="${esc(c.help || "")}" class="${c.num ? "n" : ""}">` +
+      `${esc(c.header)}${arrow}</th>`;
+  }).join("");
+  const body = data.rows.map((r, i) => {
+    const id = data.ids[i];
+    const sel = String(id) === String(data.selected) ? ' class="sel"' : "";
+    return `<tr data-id="${esc(id)}"${sel}>` + r.map((v, j) => {
+      const c = cols[j];
+      const t = c.full ? ` title="${esc(data.full[i] || v)}"` : "";
+      return `<td class="${c.num ? "n" : ""}${c.wide ? " w" : ""}"${t}>${esc(v)}</td>`;
+    }).join("") + "</tr>";
+  }).join("");
+  box.style.maxHeight = (data.height || 420) + "px";
+  box.innerHTML = `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  const sel = box.querySelector("tr.sel");
+  if (sel && !box.__scrolled) { box.__scrolled = true; sel.scrollIntoView({block: "nearest"}); }
+}
