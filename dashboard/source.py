@@ -26,6 +26,8 @@ from analyzers import ceilings as C
 from analyzers.cases.bench_verdicts import attach
 from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
+from analyzers.baseline import relatedness, trace_values
+from analyzers.compare import NOISE_FLOOR, CompareResult, compare_ncu, compare_traces
 from analyzers.kernel_link import match_launches
 from analyzers.source_hotspots import source_hotspots
 from analyzers.timeline import TimelineSummary, summarize
@@ -238,6 +240,50 @@ class Source:
         if run.kind == "bench":
             return self.bench(run)
         raise RunNotFound(getattr(run, "run_id", "?"), f"has an unknown kind {run.kind!r}")
+
+    # ---- baselines ----------------------------------------------------------------------------------
+    def compare(self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float = NOISE_FLOOR) -> CompareResult:
+        """Run B against run A (analyzers.compare.compare_ncu / compare_traces): what `kernelscope compare` prints
+        and the Compare page shows. Both runs must be Nsight Compute runs, or both traces."""
+        a, b = self._resolve(a), self._resolve(b)
+
+        def make():
+            if a.kind == "ncu" and b.kind == "ncu":
+                extra = lambda r: self.ncu(r).kernels.with_columns(  # noqa: E731
+                    dram_pct=pl.col("dram_peak_fraction") * 100, fp32_pct=pl.col("fp32_peak_fraction") * 100)
+                return compare_ncu(extra(a), extra(b), a.table("metrics"), b.table("metrics"),
+                                   noise_floor=noise_floor, extra=("dram_pct", "fp32_pct"))
+            if a.kind in TRACE_KINDS and b.kind in TRACE_KINDS:
+                ta, tb = self.trace(a), self.trace(b)
+                return compare_traces(ta.gpu_ops, tb.gpu_ops, trace_values(ta.summary, ta.gpu_ops),
+                                      trace_values(tb.summary, tb.gpu_ops), noise_floor=noise_floor)
+            raise RunNotFound(getattr(b, "run_id", "?"), "not comparable", message=(
+                f"cannot compare a {a.kind} run (A) with a {b.kind} run (B): Nsight Compute runs compare with Nsight "
+                "Compute runs, traces with traces"))
+        if isinstance(a, Parsed) or isinstance(b, Parsed):
+            return make()
+        return self._cached(("compare", a.run_id, b.run_id, noise_floor, self._bench_key()), make)
+
+    def related_run(self, b: Run) -> Run | None:
+        """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
+        .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never
+        compared by default)."""
+        kinds = TRACE_KINDS if b.kind in TRACE_KINDS else (b.kind,)
+        names = self._kernel_names(b)
+        for r in self.runs(kinds):
+            if r.run_id != b.run_id and relatedness(self._kernel_names(r), names)["related"]:
+                return r
+        return None
+
+    def _kernel_names(self, run: Run) -> list[str]:
+        def make():
+            if run.kind == "ncu":
+                return self.table(run.run_id, "kernels")["kernel_name"].unique().to_list()
+            if run.kind in TRACE_KINDS:
+                g = self.table(run.run_id, "gpu_ops")
+                return g.filter(pl.col("kind") == "kernel")["name"].unique().to_list()
+            return self.table(run.run_id, "results")["case"].unique().to_list() if "results" in run.tables else []
+        return self._cached(("names", run.run_id), make)
 
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:

@@ -26,6 +26,7 @@ from dashboard.cli import core  # noqa: E402,F401  ingest, runs, analyze, gpus, 
 from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export
+from dashboard.cli import compare  # noqa: E402,F401  compare
 from dashboard.cli import bench  # noqa: E402,F401  bench
 
 EXIT_USER_ERROR = 1
