@@ -11,6 +11,9 @@ run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload t
 name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
 leaves no half run, and two processes ingesting the same file both end with the same complete run.
 
+Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the listing in one step,
+then removes it: the one change to the store a user makes.
+
 Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
 run is read, so a model fix reaches every stored run. When a reader expects a newer table version
 (collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again from its kept artifact and
@@ -211,6 +214,26 @@ class Store:
             if len(hits) > 1:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
+
+    # ---- deleting: the one change to a stored run a user may make -------------------------------------
+    def delete(self, run_id: str) -> Run:
+        """Remove a run (id or unique prefix): its folder is first renamed out of the listing in one atomic step
+        (runs/.deleted-<id>-<random>), then removed, so a reader never sees half a run and a crash leaves only a
+        hidden folder, which the next delete sweeps away. Returns the run as it was (its manifest read first).
+        RunNotFound for an unknown id; StoreError when the store cannot be written."""
+        run = self.get(run_id)
+        _ = run.manifest                                   # read before it goes
+        gone = self.runs_dir / f".deleted-{run.run_id}-{os.urandom(4).hex()}"
+        try:
+            os.rename(run.path, gone)
+        except FileNotFoundError:
+            raise RunNotFound(run.run_id, "was deleted by someone else meanwhile") from None
+        except OSError as e:
+            raise StoreError(str(run.path), f"cannot delete run {run.run_id} ({e.strerror or e})") from None
+        shutil.rmtree(gone, ignore_errors=True)
+        for old in self.runs_dir.glob(".deleted-*"):       # leftovers of an interrupted delete
+            shutil.rmtree(old, ignore_errors=True)
+        return run
 
     def __contains__(self, run_id: str) -> bool:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()

@@ -187,7 +187,7 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
             cards = "".join(
                 f'<div class="metric" title="{html.escape(h or "")}"><div class="l">{html.escape(label)}</div>'
                 f'<div class="v">{html.escape(value)}</div>'
-                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta else "") + "</div>"
+                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta and delta[0] else "") + "</div>"
                 for label, value, h, *delta in b.items)
             parts.append(f'<div class="metrics">{cards}</div>')
         elif isinstance(b, Timeline):
@@ -210,6 +210,19 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
     return "\n".join(parts), n
 
 
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+@functools.lru_cache(maxsize=1)
+def _cjk_font_face() -> str:
+    """@font-face of the bundled CJK subset (dashboard/static/fonts, SIL OFL 1.1), embedded as data."""
+    from pathlib import Path
+    font = Path(__file__).parent / "static" / "fonts" / "KernelscopeCJK-Regular.woff2"
+    data = base64.b64encode(font.read_bytes()).decode()
+    return ("@font-face { font-family: 'Kernelscope CJK'; src: url(data:font/woff2;base64," + data
+            + ") format('woff2'); unicode-range: U+3000-303F, U+3400-9FFF, U+FF00-FFEF; }")
+
+
 def render_html(reports: list[Report], *, source: str | None = None, base_url: str | None = None) -> str:
     """One HTML document for the reports (normally one page)."""
     bundle = vega_bundle()
@@ -221,10 +234,11 @@ def render_html(reports: list[Report], *, source: str | None = None, base_url: s
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = f"Exported from Kernelscope on {when}" + (f" · {html.escape(source)}" if source else "")
     title = html.escape(" · ".join(r.title for r in reports))
+    css = CSS + (_cjk_font_face() if any(_CJK.search(part) for part in body) else "")
     script = ""
     if has_charts and bundle is not None:
         script = "<script>\n" + bundle.replace("</script", "<\\/script") + "\n</script>"
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{title} — Kernelscope</title><style>{CSS}</style>{script}</head>\n"
+            f"<title>{title} — Kernelscope</title><style>{css}</style>{script}</head>\n"
             f'<body><div class="meta">{meta}</div>\n' + "\n".join(body) + "\n</body></html>\n")

@@ -80,6 +80,13 @@ class Source:
     def get(self, run_id: str) -> Run:
         return self.store.get(run_id)
 
+    def delete(self, run_id: str) -> Run:
+        """Delete a run from the store (collectors.store.Store.delete) and forget its cached analyses."""
+        run = self.store.delete(run_id)
+        with self._lock:
+            self._cache.clear()          # the run may sit in any key (comparisons, the store's ceilings)
+        return run
+
     def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
         """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""
         run = self.get(run_id)

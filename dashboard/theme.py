@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import altair as alt
 
-FONT = "Source Sans Pro, Helvetica Neue, Arial, sans-serif"
+#: Kernelscope CJK: the bundled subset of Noto Sans CJK SC (dashboard/static/fonts, OFL), so Chinese text renders
+#: where the machine has no CJK font (the app serves it, an HTML export embeds it)
+FONT = "Source Sans Pro, Source Sans, Helvetica Neue, Arial, Kernelscope CJK, sans-serif"
 # colour-blind-safe categorical palette (Okabe-Ito), then a neutral
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999"]
 SPEC_COLOR = "#B22222"       # spec-sheet peaks (dashed)

@@ -22,7 +22,7 @@ Recognised cases, the evidence and the parameters inferred (`infer`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzers.cases.catalog import Comparison, compare, evaluate, measurements_from_ncu
 from analyzers.cases.model import CaseError
@@ -82,7 +82,7 @@ def _column_read(row: dict, gpu: GPUSpec):
            "stride": (f"{stride} words: the measured conflict degree {wf / (wf - cf):.2f} ≈ {degree} = "
                       f"gcd(stride / {q}, {32 // q}); " + ("any stride coprime with 32 (a padded row) gives 1"
                                                            if degree == 1 else f"any stride with that gcd gives {degree}"))}
-    meas = [Measurement(wf / req, "count", "ncu: l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ "
+    meas = [Measurement(wf / req, "count", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ "
                         "smsp__sass_inst_executed_op_shared_ld.sum", quantity="wavefronts", gpu=gpu.name)]
     return {"stride": stride, "width": width}, how, meas
 
@@ -178,6 +178,7 @@ def kernel_comparisons(row: dict, metrics: dict[str, float], gpu: GPUSpec, sourc
         try:
             ev = evaluate(cid, gpu if gpu.from_registry else None, params)
             used = USED_FOR_INFERENCE.get(cid, set())
+            extra = [replace(x, source=f"{source}: {x.source}") for x in extra]
             meas = [x for x in measurements_from_ncu(cid, metrics, source=source, gpu=gpu.name) + extra
                     if x.quantity in ev.predictions and x.quantity not in used]
             out.append(KernelCase(cid, ev.case.section, params, how, compare(ev, meas)))

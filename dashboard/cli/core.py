@@ -16,6 +16,9 @@ from dashboard.cli._app import (Format, ListFormat, StoreOpt, app, echo_json, lo
 from dashboard.cli.render import print_table, to_csv
 
 
+from dashboard.auth import MIN_TOKEN  # noqa: E402  characters of an access token (the app refuses shorter ones)
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
@@ -58,6 +61,28 @@ def runs(store: StoreOpt = None,
         echo_json({"runs": rows})
     else:
         print_table(rows, ["run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created"])
+
+
+@app.command()
+def rm(
+    run_ids: Annotated[list[str], typer.Argument(help="Run ids (or unique prefixes) to delete.")],
+    store: StoreOpt = None,
+) -> None:
+    """Delete runs from the store: each run's folder is renamed out of the store's listing in one step, then
+    removed (nothing is left half-deleted). Prints one line per run; exit code 1 if any id is unknown."""
+    from collectors.errors import RunNotFound
+    st = open_store(store)
+    failed = 0
+    for rid in run_ids:
+        try:
+            run = st.delete(rid)
+        except RunNotFound as e:
+            typer.echo(f"kernelscope: {e}", err=True)
+            failed += 1
+            continue
+        typer.echo(f"{run.run_id}\t{run.kind}\t{run.source_name}\tdeleted")
+    if failed:
+        raise typer.Exit(1)
 
 
 # ---- Nsight Compute -------------------------------------------------------------------------------------
@@ -194,9 +219,13 @@ def dashboard(
     token: Annotated[Optional[str], typer.Option(envvar="KERNELSCOPE_TOKEN",
                                                  help="Access token; required with a non-loopback --host.")] = None,
     max_upload_mb: Annotated[int, typer.Option(help="Largest upload accepted in the browser, MB.")] = 200,
+    samples: Annotated[Optional[bool], typer.Option(
+        "--samples/--no-samples",
+        help="Load the bundled H200 samples into an empty store (default: only into the default store "
+             "~/.kernelscope/store, never into one given by --store or KERNELSCOPE_STORE).")] = None,
 ) -> None:
-    """Start the dashboard (Streamlit) on the run store; on first start with an empty store it loads the
-    bundled samples."""
+    """Start the dashboard (Streamlit) on the run store. An empty default store gets the bundled samples on first
+    start; a store you name (--store, KERNELSCOPE_STORE) gets them only with --samples."""
     app_path = repo_root() / "dashboard" / "app.py"
     if not app_path.is_file():
         raise ArtifactError(str(app_path), "dashboard entry script not found (broken install?)")
@@ -204,15 +233,20 @@ def dashboard(
     if not loopback and not token:
         raise typer.BadParameter(f"--host {host} listens beyond this machine: give an access token with "
                                  "--token or KERNELSCOPE_TOKEN", param_hint="--host")
+    if token is not None and len(token) < MIN_TOKEN:
+        raise typer.BadParameter(f"the access token has {len(token)} characters; use at least {MIN_TOKEN} "
+                                 "(e.g. openssl rand -hex 16)", param_hint="--token")
     env = dict(os.environ)
     st = open_store(store)
-    env["KERNELSCOPE_STORE"] = str(st.root)
+    env["KERNELSCOPE_STORE"] = str(st.root.resolve())
     if token:
         env["KERNELSCOPE_TOKEN"] = token
+    env["KERNELSCOPE_LOAD_SAMPLES"] = "1" if (samples if samples is not None else store is None) else "0"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
            "--server.address", host, "--server.port", str(port), "--server.headless", "true",
            "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    os.chdir(repo_root())     # Streamlit reads .streamlit/config.toml here (static files, the CJK font)
     os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches Streamlit itself

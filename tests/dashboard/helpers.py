@@ -100,3 +100,17 @@ def frames(at) -> list:
     """The page's dataframes as polars frames (AppTest returns pandas)."""
     import polars as pl
     return [pl.from_pandas(d.value) for d in at.dataframe]
+
+
+def component_data(at, name: str) -> dict:
+    """The data a components-v2 component (dashboard.components) was given, e.g. "kernelscope.table"."""
+    for e in walk(at._tree):
+        if e.type == "bidi_component" and e.proto.component_name == name:
+            kind = e.proto.WhichOneof("data")
+            if kind == "json":
+                return json.loads(e.proto.json)
+            if kind == "mixed":
+                return json.loads(e.proto.mixed.json)
+            if kind == "bytes":
+                return {"bytes": bytes(e.proto.bytes)}
+    raise LookupError(f"no component {name!r} on the page")
