@@ -120,8 +120,9 @@ def run_worker(python: str, code: str, *args: str, timeout: int = 3600) -> dict:
 # --------------------------------------------------------------------------------------------------------------
 # building the inputs
 # --------------------------------------------------------------------------------------------------------------
-def build_kineto(path: Path, target_mb: float) -> dict:
-    """Replicate the sample trace until the file holds about target_mb MB. Returns facts about it."""
+def build_kineto(path: Path, target_mb: float, copies: int | None = None) -> dict:
+    """Replicate the sample trace until the file holds about target_mb MB (or `copies` times). Returns facts
+    about it."""
     try:  # events written over several lines each, as Kineto writes them
         import orjson
         dumps = lambda o: orjson.dumps(o, option=orjson.OPT_INDENT_2)  # noqa: E731
@@ -137,7 +138,7 @@ def build_kineto(path: Path, target_mb: float) -> dict:
     ext = [e.get("args", {}).get("External id") for e in events]
     ext_step = max([x for x in ext if isinstance(x, int)] or [0]) + 1
     one = sum(len(dumps(e)) + 4 for e in events)
-    copies = max(1, int(target_mb * 1e6 / one))
+    copies = copies or max(1, int(target_mb * 1e6 / one))
     head = {k: v for k, v in doc.items() if k != "traceEvents" and k != "traceName"}
     head["distributedInfo"] = {"backend": "nccl", "rank": 0, "world_size": 1}
     kernels = 0

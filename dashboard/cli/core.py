@@ -180,7 +180,7 @@ def analyze(
                 f"their launch call); GPU busy {d['gpu_busy_ns'] / 1e6:.3f} ms of a {d['gpu_window_ns'] / 1e6:.3f} ms "
                 f"window (idle {100 * (d['gpu_idle_fraction'] or 0):.1f} %, union of op intervals); launch delay "
                 f"median {d.get('launch_delay_median_us')} µs, p90 {d.get('launch_delay_p90_us')} µs (HTA definition); "
-                f"{d.get('launch_verdict', '')}")
+                f"{d.get('bound', '')}: {d.get('bound_evidence', '')}")
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
 

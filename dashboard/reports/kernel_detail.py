@@ -88,7 +88,14 @@ def detail(src: Source, view) -> list:
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
     blocks.extend(hotspot_blocks(src, view))
     blocks.extend(case_blocks(row, a.gpu, src, view.run.run_id))
-    blocks.append(Heading("Every metric of this launch", 3))
+    return blocks
+
+
+def metric_blocks(src: Source, view) -> list:
+    """Every metric of the launch, grouped by its Nsight Compute section (filter: view.q)."""
+    if view.run is None or view.kernel is None:
+        return []
+    blocks: list = [Heading(f"Every metric of launch {view.kernel}", 3)]
     metrics = src.launch_metrics(view.run.run_id, view.kernel)
     if view.q:
         metrics = metrics.filter(pl.col("metric").str.contains(view.q, literal=True)

@@ -1,4 +1,5 @@
-"""Kernels: one Nsight Compute run (?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC).
+"""Kernels: one Nsight Compute run (?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC
+&show=detail|charts|metrics).
 
 A table of the launches in column groups that fit a laptop screen (a click on a row selects it, on a header sorts
 by it; both go into the URL), a search over the full kernel names, the launch's detail (dashboard.reports
@@ -23,7 +24,7 @@ from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports.common import pick_run
-from dashboard.reports.kernel_detail import detail
+from dashboard.reports.kernel_detail import detail, metric_blocks
 from dashboard.source import Source
 
 #: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
@@ -78,6 +79,8 @@ KERNEL_COLS: dict[str, Col] = {
 }
 SORT_KEYS = tuple(KERNEL_COLS)
 _ALWAYS = ("id", "kernel", "duration_us")
+#: what the page shows below the table (?show=…); the export has all of them
+SECTIONS = {"detail": "Launch detail", "charts": "Rooflines & charts", "metrics": "Every metric"}
 #: column groups (each fits a 1,440-px screen beside the sidebar): name -> (label, columns after id, kernel, duration)
 COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "summary": ("Summary", ("top_finding", "lost_us", "dram_pct_spec", "tensor_pct_spec", "achieved_occupancy_pct")),
@@ -113,12 +116,14 @@ class KernelsView:
     q: str = ""
     find: str = ""
     cols: str = "summary"
+    show: str = "detail"
     problems: list[str] = field(default_factory=list)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
                 "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
-                "q": self.q or None, "find": self.find or None, "cols": None if self.cols == "summary" else self.cols}
+                "q": self.q or None, "find": self.find or None, "cols": None if self.cols == "summary" else self.cols,
+                "show": None if self.show == "detail" else self.show}
 
 
 def find_filter(find: str) -> pl.Expr:
@@ -156,8 +161,12 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if cols not in COLUMN_GROUPS:
         problems.append(f"Unknown column group {code(cols)}; showing the summary.")
         cols = "summary"
+    show = params.get("show") or "detail"
+    if show not in SECTIONS:
+        problems.append(f"Unknown section {code(show)}; showing the launch detail.")
+        show = "detail"
     return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "",
-                       params.get("find") or "", cols, problems)
+                       params.get("find") or "", cols, show, problems)
 
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
@@ -294,5 +303,5 @@ def build(src: Source, params: dict) -> Report:
     """The Kernels page of a URL: overview, the selected launch's detail, the charts."""
     view = resolve(src, params)
     rep = overview(src, view)
-    return rep.add(*detail(src, view), *chart_blocks(src, view))
+    return rep.add(*detail(src, view), *metric_blocks(src, view), *chart_blocks(src, view))
 

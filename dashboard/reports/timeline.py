@@ -1,5 +1,5 @@
-"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S&t0=NS&t1=NS&op=SRC:ROW): PyTorch profiler and
-Nsight Systems runs.
+"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S&t0=NS&t1=NS&op=SRC:ROW&show=SECTION): PyTorch
+profiler and Nsight Systems runs.
 
 Where each device's time goes (GPU-, launch- or host-bound, with the evidence), the zoomable timeline of every
 stream, CPU thread and NVTX range with the detail of a clicked event (dashboard.reports.timeline_detail), launch
@@ -39,13 +39,14 @@ class TimelineView:
     t0: float | None = None         # the timeline's window, ns after the trace's first event (None: whole trace)
     t1: float | None = None
     op: str = ""                    # the clicked event: "gpu_ops:12" (table:row)
+    show: str = "devices"           # the section below the timeline (SECTIONS)
     problems: list[Text] = field(default_factory=list)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
                 "kernel": self.kernel, "speedup": f"{self.speedup:g}",
                 "t0": None if self.t0 is None else f"{self.t0:.0f}", "t1": None if self.t1 is None else f"{self.t1:.0f}",
-                "op": self.op or None}
+                "op": self.op or None, "show": None if self.show == "devices" else self.show}
 
 
 def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -106,6 +107,11 @@ def resolve(src: Source, params: dict) -> TimelineView:
         problems.append(Text(f"No event {code(op)}; nothing selected.", "warning"))
         op = ""
     view.op = op
+    show = params.get("show") or "devices"
+    if show not in SECTIONS:
+        problems.append(Text(f"Unknown section {code(show)}; showing the per-device statistics.", "warning"))
+        show = "devices"
+    view.show = show
     return view
 
 
@@ -168,9 +174,22 @@ def verdict_blocks(src: Source, view: TimelineView) -> list:
     return out
 
 
+#: the page's sections below the timeline (?show=…); the export has all of them
+SECTIONS = {"devices": "Per device", "delays": "Launch delays", "idle": "Idle gaps", "kernels": "Top kernels",
+            "whatif": "What-if"}
+
+
 def overview(src: Source, view: TimelineView) -> list:
-    """GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the
-    top kernels."""
+    """Every statistics section: GPU busy time and launch statistics per device, launch delays, idle gaps and their
+    causes, the top kernels (the export shows them all; the page one at a time)."""
+    if device_ops(src, view).height == 0:
+        return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
+    return (device_blocks(src, view) + delay_blocks(src, view) + idle_blocks(src, view)
+            + kernel_blocks(src, view))
+
+
+def device_blocks(src: Source, view: TimelineView) -> list:
+    """GPU busy time and launch statistics per device."""
     g = device_ops(src, view)
     if g.height == 0:
         return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
@@ -197,6 +216,14 @@ def overview(src: Source, view: TimelineView) -> list:
         "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["idle_categories"]),
         "kernels_per_s": num("kernels/s", fmt="%.0f")})]
 
+    return out
+
+
+def delay_blocks(src: Source, view: TimelineView) -> list:
+    """Launch delays: histogram by launch call, statistics per device, the kernels delayed over 100 µs."""
+    g = device_ops(src, view)
+    s = device_summary(src, view)
+    out: list = []
     out.append(Heading("Launch delay"))
     k = T.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
     if k.height:
@@ -234,6 +261,13 @@ def overview(src: Source, view: TimelineView) -> list:
     else:
         out.append(Text("No kernel has its launch call in this trace, so launch delays cannot be computed.", "info"))
 
+    return out
+
+
+def idle_blocks(src: Source, view: TimelineView) -> list:
+    """GPU idle gaps per stream, their HTA categories, and the temporal breakdown."""
+    g = device_ops(src, view)
+    out: list = []
     out.append(Heading("GPU idle gaps per stream"))
     sg = T.stream_gaps(g)
     if sg.height:
@@ -257,6 +291,13 @@ def overview(src: Source, view: TimelineView) -> list:
         caption="Compute: non-NCCL kernels; communication: NCCL kernels not overlapping compute; memcpy: copies and "
                 "memsets not hidden under kernels; idle: the rest. They add up to the window."))
 
+    return out
+
+
+def kernel_blocks(src: Source, view: TimelineView) -> list:
+    """The kernels with the most total time."""
+    g = device_ops(src, view)
+    out: list = []
     out.append(Heading("Top kernels by total time"))
     ks = T.kernel_summary(g).head(20).select(
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),

@@ -65,18 +65,25 @@ components.table(table.cells(), key="kernels_table", on_sort=_on_sort, on_select
 render_streamlit([Text(table.caption, "caption")] if table.caption else [])
 render_streamlit(overview.blocks[i + 1:])
 
-st.subheader("Launch detail")
 frame = src.ncu(view.run).kernels
 kids = frame["id"].to_list()
 names = dict(zip(kids, frame["display_name"].to_list()))
-d1, d2 = st.columns([3, 2])
+d1, d2 = st.columns([2, 3])
 view.kernel = d1.selectbox("Launch", kids, index=kids.index(view.kernel) if view.kernel in kids else 0,
                            format_func=lambda k: f"{k}: {names[k]}")
-view.q = d2.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
+shows = list(page.SECTIONS)
+view.show = d2.segmented_control("Show", shows, default=view.show, format_func=page.SECTIONS.get, required=True,
+                                 key="kernels_show") or "detail"
+if view.show == "metrics":
+    view.q = st.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
 ui.sync(view.params())
-detail = kernel_detail.detail(src, view)
-render_streamlit(detail)
-charts = page.chart_blocks(src, view)
-render_streamlit(charts)
-ui.share_panel("kernels", view.params(), lambda: [Report(overview.title, overview.blocks + detail + charts,
-                                                         overview.subtitle)])
+# one section at a time: the page stays light in the browser (the export has all three)
+if view.show == "detail":
+    render_streamlit(kernel_detail.detail(src, view))
+elif view.show == "metrics":
+    render_streamlit(kernel_detail.metric_blocks(src, view))
+else:
+    render_streamlit(page.chart_blocks(src, view))
+ui.share_panel("kernels", view.params(), lambda: [Report(
+    overview.title, overview.blocks + kernel_detail.detail(src, view) + kernel_detail.metric_blocks(src, view)
+    + page.chart_blocks(src, view), overview.subtitle)])

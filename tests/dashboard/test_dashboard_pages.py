@@ -76,7 +76,8 @@ def test_kernels_page_rebuilds_from_query_params(ids):
     assert cases["verdict"][0] == "agrees" and cases["case (section)"][0].startswith("bank.column_read")
     assert cases["quantity"][0] == "shared-memory passes per warp request" and cases["measured (ncu counters)"][0] == "32"
     assert "stride = 32 words" in t                         # the parameters are inferred, and say how
-    assert frames(at)[-1].height == 2232
+    every = open_page("kernels", run=ids["full"], kernel="5", show="metrics")
+    assert frames(every)[-1].height == 2232
 
 
 def test_kernels_page_memory_group_and_over_100_percent_notes(ids):
@@ -109,7 +110,7 @@ def test_stored_measurements_feed_the_textbook_cases_page(ids):
 
 
 def test_kernels_rooflines(ids):
-    at = open_page("kernels", run=ids["full"])
+    at = open_page("kernels", run=ids["full"], show="charts")
     specs = {s.get("title", {}).get("text", s.get("title")) if isinstance(s.get("title"), dict) else s.get("title"): s
              for s in vega_specs(at)}
     roof = next(s for t, s in specs.items() if t and t.startswith("Hierarchical roofline"))
@@ -135,7 +136,7 @@ def test_kernels_rooflines(ids):
 
 
 def test_kernels_url_drives_sort_find_and_metric_filter(ids):
-    at = open_page("kernels", run=ids["full"], sort="duration_us", desc="1", find="<|transpose")
+    at = open_page("kernels", run=ids["full"], sort="duration_us", desc="1", find="<|transpose", show="metrics")
     table = component_data(at, "kernelscope.table")
     assert table["sort"] == "duration_us" and table["desc"] is True
     assert [r[0] for r in table["rows"]] == ["3", "4", "1", "2"]        # the transposes, longest first
@@ -344,7 +345,8 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
         assert col("tensor type") == ["bf16", "fp16", "tf32", "bf16", "—"]
         assert 700 < float(col("tensor [TFLOP/s]")[0]) < 900 and 70 < float(col("tensor of spec [%]")[2]) < 90
         assert col("tensor of spec [%]")[4] == "—" and float(col("arith. intensity [FLOP/B]")[0].replace(",", "")) > 700
-        roof = next(v for v in vega_specs(at) if str(v.get("title", "")).startswith("Hierarchical roofline"))
+        charts = open_page("kernels", run=run, kernel="1", show="charts")
+        roof = next(v for v in vega_specs(charts) if str(v.get("title", "")).startswith("Hierarchical roofline"))
         assert {"FP32 · spec sheet", "FP32 · measured", "BF16 tensor · spec sheet", "BF16 tensor · measured"} <= set(
             roof["layer"][0]["encoding"]["color"]["scale"]["domain"])
         assert any(tt.get("field") == "work" for tt in roof["layer"][2]["encoding"]["tooltip"])

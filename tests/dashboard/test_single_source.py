@@ -104,8 +104,9 @@ def test_timeline_quantities_cli_page_export(env, capsys):
     dev = rep["summary"]["devices"][0]
 
     at = open_page("timeline", run=ids["trace"])
-    assert not at.exception
-    by_cols = {tuple(f.columns): f for f in frames(at)}
+    delays = open_page("timeline", run=ids["trace"], show="delays")
+    assert not at.exception and not delays.exception
+    by_cols = {tuple(f.columns): f for f in frames(at) + frames(delays)}
     summary = next(f for cols, f in by_cols.items() if "idle_pct" in cols).row(0, named=True)
     stats = next(f for cols, f in by_cols.items() if "median_us" in cols).row(0, named=True)
     assert summary["idle_pct"] == pytest.approx(dev["gpu_idle_fraction"] * 100, rel=1e-5)
