@@ -9,7 +9,9 @@ Recognised cases, the evidence and the parameters inferred (`infer`):
   ideal wavefronts per instruction ((wavefronts − conflicts) / shared load instructions: 1, 2, 4 phases = 4, 8, 16
   bytes) and a row stride of that degree (degree = gcd(stride / q, 32 / q) for q-word accesses; degree 1 = padded,
   e.g. 33). Checked against the model: wavefronts per instruction (from the instruction counter, which the
-  inference does not use).
+  inference does not use). The conflict counters fix the parameters here, so this check is one of consistency:
+  it fails when the shared loads are not all the same column read (a share of other loads moves the passes per
+  instruction off the model's value; a mix that leaves no power-of-two degree is not recognised at all).
 - `transpose.tile`: a square t × t block (t = 8, 16, 32), static shared memory t·(t + pad)·4 bytes for a whole
   pad, no FLOP, as many DRAM bytes written as read. Inferred: t from the block, pad from the shared memory, n from
   the grid (n = grid × t). Checked: the transposed read's conflict degree and the DRAM traffic 2·n²·4.

@@ -1,0 +1,58 @@
+"""What `.ncu-rep` parsing keeps beyond metrics (the Source Counters per SASS instruction, each metric's section),
+and deleting a run from the store (atomic: renamed out of the listing, then removed)."""
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.conftest import H200_KERNELS, store_snapshot
+
+
+def test_ncu_rep_keeps_source_counters_and_sections():
+    pytest.importorskip("ncu_report")
+    from collectors.ingest import parse_path
+    from collectors.schema import METRIC_SCHEMA, SASS_SCHEMA, SOURCE_METRIC_SCHEMA
+    p = parse_path(H200_KERNELS / "full.ncu-rep.gz")
+    sass, sm = p.tables["sass"], p.tables["source_metrics"]
+    assert sass.schema == SASS_SCHEMA and sm.schema == SOURCE_METRIC_SCHEMA and p.tables["metrics"].schema == METRIC_SCHEMA
+    assert set(sass["id"]) == set(range(9)) and p.meta["source_counters"] is True and p.meta["source_lines"] is False
+    five = sass.filter(pl.col("id") == 5)
+    assert five["offset"].min() == 0 and five["sass"].str.starts_with("LDS").sum() >= 8     # the column reads
+    assert five["address"].n_unique() == five.height
+    names = set(sm["metric"])
+    assert {"inst_executed", "smsp__pcsamp_sample_count", "smsp__pcsamp_warps_issue_stalled_mio_throttle"} <= names
+    assert set(sm["address"]) <= set(sass["address"])                      # every counter sits on an instruction
+    sec = p.tables["metrics"].filter(pl.col("id") == 0).select("metric", "section")
+    got = dict(sec.iter_rows())
+    assert got["gpu__time_duration.sum"] == "GPU Speed Of Light Throughput"
+    assert got["launch__registers_per_thread"] == "Launch Statistics"
+    assert p.tables["kernels"]["inst_executed"][7] == pytest.approx(2.2898e9, rel=1e-3)
+
+
+def test_exports_name_sections_too():
+    from collectors.ingest import parse_path
+    d = parse_path(H200_KERNELS / "full_details_base.csv.gz").tables["metrics"]
+    assert d["section"].null_count() == 0                                  # the details page names every section
+    r = parse_path(H200_KERNELS / "full_raw_base.csv.gz").tables["metrics"]
+    got = dict(r.filter(pl.col("id") == 0).select("metric", "section").iter_rows())
+    assert got["gpu__time_duration.sum"] == "GPU Speed Of Light Throughput"  # the raw page: from the label table
+
+
+def test_delete_is_atomic_and_leaves_the_rest(store, capsys):
+    from collectors.errors import RunNotFound
+    from dashboard.cli import main
+    a, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    b, _ = store.ingest_path(H200_KERNELS / "full_raw.csv.gz")
+    keep = {k: v for k, v in store_snapshot(store.root).items() if k.startswith(f"runs/{b.run_id}")}
+    (store.runs_dir / f".deleted-{a.run_id}-dead").mkdir()                    # a leftover of an interrupted delete
+    gone = store.delete(a.run_id[:6])
+    assert gone.run_id == a.run_id and [r.run_id for r in store.runs()] == [b.run_id]
+    assert not list(store.runs_dir.glob(".deleted-*")) and not (store.runs_dir / a.run_id).exists()
+    assert {k: v for k, v in store_snapshot(store.root).items() if k.startswith(f"runs/{b.run_id}")} == keep
+    with pytest.raises(RunNotFound):
+        store.delete(a.run_id)
+    capsys.readouterr()
+    assert main(["rm", b.run_id, "--store", str(store.root)]) == 0
+    assert f"{b.run_id}\tncu\tfull_raw.csv.gz\tdeleted" in capsys.readouterr().out and store.runs() == []
+    assert main(["rm", "abcd1234", "--store", str(store.root)]) == 1
+    assert "abcd1234" in capsys.readouterr().err
