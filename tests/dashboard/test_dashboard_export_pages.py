@@ -193,3 +193,15 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
     at = _page("claims", claim="a10g.memory_spec")
     assert any("on NVIDIA H200 (kernelscope bench run" in m.value for m in at.markdown)
     assert Source(Store(tmp_path / "empty")).claim_measurements() == {}
+
+
+def test_an_export_with_chinese_text_embeds_the_cjk_font(tmp_path):
+    """The Claims page quotes the seed in Chinese: its export carries the bundled CJK subset (SIL OFL) as data,
+    other exports do not pay for it."""
+    from collectors.store import Store
+    from dashboard.reports import export_html
+    from dashboard.source import Source
+    src = Source(Store(tmp_path / "s"))
+    claims = export_html(src, "claims?claim=triton.a100_matmul_rate")
+    assert "纯Triton" in claims and "font-family: 'Kernelscope CJK'" in claims and "data:font/woff2;base64," in claims
+    assert "data:font/woff2" not in export_html(src, "gpus")
