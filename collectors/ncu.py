@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 
-from collectors.errors import ArtifactError
+from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed,
                                finish_meta)
 
@@ -232,6 +232,8 @@ def _parse_csv(data: bytes, name: str):
         raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
     if "\x00" in text[:65536]:
         raise ArtifactError(name, "not an Nsight Compute CSV export (binary data)")
+    if counters_forbidden(text[: 1 << 20]):
+        raise ArtifactError(name, COUNTER_PERMISSION)
     # find the header line: the first whose fields include "ID" and "Kernel Name" (skips ==PROF== noise)
     pos, header = 0, None
     for _ in range(5000):
@@ -343,11 +345,33 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
                     "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
                     "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
                     "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
+                    "NVTX": _nvtx_of(act),
                 }
                 out.append((ident, metrics))
         if not out:
             raise ArtifactError(name, "the report holds no profiled kernels")
         return out
+
+
+def _nvtx_of(act) -> str | None:
+    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/", start/end ranges
+    by name, "domain@" in front for a non-default domain; None without NVTX data."""
+    try:
+        st = act.nvtx_state()
+    except Exception:  # noqa: BLE001 - reports without NVTX support
+        return None
+    if st is None:
+        return None
+    parts = []
+    for d in st.domains():
+        dom = st.domain_by_id(d)
+        name = dom.name()
+        pre = "" if name in (None, "", "<default domain>") else f"{name}@"
+        pp = [str(x) for x in (dom.push_pop_ranges() or ())]
+        if pp:
+            parts.append(pre + "/".join(pp) + "/")
+        parts += [pre + str(x) for x in (dom.start_end_ranges() or ())]
+    return "; ".join(parts) or None
 
 
 def _fmt_int(v) -> str:
@@ -398,7 +422,7 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
             "kernel_key": hashlib.sha1(f"{kname}|{ident['Block Size']}|{ident['Grid Size']}".encode()).hexdigest()[:12],
             "process_id": _int(ident["Process ID"]), "process_name": ident["Process Name"] or None,
             "device": _int(ident["Device"]), "context": _int(ident["Context"]), "stream": _int(ident["Stream"]),
-            "cc": ident["CC"] or None,
+            "cc": ident["CC"] or None, "nvtx_range": ident.get("NVTX") or None,
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
         }
         for col, metric in NCU_METRIC_COLUMNS.items():

@@ -23,7 +23,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 2, "kineto": 2, "nsys": 2, "bench": 2}
+TABLE_VERSIONS = {"ncu": 3, "kineto": 2, "nsys": 2, "bench": 2}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -182,6 +182,7 @@ KERNEL_SCHEMA = pl.Schema(
         "context": pl.Int64,
         "stream": pl.Int64,
         "cc": pl.String,
+        "nvtx_range": pl.String,        # the NVTX ranges the launch was profiled in (ncu --nvtx; .ncu-rep only)
         "block_x": pl.Int64, "block_y": pl.Int64, "block_z": pl.Int64,
         "grid_x": pl.Int64, "grid_y": pl.Int64, "grid_z": pl.Int64,
     }

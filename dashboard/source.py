@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from analyzers import ceilings as C
-from analyzers.cases.bench_verdicts import attach
+from analyzers.cases.bench_verdicts import attach, skipped_checks
 from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
 from analyzers.timeline import TimelineSummary, summarize
@@ -51,6 +51,7 @@ class BenchAnalysis:
     results: pl.DataFrame              # BENCH_SCHEMA + derived records + predicted, predicted_unit, verdict, ...
     ceilings: pl.DataFrame             # the run's ceilings table as stored
     failures: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)   # counter-based checks not made (analyzers...skipped_checks)
 
 
 def gpu_for(meta: dict) -> GPUSpec:
@@ -170,8 +171,9 @@ class Source:
                 gpu = gpu_for(run.meta)
             except LookupError:
                 gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
-            return BenchAnalysis(run.meta, gpu, attach(run.table("results"), gpu), run.table("ceilings"),
-                                 list(run.meta.get("failures") or []))
+            res = attach(run.table("results"), gpu)
+            return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
+                                 skipped_checks(run.meta, res))
         if isinstance(run, Parsed):
             return make()
         return self._cached(("bench", run.run_id), make)
@@ -189,6 +191,25 @@ class Source:
                 "cv": pl.Float64, "source": pl.String, "predicted": pl.Float64, "predicted_unit": pl.String,
                 "verdict": pl.String, "gpu_name": pl.String, "gpu": pl.String, "run_id": pl.String})
         return self._cached(("bench_results", self._bench_key()), make)
+
+    def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str):
+        """analyzers.join.join of an ncu run with a timeline of the same program (cached for stored runs)."""
+        from analyzers.join import join
+        a, t = self._resolve(ncu_run), self._resolve(trace_run)
+        if a.kind != "ncu":
+            raise RunNotFound(getattr(a, "run_id", "?"), f"a {a.kind} run, not an Nsight Compute run",
+                              message=f"{getattr(a, 'run_id', 'the first run')} is a {a.kind} run, not an Nsight "
+                                      "Compute run")
+        if t.kind not in TRACE_KINDS:
+            raise RunNotFound(getattr(t, "run_id", "?"), f"a {t.kind} run, not a timeline",
+                              message=f"{getattr(t, 'run_id', 'the second run')} is a {t.kind} run, not a PyTorch "
+                                      "profiler trace or Nsight Systems export")
+
+        def make():
+            return join(self.ncu(a).kernels, self.trace(t).gpu_ops, t.table("nvtx"))
+        if isinstance(a, Parsed) or isinstance(t, Parsed):
+            return make()
+        return self._cached(("join", a.run_id, t.run_id, self._bench_key()), make)
 
     def analysis(self, run: Run | Parsed | str):
         """The analysis of any run, by kind."""

@@ -158,6 +158,9 @@ def analyze(
                 f"{d.get('launch_verdict', '')}")
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
+        if rep.get("skipped_checks"):
+            from dashboard.cli.bench import echo_skipped
+            echo_skipped(rep["skipped_checks"])
 
 
 @app.command()

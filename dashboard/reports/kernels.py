@@ -18,6 +18,7 @@ from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
+from dashboard.reports import join_blocks
 from dashboard.reports.common import pick_run
 from dashboard.source import Source
 
@@ -95,11 +96,12 @@ class KernelsView:
     desc: bool = False
     q: str = ""
     problems: list[str] = field(default_factory=list)
+    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
                 "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
-                "q": self.q or None}
+                "q": self.q or None, "trace": self.trace}
 
 
 def resolve(src: Source, params: dict) -> KernelsView:
@@ -122,7 +124,8 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if sort not in SORT_KEYS:
         problems.append(f"Unknown sort column {code(sort)}; sorted by launch id.")
         sort = "id"
-    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "", problems)
+    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "", problems,
+                       params.get("trace") or None)
 
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
@@ -208,6 +211,9 @@ def overview(src: Source, view: KernelsView) -> Report:
     rep.add(Heading("Launches"),
             Table("kernels", shown, cols, caption=f"sorted by {cols.get(view.sort, KERNEL_COLS['id']).header}"
                   + (" (descending)" if view.desc else "") + "; click a column header to re-sort in the browser."))
+    join_problems: list[str] = []
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
+    rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
     rep.add(*roofline_blocks(a, frame))
     bars = frame.select(pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("dram_gbps")).drop_nulls()
     rules = []
@@ -280,6 +286,8 @@ def detail(src: Source, view: KernelsView) -> list:
         blocks.append(Text(
             f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, [])
+    blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
     blocks.extend(case_blocks(arow, a.gpu, src, view.run.run_id))
     blocks.append(Heading("Every metric of this launch", 3))
     metrics = src.launch_metrics(view.run.run_id, view.kernel)

@@ -19,6 +19,7 @@ from collectors.schema import TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
+from dashboard.reports import join_blocks
 from dashboard.source import Source
 
 MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
@@ -32,10 +33,11 @@ class TimelineView:
     kernel: str = ""                # what-if: regex searched in kernel names
     speedup: float = 2.0
     problems: list[Text] = field(default_factory=list)
+    ncu: str | None = None          # ?ncu=RUN: an Nsight Compute run of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
-                "kernel": self.kernel, "speedup": f"{self.speedup:g}"}
+                "kernel": self.kernel, "speedup": f"{self.speedup:g}", "ncu": self.ncu}
 
 
 def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -61,7 +63,7 @@ def resolve(src: Source, params: dict) -> TimelineView:
         if run is None or run.kind not in TRACE_KINDS:
             problems.append(Text(f"No trace run {code(wanted)} in this store.", "error"))
             run = None
-    view = TimelineView(run or (runs[0] if runs else None), problems=problems)
+    view = TimelineView(run or (runs[0] if runs else None), problems=problems, ncu=params.get("ncu") or None)
     if view.run is None:
         return view
     devs = src.trace(view.run).summary.devices.select("rank", "device").rows()
@@ -193,12 +195,24 @@ def overview(src: Source, view: TimelineView) -> list:
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
         (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
         (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
-        (pl.col("busy_share") * 100).alias("busy_pct"))
-    out.append(Table("top_kernels", ks, {
-        "kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
-        "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
-        "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
-        "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}))
+        (pl.col("busy_share") * 100).alias("busy_pct"), pl.col("name").alias("_name"))
+    cols = {"kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
+            "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
+            "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
+            "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}
+    problems: list[str] = []
+    ncu_run, joined = join_blocks.ncu_for(src, view.run, view.ncu, problems)
+    out += [Text(p, "warning") for p in problems]
+    if ncu_run is not None:
+        from analyzers.join import signature
+        b = join_blocks.timeline_bounds(src, ncu_run, joined)
+        ks = ks.with_columns(pl.col("_name").map_elements(signature, return_dtype=pl.String).alias("signature")) \
+            .join(b, on="signature", how="left")
+        cols.update(join_blocks.BOUND_COL)
+        out.append(Table("top_kernels", ks, cols, caption=f"Bound and detail from the Nsight Compute run "
+                         f"{code(ncu_run.source_name)} ({ncu_run.run_id}) of the same program (analyzers.join)."))
+    else:
+        out.append(Table("top_kernels", ks, cols))
     return out
 
 
