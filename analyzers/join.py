@@ -18,8 +18,8 @@ where the ncu window sits in the timeline and pairs each profiled launch with it
 - Unmatched ncu launches and the window step's unmatched trace kernels are listed with a reason (e.g. launched
   from another host thread: NVTX push/pop ranges, which ncu filters on, belong to one thread).
 
-For each matched launch: how often its key runs per step (median over steps) and its share of the step's GPU busy
-time; the median launch delay (HTA's definition) and duration of that launch (the n-th of its key in the step)
+For each matched launch: how often its key runs per step (median over steps), its share of the step's GPU busy
+time (this launch: the n-th of its key in the step); the median launch delay (HTA's definition) and duration of that launch (the n-th of its key in the step)
 over the steps, with their spread; the ncu duration next to it (agreeing when within the trace's spread, see
 `durations_agree`); and the ncu finding's estimated time lost per launch times the step's launches it stands for
 (its key's launches per step / the key's launches in the ncu window) = time lost per step, the ranking key.
@@ -137,21 +137,23 @@ def trace_kernels(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame) -> tuple[pl.DataFra
     return k, st
 
 
-def _contiguous_window(ncu_keys: list[str], k: pl.DataFrame) -> tuple[list[tuple[int, int]], int] | None:
+def _contiguous_window(ncu_keys: list[str], k: pl.DataFrame,
+                       hint: int | None = None) -> tuple[list[tuple[int, int]], int] | None:
     """Where the ncu launches appear as consecutive launches of the trace (all steps in launch order), matching
-    at least 90 % of them in place: (index pairs into k's rows, the step of the first match); else None."""
+    at least 90 % of them in place: (index pairs into k's rows, the step of the first match); else None. Among
+    equally good places (identical steps), the one in the hinted step wins, else the first."""
     keys = k["key"].to_list()
+    steps = k["step"].to_list()
     n = len(ncu_keys)
     if n < 2 or len(keys) < n:
         return None
-    best, best_off = 0, None
+    best, best_off = (0, False), None
     for off in range(len(keys) - n + 1):
         hits = sum(1 for i in range(n) if keys[off + i] == ncu_keys[i])
-        if hits > best:
-            best, best_off = hits, off
-            if hits == n:
-                break
-    if best_off is None or best < 0.9 * n:
+        score = (hits, steps[off] == hint)
+        if score > best:
+            best, best_off = score, off
+    if best_off is None or best[0] < 0.9 * n:
         return None
     pairs = [(i, best_off + i) for i in range(n) if keys[best_off + i] == ncu_keys[i]]
     return pairs, int(k["step"][best_off])
@@ -189,7 +191,7 @@ class JoinedKernel:
     step: int
     position: int                       # position of the kernel in the step's launch order
     count_per_step: float               # launches of this key per step (median over steps)
-    share_of_step_gpu_time: float       # this key's kernel time per step / the step's GPU busy time (median)
+    share_of_step_gpu_time: float       # this launch's time / its step's GPU busy time (median over the steps)
     launch_delay_median_ns: float | None
     trace_duration_median_ns: float
     trace_duration_p10_ns: float
@@ -253,12 +255,14 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
     hint = None
     if nvtx_hint and (m := re.search(r"(\d+)", nvtx_hint)):
         hint = int(m.group(1))
-    window = _contiguous_window(ncu_keys, k)
+    window = _contiguous_window(ncu_keys, k, hint)
     contiguous = window is not None
-    if contiguous:            # a --launch-skip/--launch-count window: one run of consecutive launches
+    if contiguous:            # a --launch-skip/--launch-count window, or a whole step: consecutive launches
         pairs_global, step = window
-        sk = k.filter(pl.col("step").is_in(k["step"].unique().to_list()))
-        res.notes.append("the ncu launches are consecutive trace launches (a --launch-skip/--launch-count window)")
+        res.notes.append(f"the ncu launches are consecutive launches of the trace (NVTX range {nvtx_hint})"
+                         if nvtx_hint else
+                         "the ncu launches are consecutive launches of the trace (a --launch-skip/--launch-count "
+                         "window)")
         trace_rows = k.to_dicts()
         pairs = pairs_global
     else:                             # an NVTX window (or a name filter): the longest common subsequence per step
@@ -279,16 +283,18 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
     # per key over every step: launches per step, kernel time per step, durations, launch delays
     busy = _busy_per_step(k)
     res.step_gpu_busy_median_ns = float(busy["busy_ns"].median())
-    per_step = k.group_by("key", "step").agg(pl.len().alias("n"), pl.col("duration_ns").sum().alias("t"))
-    per_step = per_step.join(busy, on="step").with_columns((pl.col("t") / pl.col("busy_ns")).alias("share"))
-    by_key = per_step.group_by("key").agg(pl.col("n").median().alias("count_per_step"),
-                                          pl.col("share").median().alias("share"))
+    per_step = k.group_by("key", "step").agg(pl.len().alias("n"))
+    by_key = per_step.group_by("key").agg(pl.col("n").median().alias("count_per_step"))
+    # each launch's share of its step's GPU busy time (the n-th launch of its key), median over the steps
+    shares = (k.join(busy, on="step").with_columns((pl.col("duration_ns") / pl.col("busy_ns")).alias("_share"))
+              .group_by("key", "occ").agg(pl.col("_share").median().alias("share")))
     stats = k.group_by("key", "occ").agg(
         pl.col("duration_ns").median().alias("med"), pl.col("duration_ns").quantile(0.1, "linear").alias("p10"),
         pl.col("duration_ns").quantile(0.9, "linear").alias("p90"), pl.len().alias("samples"),
         pl.col("launch_delay_ns").median().alias("delay"),
         (pl.col("duration_ns") < pl.col("api_duration_ns")).mean().alias("short_share"))
-    info = {(r["key"], r["occ"]): r for r in stats.join(by_key, on="key").iter_rows(named=True)}
+    info = {(r["key"], r["occ"]): r for r in stats.join(by_key, on="key").join(shares, on=["key", "occ"])
+            .iter_rows(named=True)}
 
     ncu_rows = n.to_dicts()
     matched_ncu, matched_trace = {}, {}

@@ -92,7 +92,7 @@ def kernels_overview_blocks(trace: Run | None, res) -> list:
                "launch": num("launch id"), "kernel": text("kernel", "function name (analyzers.join.base_name)"),
                "per_step": num("per step", fmt="%.0f", help="launches of this kernel and configuration per step "
                                                               "(median over the trace's steps)"),
-               "share_pct": num("step GPU time", "%", "%.1f", "its kernel time per step / the step's GPU busy time"),
+               "share_pct": num("step GPU time", "%", "%.1f", "this launch's time / the step's GPU busy time (median)"),
                "delay_us": num("launch delay", "µs", "%.1f", "median, HTA's definition (trace)"),
                "ncu_us": num("ncu", "µs", "%.1f", "gpu__time_duration.sum"),
                "trace_us": num("trace", "µs", "%.1f", "median duration of this launch over the steps"),
