@@ -243,7 +243,9 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
     duration_ns, top_finding, lost_ns, bound) to a timeline's kernels (gpu_ops with launch columns, nvtx for the
     steps). `nvtx_hint`: the NVTX range ncu was filtered on, if known ("step_6"), breaks ties between steps."""
     k, steps = trace_kernels(gpu_ops, nvtx)
-    n = _key_cols(ncu_kernels.sort("id"), "kernel_name")
+    # the file's own demangled name (collectors.kernel_names keeps it as raw_name beside the canonical kernel_name,
+    # which drops the namespaces this join's base names keep)
+    n = _key_cols(ncu_kernels.sort("id"), "raw_name" if "raw_name" in ncu_kernels.columns else "kernel_name")
     res = JoinResult(None, None, steps.height, 0.0)
     if not k.height or not n.height:
         res.notes.append("nothing to join: " + ("the trace has no kernels in its steps" if not k.height

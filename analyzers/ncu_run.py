@@ -31,13 +31,16 @@ class NcuAnalysis:
     kernels: pl.DataFrame
     missing: list[dict]
     measured: dict[str, Ceiling] = field(default_factory=dict)
+    gpu_how: str | None = None          # how the GPU was identified (analyzers.gpu_identify)
+    gpu_warning: str | None = None      # an inference or ambiguity the user should know about
 
     def launch(self, launch_id: int) -> dict | None:
         rows = self.kernels.filter(pl.col("id") == launch_id)
         return rows.row(0, named=True) if rows.height else None
 
 
-def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None) -> NcuAnalysis:
+def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None, *,
+                gpu_how: str | None = None, gpu_warning: str | None = None) -> NcuAnalysis:
     """Every per-launch quantity of one ncu run, computed once (see the module docstring)."""
     measured = measured or {}
     a = analyze_kernels(kernels, gpu)
@@ -54,4 +57,4 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
         arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
-    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured))
+    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning)

@@ -46,7 +46,7 @@ def detect_kind(data: bytes, name: str) -> str:
     lname = name.lower()
     if not data:
         raise ArtifactError(name, "empty file")
-    if lname.endswith(".ncu-rep"):
+    if lname.endswith((".ncu-rep", ".nsight-cuprof-report")):
         return "ncu"
     if lname.endswith(".nsys-rep") or lname.endswith(".qdrep"):
         return "nsys-rep"

@@ -19,7 +19,7 @@ from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports import join_blocks
-from dashboard.reports.common import pick_run
+from dashboard.reports.common import notes_blocks, pick_run
 from dashboard.source import Source
 
 #: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
@@ -80,7 +80,7 @@ def display_frame(a: NcuAnalysis) -> pl.DataFrame:
     k = a.kernels
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
              for name, (src, scale) in DISPLAY.items()]
-    keep = [c for c in ("kernel_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
+    keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
     return k.select(*shown, *[c for c in keep if c not in DISPLAY]).with_columns(
@@ -130,7 +130,8 @@ def resolve(src: Source, params: dict) -> KernelsView:
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
     peak = gpu.dram_bandwidth_bytes_per_s
-    parts = [f"GPU **{gpu.name}** (CC {gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs"]
+    cc = f"CC {gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else "CC unknown"
+    parts = [f"GPU **{gpu.name}** ({cc}, {gpu.sm_count} SMs"]
     if peak:
         parts.append(f", DRAM spec {fmt_rate(peak, 'B/s')}")
     if gpu.fp32_flop_per_s:
@@ -193,6 +194,9 @@ def overview(src: Source, view: KernelsView) -> Report:
     frame = display_frame(a)
     rep.subtitle = f"{code(view.run.source_name)} · run {view.run.run_id}"
     rep.add(Text(gpu_caption(a.gpu, a.measured) + f" · {frame.height} profiled launches", "caption"))
+    if a.gpu_how:
+        rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
+    rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
     for m in a.missing:
         rep.add(Text(f"**{m['quantity']}** is not in this report (needs {', '.join(m['needs'])}); "
                      f"collect it with `{m['collect_with']}`.", "warning"))
@@ -254,7 +258,7 @@ def detail(src: Source, view: KernelsView) -> list:
     smem = (row["smem_static_bytes"] or 0) + (row["smem_dynamic_bytes"] or 0)
     regs = row["registers_per_thread"] and int(row["registers_per_thread"])
     blocks: list = [Heading(f"Launch {row['id']}: {code(row['kernel'])}"),
-                    Text(f"Full name: {code(row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
+                    Text(f"Full name: {code(row.get('raw_name') or row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
                          f"{_dim(row, 'block')} · {regs} registers/thread · shared memory {fmt_bytes(smem)}/block",
                          "caption"),
                     Metrics([

@@ -20,6 +20,7 @@ from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports import join_blocks
+from dashboard.reports.common import notes_blocks
 from dashboard.source import Source
 
 MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
@@ -87,14 +88,15 @@ def resolve(src: Source, params: dict) -> TimelineView:
     return view
 
 
-def header(view: TimelineView) -> list:
-    run, meta = view.run, view.run.meta
+def header(view: TimelineView, meta: dict | None = None) -> list:
+    run, meta = view.run, meta or view.run.meta
     counts = meta.get("counts", {})
     source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
               else f"Nsight Systems export {meta.get('nsys_version', '')}")
     return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
                  f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
-                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption")]
+                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption"),
+            *notes_blocks(meta)]
 
 
 def definitions(run: Run) -> list:
@@ -124,7 +126,7 @@ def overview(src: Source, view: TimelineView) -> list:
         return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
     out: list = []
     tr = src.trace(view.run)
-    gpu_name = view.run.meta.get("gpu_name")
+    gpu_name = tr.meta.get("gpu_name")
     floor_ns = tr.summary.launch_floor_ns
     if floor_ns:
         out.append(Text(f"Launch floor {floor_ns / 1e3:.1f} µs per kernel: back-to-back empty-kernel launches measured "
@@ -237,11 +239,11 @@ def whatif(src: Source, view: TimelineView) -> list:
         "promise less than Amdahl.", "caption")]
 
 
-def report(view: TimelineView, overview_blocks: list, whatif_blocks: list) -> Report:
-    """The page's blocks in one report (definitions last)."""
+def report(view: TimelineView, overview_blocks: list, whatif_blocks: list, meta: dict | None = None) -> Report:
+    """The page's blocks in one report (definitions last); meta: the run's metadata as the Source reads it."""
     rep = Report("Timeline", subtitle=f"{code(view.run.source_name)} · run {view.run.run_id}"
                  + ("" if view.device == "all" else f" · device {view.device}"))
-    rep.add(*view.problems, *header(view), *overview_blocks)
+    rep.add(*view.problems, *header(view, meta), *overview_blocks)
     if whatif_blocks:
         rep.add(Heading("What if a kernel were faster?"), *whatif_blocks)
     return rep.add(Heading("Definitions (how every number on this page is computed)", 3), *definitions(view.run))
@@ -259,4 +261,4 @@ def build(src: Source, params: dict) -> Report:
         raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
                           + ", ".join(view.devices))
     ov = overview(src, view)
-    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [])
+    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run))
