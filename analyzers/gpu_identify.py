@@ -12,7 +12,7 @@ In order:
    TARGET_INFO_GPU) that is in the registry: the entry, refined by the attributes (analyzers.gpus.resolve_gpu).
 3. A name not in the registry with usable device attributes: the GPU described from the attributes.
 4. No usable name: the registry entries that fit everything the file does give (compute capability, SM count,
-   memory size within 5 %, memory clock within 3 % where the entry lists one). Exactly one fits: that entry,
+   memory size within 15 %, memory clock within 3 % where the entry lists one). Exactly one fits: that entry,
    marked as inferred. None or several: a GPU built from the per-CC table (per-SM limits, no datasheet peaks),
    named "unknown GPU (CC x.y, N SMs)", with a warning naming the candidates and `--gpu`.
 5. Nothing at all (no name, no compute capability): UnknownName, saying to give `--gpu NAME`.
@@ -26,7 +26,10 @@ from analyzers.errors import UnknownName
 from analyzers.gpus import (CC_LIMITS, REGISTRY, GPUSpec, _strip_prefix, find_gpu, from_device_attributes, get_gpu,
                             resolve_gpu)
 
-MEMORY_TOLERANCE = 0.05        # total memory as a device reports it vs the datasheet's decimal GB
+#: total memory as a device reports it vs the datasheet's decimal GB: devices report usable bytes (a "32 GB" V100
+#: 34,084,028,416, a "141 GB" H200 150,109,880,320, a "16 GB" T4 with ECC 15,828,320,256); parts that share a CC
+#: and an SM count differ in memory by far more (16 / 32 GB, 80 / 141 GB)
+MEMORY_TOLERANCE = 0.15
 CLOCK_TOLERANCE = 0.03
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from analyzers.errors import AnalysisError
 from collectors.errors import ArtifactError, InputError
 from dashboard.cli._app import (Format, GpuOpt, ListFormat, StoreOpt, app, echo_json, load, open_source, open_store,
                                 repo_root)
@@ -137,9 +138,13 @@ def ncu_report(a, source: str) -> dict:
 
 def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
     """(JSON report, rows for table/csv, table columns) for any run kind; every report carries the run's
-    `warnings` and what its file `lacks` (collectors: the format or version does not provide it)."""
+    `warnings` and what its file `lacks` (collectors: the format or version does not provide it). A file whose
+    GPU cannot be identified is an ArtifactError naming it (as `ingest` says it)."""
     if run.kind == "ncu":
-        a = src.ncu(run)
+        try:
+            a = src.ncu(run)
+        except AnalysisError as e:
+            raise ArtifactError(source, str(e)) from None
         rep, cols = ncu_report(a, source), NCU_TABLE
         rows = rep["kernels"]
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])

@@ -136,3 +136,17 @@ def test_command_line_mistakes_give_usage_and_exit_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Usage:" in err and "Traceback" not in err
+
+
+def test_a_gpu_given_at_ingest_survives_re_derivation(store, monkeypatch):
+    """`ingest --gpu` is kept in the manifest, not in the derived tables: a newer table version keeps it."""
+    from collectors import schema, store as store_mod
+    from tests.conftest import REPO
+    f = REPO / "tests" / "corpus" / "physicell-fork" / "profile.old-details-layout.constructed.csv.gz"
+    run, _ = store.ingest_bytes(f.read_bytes(), f.name, gpu="NVIDIA Tesla V100 PCIe 16GB")
+    assert run.meta["gpu_name"] == "NVIDIA Tesla V100 PCIe 16GB" and run.meta["gpu_name_in_file"] is None
+    monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
+    monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
+    again = store.get(run.run_id)
+    assert again.meta["gpu_override"] == "NVIDIA Tesla V100 PCIe 16GB" and (run.path / "tables-v99").is_dir()
+    assert "gpu_override" not in json.loads((run.path / "tables-v99" / "meta.json").read_text())
