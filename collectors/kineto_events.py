@@ -121,17 +121,35 @@ _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
                    "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,
                    "shared memory": pl.Int64, "bytes": pl.Int64})
-# ts / dur are read as the text the writer printed and converted to ns exactly (exact_ns): a float64 holds an
-# absolute epoch timestamp in µs (~1.7e15) only to 0.25 µs, so "1712195495705754.8" would become ...754.75
 _EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
-                 "ts": pl.String, "dur": pl.String, "args": _ARGS}
+                 "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
+# Times to integer ns. Below 2**43 µs a float64 is within half a ns of the three-decimal µs value Kineto wrote
+# (its spacing there is at most 2**-10 µs = 0.98 ns), so rounding to the ns gives it back: every timestamp relative
+# to baseTimeNanoseconds (~5e12 µs in PyTorch 2.x traces) and every duration. An absolute epoch timestamp
+# (~1.7e15 µs, traces without baseTimeNanoseconds) is held only to 0.25 µs, so "1712195495705754.8" would read as
+# ...754.75: such a piece is read again with ts as text and converted from its digits (exact_ns).
+EXACT_FLOAT_US = float(2 ** 43)
+_TEXT_TS_SCHEMA = dict(_EVENT_SCHEMA, ts=pl.String)
+
+
+def float_ns(col: str) -> pl.Expr:
+    """µs as float64 -> Int64 ns: whole µs exactly, the fraction rounded to the ns (exact below EXACT_FLOAT_US and
+    for whole µs)."""
+    whole = pl.col(col).floor()
+    return ((pl.col(col) - whole) * 1000.0).round().cast(pl.Int64) + whole.cast(pl.Int64) * 1000
+
+
+def needs_text(ts: pl.Series) -> bool:
+    """Whether float64 cannot hold these timestamps to the ns: beyond EXACT_FLOAT_US with fractional values."""
+    t = ts.drop_nulls()
+    return bool(t.len()) and float(t.abs().max()) >= EXACT_FLOAT_US and not bool((t % 1 == 0).all())
 
 
 def exact_ns(col: str) -> pl.Expr:
     """A decimal µs value written as text ("1712195495705754.8", "63.813", "-2") -> Int64 ns, exactly for up to
     three decimals (Kineto writes ns as three decimals), rounded half up at the fourth; exponent forms (never
     written by Kineto) through float64. Not a number -> null."""
-    s = pl.col(col).str.strip_chars()
+    s = pl.col(col).cast(pl.String).str.strip_chars()
     neg = s.str.starts_with("-")
     body = s.str.strip_prefix("-")
     parts = body.str.split_exact(".", 1)
@@ -173,6 +191,8 @@ def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int
         piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
         try:
             df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
+            if needs_text(df["ts"]):
+                df = pl.read_ndjson(io.BytesIO(piece), schema=_TEXT_TS_SCHEMA)
         except (pl.exceptions.PolarsError, ValueError, TypeError):
             raise FastPathFailed from None
         del piece
@@ -190,8 +210,9 @@ def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
     cat = pl.col("cat")
     a = pl.col("args")
     ident = lambda c: pl.col(c).cast(pl.Int64, strict=False)  # noqa: E731 - "Spans" etc. become null
-    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), exact_ns("ts").alias("ts"),
-            exact_ns("dur").alias("dur")]
+    ts = exact_ns("ts") if df.schema["ts"] == pl.String else float_ns("ts")
+    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), ts.alias("ts"),
+            float_ns("dur").alias("dur")]
     ext = pl.coalesce(a.struct.field("External id"), a.struct.field("external id")).alias("external_id")
     out = {}
     g = x.filter(cat.is_in(list(_GPU_CATS)))
@@ -332,7 +353,8 @@ def _dim(values: list, k: int, field: str, idx: list, name: str) -> pl.Series:
 
 
 def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
-    """Typed frames of one chunk (ts, dur: Int64 ns, as exact_ns makes them of the numbers' shortest text)."""
+    """Typed frames of one chunk (ts, dur: Int64 ns; ts beyond float64's ns range through the numbers' shortest
+    text, which is the text the writer printed, and exact_ns)."""
     out = {}
     g = c.gpu
     if g["ts"]:
@@ -374,6 +396,5 @@ def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
             series.append(_series(cols[f], pl.Int64, "correlation" if f == "correlation" else "External id",
                                   ix, name).alias(f))
         out[key] = pl.DataFrame(series)
-    to_ns = [exact_ns(c).alias(c) for c in ("ts", "dur")]
-    return {k: f.with_columns([pl.col(c).cast(pl.String) for c in ("ts", "dur")]).with_columns(to_ns)
-            for k, f in out.items()}
+    return {k: f.with_columns(exact_ns("ts").alias("ts") if needs_text(f["ts"]) else float_ns("ts").alias("ts"),
+                              float_ns("dur").alias("dur")) for k, f in out.items()}

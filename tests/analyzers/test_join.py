@@ -107,9 +107,9 @@ def test_what_does_not_match_says_why(runs):
     s, r = runs
     src = Source(s)
     k = src.ncu(r[NVTX.name]).kernels
-    k = k.with_columns(
-        pl.when(pl.col("id") == 0).then(pl.lit("void my_own_kernel<float>(float*)")).otherwise(pl.col("kernel_name"))
-        .alias("kernel_name"),
+    k = k.with_columns(   # the join reads the file's own name (raw_name; kernel_name is the canonical one)
+        *[pl.when(pl.col("id") == 0).then(pl.lit("void my_own_kernel<float>(float*)")).otherwise(pl.col(c)).alias(c)
+          for c in ("kernel_name", "raw_name")],
         pl.when(pl.col("id") == 7).then(pl.lit(999)).otherwise(pl.col("grid_x")).alias("grid_x"))
     res = join(k, src.trace(r[TRACE.name]).gpu_ops, r[TRACE.name].table("nvtx"))
     why = {u["ncu_id"]: u["reason"] for u in res.unmatched_ncu}
