@@ -119,8 +119,8 @@ def _chain_first(first, it):
 NDJSON_CHUNK_BYTES = 8 << 20
 _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
-                   "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,
-                   "shared memory": pl.Int64, "bytes": pl.Int64})
+                   "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64),
+                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64})
 _EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
                  "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
 # Times to integer ns. Below 2**43 µs a float64 is within half a ns of the three-decimal µs value Kineto wrote

@@ -75,7 +75,8 @@ def trace_notes(tables: dict[str, pl.DataFrame], meta: dict, lacks: list[str]) -
             why = (f"its {cats['cuda_profiler_range']:,} cuda_profiler_range events are CUPTI range-profiler "
                    "counters, not GPU timings: record the timeline without the range profiler")
         elif meta.get("source_format") == "nsys":
-            why = "the export has no CUPTI kernel, memcpy or memset table: record with CUDA tracing (nsys profile -t cuda)"
+            why = ("the export has no CUPTI kernel, memcpy or memset table: record with CUDA tracing "
+                   "(nsys profile -t cuda)")
         elif not meta.get("devices"):
             why = "a CPU-only profile: record with torch.profiler.ProfilerActivity.CUDA to see the GPU"
         else:

@@ -292,3 +292,19 @@ def test_hta_compat_on_a_hand_checked_example():
     t = hta_temporal(g).row(0, named=True)
     # ops [11, 12] and [21, 25]: window 14 µs, busy 5 µs, idle 9 µs
     assert (t["kernel_time_us"], t["busy_us"], t["idle_time_us"]) == (14, 5, 9)
+
+
+def test_export_with_gpu_uses_that_gpu(tmp_path, capsys):
+    """`export RUN --gpu NAME`: the Kernels page of a details CSV whose CC alone does not identify the GPU, built
+    for the GPU the user names (the stored run is not changed)."""
+    from dashboard.cli import main
+    store = tmp_path / "s"
+    assert main(["ingest", str(CORPUS / _entry("metrics.csv")["file"]), "--store", str(store)]) == 0
+    rid = capsys.readouterr().out.split("\t")[0]
+    out = tmp_path / "k.html"
+    assert main(["export", rid, "--html", str(out), "--store", str(store), "--gpu", "A10G"]) == 0
+    html = out.read_text()
+    assert "NVIDIA A10G: given with --gpu" in html and "unknown GPU (CC 8.6)" not in html
+    assert main(["export", rid, "--html", str(out), "--store", str(store)]) == 0
+    assert "unknown GPU (CC 8.6)" in out.read_text()
+    assert Store(store).get(rid).manifest.get("gpu_override") is None
