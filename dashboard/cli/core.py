@@ -230,8 +230,9 @@ def _print_hta(c: dict) -> None:
     typer.echo(f"rank {c['rank']} Kernelscope: {k['kernels_with_launch']} of {k['kernels']} kernels with their launch "
                f"call, launch delay median {_fmt(k['launch_delay_median_us'])} µs (ns resolution), idle fraction "
                f"{_fmt(k['idle_fraction'])}")
-    typer.echo(f"rank {c['rank']} difference: kernels HTA leaves out: {left}; HTA's join at ns resolution gives a "
-               f"median of {_fmt(d['hta_definition_at_ns_launch_delay_median_us'])} µs (rounding to whole µs: "
+    typer.echo(f"rank {c['rank']} difference: kernels HTA leaves out: {left}; on HTA's ops (those kernels and the "
+               "memcpy/memset of cudaMemcpyAsync/cudaMemsetAsync) at ns resolution the median is "
+               f"{_fmt(d['hta_definition_at_ns_launch_delay_median_us'])} µs (rounding to whole µs: "
                f"{_fmt(d['rounding_effect_on_median_us'], signed=True)} µs); idle fraction HTA - Kernelscope "
                f"{_fmt(d['idle_fraction_hta_minus_kernelscope'], signed=True)} (HTA rounds each op inward to whole "
                "µs, which adds up to 2 µs of idle per op of a ns-resolution trace)")
