@@ -1,23 +1,20 @@
 """The same kernel in another run: a launch of a timeline (PyTorch profiler / Nsight Systems) found among the
 launches of the store's Nsight Compute runs, so the Timeline page can open its counters.
 
-Matching (a first step; a full join of ncu runs with timelines — order within an iteration, NVTX filters,
---launch-skip, a confidence per match — can replace `match_launches` without changing its callers):
-    "same name and launch configuration"   the demangled name and grid and block dimensions are equal
-    "same name"                            the demangled name is equal, the configuration differs or is unknown
-A timeline's kernel name is compared after the same normalisation on both sides (whitespace collapsed).
+The Timeline page first asks analyzers.join (an ncu run of the same program: steps, order, launch windows); when no
+join covers the kernel, any ncu run of the store may still have profiled it, and `match_launches` finds those:
+    "same name and launch configuration"   the kernel's signature (analyzers.join.signature: its name with template
+                                           arguments, written one way whatever tool demangled it) and its grid and
+                                           block dimensions are equal
+    "same name"                            the signature is equal, the configuration differs or is unknown
 """
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
+from analyzers.join import signature
+
 BASES = ("same name and launch configuration", "same name")
-
-
-def _norm(name: str | None) -> str:
-    return re.sub(r"\s+", " ", name or "").strip()
 
 
 def match_launches(kernel: dict, ncu_kernels: pl.DataFrame) -> pl.DataFrame:
@@ -25,8 +22,10 @@ def match_launches(kernel: dict, ncu_kernels: pl.DataFrame) -> pl.DataFrame:
     name, grid_x.., block_x..). Adds `basis` (BASES); best matches first, then by run and launch id."""
     if not ncu_kernels.height:
         return ncu_kernels.with_columns(pl.lit(None, pl.String).alias("basis"))
-    name = _norm(kernel.get("name"))
-    k = ncu_kernels.filter(pl.col("kernel_name").str.replace_all(r"\s+", " ").str.strip_chars() == name)
+    want = signature(kernel.get("name") or "")
+    col = "raw_name" if "raw_name" in ncu_kernels.columns else "kernel_name"
+    sigs = ncu_kernels[col].map_elements(signature, return_dtype=pl.String)
+    k = ncu_kernels.filter(sigs == want)
     dims = [kernel.get(f"{w}_{a}") for w in ("grid", "block") for a in "xyz"]
     if all(d is not None for d in dims):
         same = pl.all_horizontal([pl.col(f"{w}_{a}") == d for (w, a), d in

@@ -33,6 +33,8 @@ class NcuAnalysis:
     kernels: pl.DataFrame
     missing: list[dict]
     measured: dict[str, Ceiling] = field(default_factory=dict)
+    gpu_how: str | None = None          # how the GPU was identified (analyzers.gpu_identify)
+    gpu_warning: str | None = None      # an inference or ambiguity the user should know about
     over_peak: list[dict] = field(default_factory=list)
 
     def launch(self, launch_id: int) -> dict | None:
@@ -40,7 +42,8 @@ class NcuAnalysis:
         return rows.row(0, named=True) if rows.height else None
 
 
-def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None) -> NcuAnalysis:
+def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None, *,
+                gpu_how: str | None = None, gpu_warning: str | None = None) -> NcuAnalysis:
     """Every per-launch quantity of one ncu run, computed once (see the module docstring)."""
     measured = measured or {}
     a = analyze_kernels(kernels, gpu)
@@ -57,7 +60,8 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
         arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
-    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), over_peak_notes(a, gpu, measured))
+    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning,
+                       over_peak_notes(a, gpu, measured))
 
 
 #: share columns that can pass 100 %, and the peak they divide by

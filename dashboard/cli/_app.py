@@ -41,14 +41,21 @@ StoreOpt = Annotated[
 ]
 
 
+GpuOpt = Annotated[
+    Optional[str],
+    typer.Option("--gpu", help="The GPU the file was recorded on, for files that do not name it (a `kernelscope gpus` "
+                               "name, e.g. H200, T4); it also replaces the GPU a file names."),
+]
+
+
 def open_store(store: Optional[Path]):
     from collectors.store import Store
     return Store(store)
 
 
-def open_source(store: Optional[Path]):
+def open_source(store: Optional[Path], gpu: Optional[str] = None):
     from dashboard.source import Source
-    return Source(open_store(store))
+    return Source(open_store(store), gpu=gpu)
 
 
 def load(path_or_run: str, store: Optional[Path]):

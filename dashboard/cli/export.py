@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dashboard.cli._app import StoreOpt, app, open_source
+from dashboard.cli._app import GpuOpt, StoreOpt, app, open_source
 
 
 @app.command()
@@ -18,6 +18,7 @@ def export(
     perfetto: Annotated[Optional[Path], typer.Option(
         "--perfetto", help="For a trace run: the Chrome trace JSON file to write (opens in https://ui.perfetto.dev).")] = None,
     store: StoreOpt = None,
+    gpu: GpuOpt = None,
 ) -> None:
     """Write the page a dashboard link shows (the same tables and charts) into one HTML file that opens
     offline: charts inline (no CDN), every name escaped. Exportable pages: home, runs, kernels, compare, gpus,
@@ -31,7 +32,7 @@ def export(
         return
     from dashboard.render_html import render_html, vega_bundle
     from dashboard.reports import build_target
-    rep, shown, base = build_target(open_source(store), url_or_run)
+    rep, shown, base = build_target(open_source(store, gpu), url_or_run)
     text = render_html([rep], source=shown, base_url=base)
     try:
         html.write_text(text, encoding="utf-8")

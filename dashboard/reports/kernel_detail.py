@@ -70,7 +70,7 @@ def detail(src: Source, view) -> list:
         return [Text(f"No launch {view.kernel} in this run.", "warning")]
     regs = row.get("registers_per_thread")
     blocks: list = [Heading(f"Launch {row['id']}: {code(row['display_name'])}"),
-                    Text(f"Full name: {code(row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
+                    Text(f"Full name: {code(row.get('raw_name') or row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
                          f"{_dim(row, 'block')} · {MISSING if regs is None else int(regs)} registers/thread",
                          "caption"),
                     key_numbers(row)]
@@ -86,6 +86,9 @@ def detail(src: Source, view) -> list:
         blocks.append(Text(
             f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
+    from dashboard.reports import join_blocks
+    trace, joined = join_blocks.trace_for(src, view.run, getattr(view, "trace", None), [])
+    blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
     blocks.extend(hotspot_blocks(src, view))
     blocks.extend(case_blocks(row, a.gpu, src, view.run.run_id))
     return blocks

@@ -23,7 +23,8 @@ from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
-from dashboard.reports.common import pick_run
+from dashboard.reports import join_blocks
+from dashboard.reports.common import notes_blocks, pick_run
 from dashboard.reports.kernel_detail import detail, metric_blocks
 from dashboard.source import Source
 
@@ -99,7 +100,7 @@ def display_frame(a: NcuAnalysis) -> pl.DataFrame:
     k = a.kernels
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
              for name, (src, scale) in DISPLAY.items()]
-    keep = [c for c in ("kernel_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
+    keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
     return k.select(*shown, *[c for c in keep if c not in DISPLAY]).with_columns(
@@ -118,12 +119,14 @@ class KernelsView:
     cols: str = "summary"
     show: str = "detail"
     problems: list[str] = field(default_factory=list)
+    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
+    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
                 "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
                 "q": self.q or None, "find": self.find or None, "cols": None if self.cols == "summary" else self.cols,
-                "show": None if self.show == "detail" else self.show}
+                "show": None if self.show == "detail" else self.show, "trace": self.trace}
 
 
 def find_filter(find: str) -> pl.Expr:
@@ -132,9 +135,10 @@ def find_filter(find: str) -> pl.Expr:
     try:
         re.compile(find)
         pl.Series(["x"]).str.contains(f"(?i){find}")
-        return pl.col("kernel_name").str.contains(f"(?i){find}")
+        return pl.col("raw_name").str.contains(f"(?i){find}") | pl.col("kernel_name").str.contains(f"(?i){find}")
     except (re.error, pl.exceptions.PolarsError):
-        return pl.col("kernel_name").str.to_lowercase().str.contains(find.lower(), literal=True)
+        return (pl.col("raw_name").str.to_lowercase().str.contains(find.lower(), literal=True)
+                | pl.col("kernel_name").str.to_lowercase().str.contains(find.lower(), literal=True))
 
 
 def resolve(src: Source, params: dict) -> KernelsView:
@@ -166,12 +170,14 @@ def resolve(src: Source, params: dict) -> KernelsView:
         problems.append(f"Unknown section {code(show)}; showing the launch detail.")
         show = "detail"
     return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "",
-                       params.get("find") or "", cols, show, problems)
+                       params.get("find") or "", cols, show, problems,
+                       params.get("trace") or None)
 
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
     peak = gpu.dram_bandwidth_bytes_per_s
-    parts = [f"GPU **{gpu.name}** (CC {gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs"]
+    cc = f"CC {gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else "CC unknown"
+    parts = [f"GPU **{gpu.name}** ({cc}, {gpu.sm_count} SMs"]
     if peak:
         parts.append(f", DRAM spec {fmt_rate(peak, 'B/s')}")
     if gpu.fp32_flop_per_s:
@@ -209,7 +215,7 @@ def launches_table(a: NcuAnalysis, view: KernelsView) -> Table:
     cols = {c: KERNEL_COLS[c] for c in group if c != "dram_pct_measured" or a.measured.get("dram")}
     shown = frame.sort(view.sort, descending=view.desc, nulls_last=True)
     return Table("kernels", shown, cols, select="id", sort=view.sort, desc=view.desc, selected=view.kernel,
-                 full="kernel_name", height=min(460, 40 + 30 * max(shown.height, 1)),
+                 full="raw_name" if "raw_name" in shown.columns else "kernel_name", height=min(460, 40 + 30 * max(shown.height, 1)),
                  caption=f"{shown.height} of {a.kernels.height} launches"
                  + (f" matching {code(view.find)}" if view.find else "") + f"; sorted by "
                  f"{KERNEL_COLS[view.sort].header}{' (descending)' if view.desc else ''}. Click a row to open its "
@@ -234,6 +240,9 @@ def overview(src: Source, view: KernelsView) -> Report:
     frame = display_frame(a)
     rep.subtitle = f"{code(view.run.source_name)} · run {view.run.run_id}"
     rep.add(Text(gpu_caption(a.gpu, a.measured) + f" · {frame.height} profiled launches", "caption"))
+    if a.gpu_how:
+        rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
+    rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
     rep.add(*missing_warnings(a))
     dram = _sum_or_missing(frame["dram_bytes"])
     lost = _sum_or_missing(frame["lost_us"])
@@ -247,6 +256,9 @@ def overview(src: Source, view: KernelsView) -> Report:
                                                                  "counters they need are not in this report")),
     ]))
     rep.add(Heading("Launches"), launches_table(a, view), *over_peak_text(a))
+    join_problems: list[str] = []
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
+    rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
     return rep
 
 

@@ -85,17 +85,40 @@ def event_detail(src: Source, view) -> list:
     out.append(Metrics(items))
     out.append(Text(f"Full name: {code(row['name'])}", "caption"))
     if sel["src"] == "gpu_ops" and row.get("kind") == "kernel":
-        out += ncu_blocks(src, row)
+        out += ncu_blocks(src, view, row)
     return out
 
 
-def ncu_blocks(src: Source, row: dict) -> list:
-    """The same kernel in the store's Nsight Compute runs: its counters, and a link to its Kernels page."""
-    hits = src.ncu_launches_of(row)
+def _joined(src: Source, view, row: dict) -> pl.DataFrame | None:
+    """The launches the join of an ncu run of the same program (analyzers.join via dashboard.reports.join_blocks)
+    matched to this kernel, as analysed rows with run_id, source_name and basis; None when no join covers it."""
+    from analyzers.join import signature
+    from dashboard.reports import join_blocks
+    ncu_run, res = join_blocks.ncu_for(src, view.run, view.ncu, [])
+    if ncu_run is None or res is None:
+        return None
+    sig = signature(row["name"])
+    ms = [m for m in res.matched if m.signature == sig]
+    if not ms:
+        return None
+    k = src.ncu(ncu_run).kernels.filter(pl.col("id").is_in([m.ncu_id for m in ms]))
+    conf = {m.ncu_id: f"the join ({m.confidence}: {'name, configuration and order' if m.confidence == 'high' else 'name and order'})"
+            for m in ms}
+    return k.with_columns(pl.lit(ncu_run.run_id).alias("run_id"), pl.lit(ncu_run.source_name).alias("source_name"),
+                          pl.col("id").replace_strict(conf, return_dtype=pl.String).alias("basis")).sort("id")
+
+
+def ncu_blocks(src: Source, view, row: dict) -> list:
+    """The same kernel in the store's Nsight Compute runs: its counters, and a link to its Kernels page. The join
+    with an ncu run of the same program comes first; else any ncu run that profiled the kernel
+    (analyzers.kernel_link)."""
+    hits = _joined(src, view, row)
+    if hits is None or not hits.height:
+        hits = src.ncu_launches_of(row)
     out: list = [Heading("Its Nsight Compute counters", 3)]
     if not hits.height:
-        return out + [Text("This kernel is not in any Nsight Compute run of the store (matched by its demangled "
-                           "name). Profile it with `ncu --kernel-name regex:NAME --launch-count 1 -o r ./app` and "
+        return out + [Text("This kernel is not in any Nsight Compute run of the store (matched by its name with "
+                           "template arguments). Profile it with `ncu --kernel-name regex:NAME --launch-count 1 -o r ./app` and "
                            "upload the report to see its counters here.", "caption")]
     first = hits.row(0, named=True)
     out.append(Metrics([
@@ -111,7 +134,8 @@ def ncu_blocks(src: Source, row: dict) -> list:
         "source_name", "run_id", "id", "basis", (pl.col("duration_ns") / 1e3).alias("duration_us"))
     out.append(Table("ncu_matches", shown, {
         "open": Col("open", kind="link", link_text="open"), "source_name": text("ncu report"), "run_id": text("run"),
-        "id": num("launch id"), "basis": text("matched by", "analyzers.kernel_link: demangled name, then grid and block"),
+        "id": num("launch id"), "basis": text("matched by", "analyzers.join (same program: order in the step), "
+                                                           "else analyzers.kernel_link (name, then grid and block)"),
         "duration_us": num("duration", "µs", "%.2f", "gpu__time_duration.sum")},
         caption="Launches of the same kernel in the store's Nsight Compute runs; the counters above are the first "
                 "one's. A launch profiled by ncu is replayed in isolation, so its duration can differ from the "

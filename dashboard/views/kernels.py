@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from collectors.schema import TRACE_KINDS
 from dashboard import components, data, ui
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import kernel_detail
@@ -53,6 +54,16 @@ view.find = c1.text_input("Find a kernel (full name, regex)", value=view.find, p
 groups = list(page.COLUMN_GROUPS)
 view.cols = c2.segmented_control("Columns", groups, default=view.cols, format_func=lambda g: page.COLUMN_GROUPS[g][0],
                                  required=True, key="kernels_cols") or "summary"
+traces = [""] + [r.run_id for r in src.runs(TRACE_KINDS)]
+tlabels = {r.run_id: run_label(r) for r in src.runs(TRACE_KINDS)}
+if view.trace and view.trace not in traces:
+    traces.append(view.trace)
+with st.expander("Timeline of the same program" + (f": {view.trace}" if view.trace else " (found automatically)")):
+    view.trace = st.selectbox("Timeline of the same program", traces, index=traces.index(view.trace or ""),
+                              format_func=lambda t: tlabels.get(t, t) if t else "found by matching kernels (automatic)",
+                              help="A PyTorch profiler trace or Nsight Systems export of the program this report "
+                                   "profiled: the page then shows how often each kernel runs per step and what its "
+                                   "findings cost per step (analyzers.join).") or None
 ui.sync(view.params())
 
 overview = page.overview(src, view)

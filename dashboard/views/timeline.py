@@ -34,7 +34,7 @@ if len(view.devices) > 2:                              # "all" and more than one
     view.device = st.selectbox("Device (rank:device)", view.devices, index=view.devices.index(view.device))
 ui.sync(view.params())
 
-render_streamlit(page.header(view, src))
+render_streamlit(page.header(view, src.meta(view.run), src))
 render_streamlit(page.verdict_blocks(src, view))
 
 
