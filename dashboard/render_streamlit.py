@@ -69,7 +69,7 @@ def render_streamlit(blocks, container=None) -> None:
             frame = b.frame.select([c for c in b.cols if c in b.frame.columns])
             # a missing text value shows as "—", as everywhere else (the grid would print "None")
             frame = frame.with_columns([pl.col(c).fill_null(MISSING) for c in frame.columns
-                                        if b.cols[c].kind != "number" and frame.schema[c] == pl.String])
+                                        if b.cols[c].kind == "text" and frame.schema[c] == pl.String])
             kw = {"height": b.height} if b.height else {}
             st_.dataframe(frame, hide_index=True, width="stretch", column_config=column_config(b.cols),
                           key=f"table-{b.name}", **kw)

@@ -78,22 +78,29 @@ st.download_button("Download for Perfetto (Chrome trace JSON)", data=_perfetto, 
 
 with st.expander("Definitions (how every number on this page is computed)"):
     render_streamlit(page.definitions(view.run))
-overview = page.overview(src, view)
-render_streamlit(overview)
-whatif = []
-if page.device_ops(src, view).height:
+# one section at a time below the timeline: the page stays light in the browser (the export has them all)
+view.show = st.segmented_control("Statistics", list(page.SECTIONS), default=view.show, format_func=page.SECTIONS.get,
+                                 required=True, key="timeline_show") or "devices"
+ui.sync(view.params())
+SECTION = {"devices": page.device_blocks, "delays": page.delay_blocks, "idle": page.idle_blocks,
+           "kernels": page.kernel_blocks}
+if view.show in SECTION:
+    render_streamlit(SECTION[view.show](src, view))
+elif page.device_ops(src, view).height:
     st.subheader("What if a kernel were faster?")
     c1, c2 = st.columns([3, 1])
     view.kernel = c1.text_input("Kernel name regex", value=view.kernel, key="whatif_kernel")
     view.speedup = c2.number_input("Speedup ×", min_value=0.01, max_value=1e6, value=view.speedup, step=0.5,
                                    key="whatif_speedup")
     ui.sync(view.params())
-    whatif = page.whatif(src, view)
-    render_streamlit(whatif)
+    render_streamlit(page.whatif(src, view))
+
 
 def _reports():
     top = page.verdict_blocks(src, view) + [detail.timeline_block(src, view)] + detail.event_detail(src, view)
-    return [page.report(view, overview, whatif, src, top)]
+    has_ops = page.device_ops(src, view).height > 0
+    return [page.report(view, page.overview(src, view), page.whatif(src, view) if has_ops else [],
+                        src.meta(view.run), src, top)]
 
 
 ui.share_panel("timeline", view.params(), _reports)

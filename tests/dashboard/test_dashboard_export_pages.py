@@ -61,9 +61,10 @@ def _page(name: str, **params) -> AppTest:
 
 def test_timeline_export_shows_what_the_page_shows(wired):
     root, ids = wired
-    at = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2")
+    at = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2", show="whatif")
+    devices = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2")        # the page's default section
     link = at.sidebar.code[0].value
-    assert link == f"/timeline?run={ids['m1024']}&kernel=nvjet&speedup=2"
+    assert link == f"/timeline?run={ids['m1024']}&kernel=nvjet&speedup=2&show=whatif"
     html = _export(root, f"http://gpu-server:8501{link}&token=hunter2")
     assert "hunter2" not in html and "ffn_M1024_eager.json.gz" in html and "NVIDIA H200" in html
     # the what-if, with the change against the measured run time
@@ -73,14 +74,14 @@ def test_timeline_export_shows_what_the_page_shows(wired):
         assert f'<div class="l">{label}</div><div class="v">{value}</div>' in html
     assert '<div class="d">-0.885 ms</div>' in html and "kernels match <code>nvjet</code>" in html
     # the per-device summary: same verdict and numbers, headers with units and definitions as help
-    summary = at.dataframe[0].value.iloc[0]
+    summary = devices.dataframe[0].value.iloc[0]
     assert (summary["verdict"], summary["kernel_count"]) == ("not launch-bound", 25)
     assert "<td>not launch-bound</td>" in html and f'<td class="n">{summary["busy_ms"]:.3f}</td>' in html
     for header in ("busy [ms]", "idle [% of window]", "median [µs]", "queue median [µs]", "share of busy time [%]"):
         assert f">{header}</th>" in html
     assert 'title="length of the union of kernel, memcpy and memset intervals' in html
     # the launch floor measured by the recorded bench run on the same GPU, on the page and in the file
-    assert any("Launch floor 6.5 µs per kernel" in c.value for c in at.caption)
+    assert any("Launch floor 6.5 µs per kernel" in c.value for c in devices.caption)
     assert "Launch floor 6.5 µs per kernel" in html
     assert "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in html                 # the top kernel
     assert html.count('<div class="chart"') == 3 and "Launch delay per kernel (HTA definition)" in html

@@ -14,7 +14,6 @@ from analyzers.compare import compare_runs, totals
 from collectors import ncu
 from collectors.schema import NCU_METRIC_COLUMNS
 from collectors.store import Store
-from dashboard.reports.compare import launches
 from dashboard.source import Source
 from tests.conftest import H200_KERNELS
 
@@ -100,11 +99,10 @@ def test_same_numbers_to_the_printed_precision(runs, f):
 @pytest.mark.parametrize("f", EXPORTS)
 def test_compare_shows_every_kernel_unchanged(runs, f):
     src, r = runs
-    a, per_launch = launches(src, r[REPORT])
-    b, _ = launches(src, r[f])
-    cmp = compare_runs(a, b, per_launch=per_launch)
-    t = totals(cmp)
-    assert t["counts"] == {"slower": 0, "faster": 0, "unchanged": 9, "added": 0, "removed": 0}, cmp
+    res = src.compare(r[REPORT], r[f])                       # what `kernelscope compare` and the Compare page show
+    assert res.totals["counts"] == {"slower": 0, "faster": 0, "unchanged": 9, "too noisy to judge": 0, "added": 0,
+                                    "removed": 0}, res.kernels
+    assert res.related["related"] and len(res.pairs) == 9
 
 
 def test_compare_matches_the_same_kernel_named_by_two_demanglers():
