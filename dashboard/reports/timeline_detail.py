@@ -121,6 +121,8 @@ def ncu_blocks(src: Source, view, row: dict) -> list:
                            "template arguments). Profile it with `ncu --kernel-name regex:NAME --launch-count 1 -o r ./app` and "
                            "upload the report to see its counters here.", "caption")]
     first = hits.row(0, named=True)
+    out.append(Text(f"[Open launch {first['id']} of {code(first['source_name'])} on the Kernels page]"
+                    f"(kernels?run={first['run_id']}&kernel={first['id']}) — matched by {first['basis']}."))
     out.append(Metrics([
         ("duration (ncu)", fmt_ns(first.get("duration_ns")), "gpu__time_duration.sum, one replayed launch"),
         ("DRAM", fmt_rate((first.get("dram_bandwidth_gbps") or 0) * 1e9, "B/s")

@@ -270,7 +270,9 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     page.wait_for_url(f"**op=gpu_ops%3A{nv['r']}*", timeout=60_000)
     page.get_by_text("Selected:").first.wait_for(timeout=60_000)
     page.get_by_text("Its Nsight Compute counters").wait_for(timeout=60_000)
-    assert page.get_by_text("tensor_raw_base.csv.gz").count() >= 1
+    opener = page.get_by_role("link", name=re.compile("Open launch 0 of"))
+    assert f"kernels?run={ids['tensor']}&kernel=0" in opener.get_attribute("href")
+    assert "tensor_raw_base.csv.gz" in opener.inner_text()
     page.context.close()
 
 
