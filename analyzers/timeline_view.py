@@ -55,7 +55,7 @@ def build_tracks(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Dat
     def take(df: pl.DataFrame, src: str, kind: pl.Expr, key: list[str], tkind: str) -> pl.DataFrame:
         return df.with_row_index("row").select(
             pl.lit(tkind).alias("tkind"), *[pl.col(c).cast(pl.Int64).alias(c) for c in key],
-            "start_ns", "end_ns", pl.col("name").cast(pl.String), kind.alias("kind"), pl.lit(src).alias("src"),
+            "start_ns", "end_ns", pl.col("name").cast(pl.Categorical), kind.alias("kind"), pl.lit(src).alias("src"),
             pl.col("row").cast(pl.Int64))
     parts = [
         take(gpu_ops, "gpu_ops", pl.col("kind"), ["rank", "device", "stream"], "gpu").with_columns(
@@ -101,7 +101,7 @@ TRACK_SCHEMA = pl.Schema({"track": pl.Int32, "kind": pl.String, "label": pl.Stri
                           "rank": pl.Int64, "device": pl.Int64, "stream": pl.Int64, "pid": pl.Int64, "tid": pl.Int64,
                           "rows": pl.Int32})
 EVENT_SCHEMA = pl.Schema({"track": pl.Int32, "depth": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
-                          "name": pl.String, "kind": pl.String, "src": pl.String, "row": pl.Int64})
+                          "name": pl.Categorical(), "kind": pl.String, "src": pl.String, "row": pl.Int64})
 
 
 @dataclass
@@ -155,15 +155,16 @@ def with_launches(tt: TimelineTracks, gpu_ops: pl.DataFrame, marks: pl.DataFrame
     """The marks with, for single GPU ops, their launch call (launch, link_start_ns, link_end_ns relative to the
     trace's origin, link_track: the CPU-thread track that made it, -1 when the call is not in the trace) and the
     launch delay (delay_ns, analyzers.timeline's definition; null without a launch call)."""
-    g = gpu_ops.with_row_index("row").select(
+    rows = marks.filter((pl.col("src") == "gpu_ops") & (pl.col("row") >= 0))["row"].unique().sort()
+    # only the rows drawn (a window of a million-event trace draws a few thousand): gathered, not joined
+    g = gpu_ops[rows.to_list()].with_columns(pl.Series("row", rows, dtype=pl.Int64)).select(
         pl.col("row").cast(pl.Int64), pl.col("launch_api").alias("launch"),
         (pl.col("api_start_ns") - tt.origin_ns).cast(pl.Float64).alias("link_start_ns"),
         (pl.col("api_end_ns") - tt.origin_ns).cast(pl.Float64).alias("link_end_ns"),
         pl.col("launch_delay_ns").cast(pl.Float64).alias("delay_ns"),
         pl.col("rank").cast(pl.Int64), pl.col("pid").cast(pl.Int64), pl.col("api_tid").cast(pl.Int64).alias("tid"))
     cpu = tt.tracks.filter(pl.col("kind") == "cpu").select("rank", "pid", "tid", pl.col("track").alias("link_track"))
-    g = g.join(cpu, on=["rank", "pid", "tid"], how="left").drop("rank", "pid", "tid")
-    single = marks.filter((pl.col("src") == "gpu_ops") & (pl.col("row") >= 0)).select("row").unique()
-    g = g.join(single, on="row", how="semi").with_columns(pl.lit("gpu_ops").alias("src"))
+    g = g.join(cpu, on=["rank", "pid", "tid"], how="left").drop("rank", "pid", "tid").with_columns(
+        pl.lit("gpu_ops").alias("src"))
     out = marks.join(g, on=["src", "row"], how="left", maintain_order="left")
     return out.with_columns(pl.col("link_track").fill_null(-1).cast(pl.Int32))

@@ -20,6 +20,7 @@ SRCS = ("gpu_ops", "api_calls", "cpu_ops", "nvtx")
 
 def encode(tt: TimelineTracks, win: Window, marks: pl.DataFrame, *, selected: dict | None = None,
            font: str | None = None) -> bytes:
+    marks = marks.with_columns(pl.col("name").cast(pl.String))
     names = pl.concat([marks["name"], marks["launch"]]).drop_nulls().unique(maintain_order=True).to_list() \
         if "launch" in marks.columns else marks["name"].drop_nulls().unique(maintain_order=True).to_list()
     index = {n: i for i, n in enumerate(names)}

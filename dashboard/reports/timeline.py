@@ -118,7 +118,7 @@ def resolve(src: Source, params: dict) -> TimelineView:
     return view
 
 
-def header(view: TimelineView, meta: dict | None = None, src: Source | None = None) -> list:
+def header(view: TimelineView, meta: dict | None = None) -> list:
     run, meta = view.run, meta or view.run.meta
     counts = meta.get("counts", {})
     source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
@@ -127,10 +127,6 @@ def header(view: TimelineView, meta: dict | None = None, src: Source | None = No
     txt = (f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
            f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
            f"in the trace · {len(ranks)} rank{'s' if len(ranks) != 1 else ''}")
-    if src is not None:
-        r = src.trace(run).summary.run
-        txt += (f" · run time **{r['run_ns'] / 1e6:,.3f} ms** (first to last event, host calls and GPU ops"
-                + (f"; the slowest rank, {r['slowest_rank']}" if len(ranks) > 1 else "") + ")")
     return [Text(txt, "caption"), *notes_blocks(meta)]
 
 
@@ -161,7 +157,11 @@ def verdict_blocks(src: Source, view: TimelineView) -> list:
         return []
     rows = s.select("rank", "device", "bound", "bound_evidence", (pl.col("run_ns") / 1e6).alias("run_ms"),
                     (pl.col("window_ns") / 1e6).alias("window_ms"))
-    out: list = [Heading("Where the time goes")]
+    r = src.trace(view.run).summary.run
+    multi = len(view.run.meta.get("ranks") or []) > 1
+    out: list = [Heading("Where the time goes"), Text(
+        f"Run time **{r['run_ns'] / 1e6:,.3f} ms** (first to last event, host calls and GPU ops"
+        + (f"; the slowest rank, {r['slowest_rank']}" if multi else "") + ").", "caption")]
     if rows.height == 1:
         r = rows.row(0, named=True)
         kind = "success" if r["bound"] == "GPU-bound" else "warning"
@@ -365,7 +365,7 @@ def report(view: TimelineView, overview_blocks: list, whatif_blocks: list, meta:
     (verdict, timeline, selected event) before the statistics."""
     rep = Report("Timeline", subtitle=f"{code(view.run.source_name)} · run {view.run.run_id}"
                  + ("" if view.device == "all" else f" · device {view.device}"))
-    rep.add(*view.problems, *header(view, meta, src), *(top or []), *overview_blocks)
+    rep.add(*view.problems, *header(view, meta), *(top or []), *overview_blocks)
     if whatif_blocks:
         rep.add(Heading("What if a kernel were faster?"), *whatif_blocks)
     return rep.add(Heading("Definitions (how every number on this page is computed)", 3), *definitions(view.run))
@@ -382,6 +382,6 @@ def build(src: Source, params: dict) -> Report:
     if params.get("device") not in (None, "", *view.devices):
         raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
                           + ", ".join(view.devices))
-    top = verdict_blocks(src, view) + [Heading("Timeline"), timeline_block(src, view)] + event_detail(src, view)
+    top = [Heading("Timeline"), timeline_block(src, view)] + event_detail(src, view) + verdict_blocks(src, view)
     ov = overview(src, view)
     return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run), src, top)

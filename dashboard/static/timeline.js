@@ -274,7 +274,7 @@ function request(st, immediate) {
     st.requests += 1;
     st.setState("window", {t0: v.t0, t1: v.t1, width: Math.round(st.canvas.clientWidth - LABEL_W)});
   };
-  if (immediate) go(); else st.timer = setTimeout(go, 150);
+  if (immediate) go(); else st.timer = setTimeout(go, 100);
 }
 
 function zoom(st, factor, at) {

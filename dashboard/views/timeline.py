@@ -34,8 +34,7 @@ if len(view.devices) > 2:                              # "all" and more than one
     view.device = st.selectbox("Device (rank:device)", view.devices, index=view.devices.index(view.device))
 ui.sync(view.params())
 
-render_streamlit(page.header(view, src.meta(view.run), src))
-render_streamlit(page.verdict_blocks(src, view))
+render_streamlit(page.header(view, src.meta(view.run)))
 
 
 def _on_window():
@@ -76,6 +75,7 @@ st.download_button("Download for Perfetto (Chrome trace JSON)", data=_perfetto, 
                    file_name=f"kernelscope-{view.run.run_id}.perfetto.json", mime="application/json",
                    icon=":material/download:", help="Opens in https://ui.perfetto.dev (Open trace file).")
 
+render_streamlit(page.verdict_blocks(src, view))
 with st.expander("Definitions (how every number on this page is computed)"):
     render_streamlit(page.definitions(view.run))
 # one section at a time below the timeline: the page stays light in the browser (the export has them all)
@@ -97,7 +97,7 @@ elif page.device_ops(src, view).height:
 
 
 def _reports():
-    top = page.verdict_blocks(src, view) + [detail.timeline_block(src, view)] + detail.event_detail(src, view)
+    top = [detail.timeline_block(src, view)] + detail.event_detail(src, view) + page.verdict_blocks(src, view)
     has_ops = page.device_ops(src, view).height > 0
     return [page.report(view, page.overview(src, view), page.whatif(src, view) if has_ops else [],
                         src.meta(view.run), src, top)]

@@ -173,3 +173,22 @@ def test_perfetto_export(env, tmp_path, capsys):
     assert min(e["ts"] for e in x) == 0
     rc, err = _cli(capsys, "export", ids["full"], "--perfetto", str(out), "--store", str(root))
     assert rc == 1 and "not a PyTorch profiler trace" in err.err
+
+
+def test_source_hotspots_cli_page_and_export_agree(env, capsys):
+    root, ids = env
+    rc, out = _cli(capsys, "hotspots", ids["full"], "--launch", "5", "--format", "json", "--store", str(root))
+    assert rc == 0
+    rep = json.loads(out.out)
+    assert rep["total_samples"] > 100_000 and rep["reasons"][0]["reason"] == "mio_throttle"
+    at = open_page("kernels", run=ids["full"], kernel="5")
+    hot = at.table[0].value                              # the page's SASS hot-spot table
+    assert list(hot["SASS instruction"][:5]) == [r["sass"] for r in rep["rows"][:5]]
+    assert list(hot["warp samples"][:5]) == [f"{r['samples']:,.0f}" for r in rep["rows"][:5]]
+    from collectors.store import Store
+    from dashboard.reports import export_html
+    from dashboard.source import Source
+    html = export_html(Source(Store(root)), f"kernels?run={ids['full']}&kernel=5")
+    assert rep["rows"][0]["sass"] in html and "Where the warps waited" in html
+    rc, out = _cli(capsys, "hotspots", ids["tensor"], "--store", str(root))
+    assert rc == 1 and "no source-level data" in out.err                   # a CSV export has none
