@@ -72,7 +72,7 @@ def render_streamlit(blocks, container=None) -> None:
                                         if b.cols[c].kind == "text" and frame.schema[c] == pl.String])
             kw = {"height": b.height} if b.height else {}
             st_.dataframe(frame, hide_index=True, width="stretch", column_config=column_config(b.cols),
-                          key=f"table-{b.name}", **kw)
+                          key=f"table-{b.name}", placeholder=MISSING, **kw)
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Chart):

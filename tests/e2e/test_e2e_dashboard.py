@@ -109,6 +109,8 @@ def server(tmp_path_factory):
     store = Store(tmp / "store")
     ids = {k: store.ingest_path(p)[0].run_id for k, p in
            [("basic", BASIC), ("tensor", TENSOR), ("m1024", M1024)]}           # the full report is uploaded
+    for bench in sorted(SAMPLES.glob("h200*/bench_suite/bench_*.json.gz")):   # measured ceilings, two GPUs
+        store.ingest_path(bench)
     proc, url = _start(store.root, tmp)
     yield url, store, ids
     _stop(proc)
