@@ -255,15 +255,21 @@ class Source:
                                    self.table(run.run_id, "source_files"), launch_id)
         return self._cached(("hotspots", run.run_id, launch_id), make)
 
+    def trace_devices(self, run: Run | str) -> list[tuple[int, int]]:
+        """The (rank, device) pairs of a trace's GPU ops, sorted: without computing its summary."""
+        run = self._resolve(run)
+        g = self.table(run.run_id, "gpu_ops")
+        return [tuple(r) for r in g.select("rank", "device").unique().sort("rank", "device").rows()]
+
     def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
         """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
         run = self._resolve(run)
 
-        def make():
-            return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
         if isinstance(run, Parsed):
-            return make()
-        return self._cached(("tracks", run.run_id), make)
+            return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
+        t = lambda name: self.table(run.run_id, name)  # noqa: E731  (cached: the trace's analysis reads them too)
+        return self._cached(("tracks", run.run_id),
+                            lambda: build_tracks(t("gpu_ops"), t("api_calls"), t("cpu_ops"), t("nvtx")))
 
     def ncu_launches_of(self, kernel: dict) -> pl.DataFrame:
         """Launches of the store's Nsight Compute runs that run the same kernel as a timeline's GPU op

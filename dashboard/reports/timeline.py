@@ -47,7 +47,7 @@ class TimelineView:
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
-                "kernel": self.kernel, "speedup": f"{self.speedup:g}",
+                "kernel": self.kernel or None, "speedup": f"{self.speedup:g}",
                 "t0": None if self.t0 is None else f"{self.t0:.0f}", "t1": None if self.t1 is None else f"{self.t1:.0f}",
                 "op": self.op or None, "ncu": self.ncu, "show": None if self.show == "devices" else self.show}
 
@@ -78,15 +78,14 @@ def resolve(src: Source, params: dict) -> TimelineView:
     view = TimelineView(run or (runs[0] if runs else None), problems=problems, ncu=params.get("ncu") or None)
     if view.run is None:
         return view
-    devs = src.trace(view.run).summary.devices.select("rank", "device").rows()
+    devs = src.trace_devices(view.run)            # cheap: the page's first paint must not wait for the summary
     view.devices = ["all"] + [f"{r}:{d}" for r, d in devs]
     dev = params.get("device") or "all"
     if dev not in view.devices:
         problems.append(Text(f"No device {code(dev)} in this run; showing all devices.", "warning"))
     elif len(devs) > 1:
         view.device = dev
-    top = T.kernel_summary(device_ops(src, view)).head(1)["name"].to_list()
-    view.kernel = params.get("kernel") or (top[0][:120].split("<")[0].split("(")[0] if top else ".")
+    view.kernel = params.get("kernel") or ""        # empty: the what-if picks the kernel with the most time
     raw = params.get("speedup")
     try:
         speedup = float(raw) if raw not in (None, "") else 2.0
@@ -327,8 +326,16 @@ def kernel_blocks(src: Source, view: TimelineView) -> list:
     return out
 
 
+def default_kernel(src: Source, view: TimelineView) -> str:
+    """The what-if's default: the name (without template arguments and parameters) of the kernel with the most time."""
+    top = T.kernel_summary(device_ops(src, view)).head(1)["name"].to_list()
+    return top[0][:120].split("<")[0].split("(")[0] if top else "."
+
+
 def whatif(src: Source, view: TimelineView) -> list:
     """The run time if the kernels matching view.kernel ran view.speedup times faster, next to Amdahl."""
+    if not view.kernel:
+        view.kernel = default_kernel(src, view)
     tr = src.trace(view.run)
     try:
         w = T.what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))

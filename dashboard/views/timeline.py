@@ -89,6 +89,7 @@ if view.show in SECTION:
 elif page.device_ops(src, view).height:
     st.subheader("What if a kernel were faster?")
     c1, c2 = st.columns([3, 1])
+    view.kernel = view.kernel or page.default_kernel(src, view)
     view.kernel = c1.text_input("Kernel name regex", value=view.kernel, key="whatif_kernel")
     view.speedup = c2.number_input("Speedup ×", min_value=0.01, max_value=1e6, value=view.speedup, step=0.5,
                                    key="whatif_speedup")
