@@ -43,3 +43,42 @@ def table(data: dict, key: str, on_sort=None, on_select=None):
     ({key, desc}), row clicks `select` (the row's id); both as trigger values in st.session_state[key]."""
     return _table_component()(data=data, key=key, on_sort_change=on_sort or _noop,
                               on_select_change=on_select or _noop)
+
+
+SHARE_JS = """
+export default function(component) {
+  const {data, parentElement} = component;
+  let box = parentElement.querySelector(".ks-share");
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "ks-share";
+    box.innerHTML = '<input readonly aria-label="Link to this view"><button type="button">Copy</button>';
+    parentElement.appendChild(box);
+    const input = box.querySelector("input"), button = box.querySelector("button");
+    input.addEventListener("focus", () => input.select());
+    button.addEventListener("click", async () => {
+      input.select();
+      try { await navigator.clipboard.writeText(input.value); } catch (e) { document.execCommand("copy"); }
+      button.textContent = "Copied"; setTimeout(() => { button.textContent = "Copy"; }, 1500);
+    });
+  }
+  box.querySelector("input").value = (data && data.link) || "";
+}
+"""
+SHARE_CSS = """
+.ks-share { display: flex; gap: 4px; }
+.ks-share input { flex: 1; min-width: 0; font: 12px monospace; padding: 6px; border: 1px solid #d1d5db;
+  border-radius: 4px; background: #f9fafb; color: #111827; }
+.ks-share button { border: 1px solid #d1d5db; border-radius: 4px; background: #fff; cursor: pointer; font-size: 12px;
+  padding: 0 8px; }
+"""
+
+
+@lru_cache(maxsize=None)
+def _share_component():
+    return st.components.v2.component("kernelscope.share", js=SHARE_JS, css=SHARE_CSS, isolate_styles=False)
+
+
+def share_box(link: str, key: str = "share-link"):
+    """A read-only box with the view's link and a Copy button (lighter than st.code's syntax highlighter)."""
+    return _share_component()(data={"link": link}, key=key)

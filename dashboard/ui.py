@@ -57,9 +57,10 @@ def share_panel(page: str, values: dict, reports) -> None:
     `reports`: the page's reports, or a function returning them (built only when the download is clicked)."""
     with st.sidebar:
         st.markdown("**Share this view**")
-        st.caption("Copy the link (button at the right of the box); it opens this view for anyone on this server.")
+        st.caption("Copy the link (the button at the right of the box); it opens this view for anyone on this server.")
         link = share_link(page, values)
-        st.code(link, language=None, wrap_lines=True)
+        from dashboard.components import share_box
+        share_box(link)
         if reports:
             def make() -> str:  # runs on click, in another thread: no Streamlit calls in here
                 from dashboard.render_html import render_html

@@ -45,18 +45,22 @@ class Table:
     full: str | None = None       # a column whose full text shows when hovering the "kernel" cell
 
     def cells(self) -> dict:
-        """The table as the interactive table component draws it: headers with units and help, every cell already
-        formatted (the same text as the export), the id of each row."""
+        """The table as the HTML table component (dashboard/static/table.js) draws it: headers with units and help,
+        every cell already formatted (the same text as the export), link columns as links, the id of each row when
+        rows are selectable, and the raw values by column (JSON-safe; for tests and tools)."""
         cols = [c for c in self.cols if c in self.frame.columns]
         frame = self.frame
-        rows = [[self.cols[c].format(v) for c, v in zip(cols, r)] for r in frame.select(cols).iter_rows()]
+        rows = [[v if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
+                for r in frame.select(cols).iter_rows()]
         return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
                              "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),
-                             "wide": c in ("kernel", "top_finding")} for c in cols],
+                             "wide": c in ("kernel", "top_finding"), "link": self.cols[c].kind == "link",
+                             "link_text": self.cols[c].link_text or ""} for c in cols],
                 "rows": rows, "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
                 "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
                 "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
-                "height": self.height or 420}
+                "height": self.height or (460 if frame.height > 12 else None), "name": self.name,
+                "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols}}
 
 
 @dataclass
@@ -95,6 +99,13 @@ class Report:
 
     def charts(self) -> dict[str, Chart]:
         return {b.name: b for b in self.blocks if isinstance(b, Chart)}
+
+
+def _json_safe(v):
+    """A cell value JSON can carry (NaN and infinities as null)."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    return v if v is None or isinstance(v, (int, float, str, bool)) else str(v)
 
 
 def code(s) -> str:

@@ -156,10 +156,23 @@ def hotspot_blocks(src: Source, view) -> list:
         f"(top {min(HOT_ROWS, h.sass.height)} of {h.sass.height}; {h.total_samples:,} samples, "
         f"{h.total_inst_executed:,.0f} warp instructions in all). Samples are taken at a fixed interval from "
         "every active warp, so they are proportional to where the warps spent their time.")))
-    rs = h.reasons.filter(pl.col("samples") > 0)
-    if rs.height:
-        out.append(Chart("stall_reasons", charts.stall_bars(rs.with_columns((pl.col("share") * 100).alias("pct")))))
+    rs = h.reasons.filter(pl.col("samples") > 0).with_columns((pl.col("share") * 100).alias("pct"))
+    if rs.height:        # a table here (the page stays light); the same as a chart under "Rooflines & charts"
+        out.append(Table("stall_reasons", rs.select("label", "pct", "samples", "waits_for"), {
+            "label": text("stall reason", "smsp__pcsamp_warps_issue_stalled_<reason>"),
+            "pct": num("of all samples", "%", "%.1f"), "samples": num("warp samples", fmt="%.0f"),
+            "waits_for": text("the warp waits for")}, static=True,
+            caption="Where the warps waited, summed over the launch (\"selected\" is a warp that issued)."))
     return out
+
+
+def stall_chart(src: Source, view) -> list:
+    """The launch's warp-state samples by stall reason, as a chart (the Kernels page's charts section)."""
+    h = src.source_hotspots(view.run, view.kernel) if view.run is not None and view.kernel is not None else None
+    if h is None or not h.has_samples:
+        return []
+    rs = h.reasons.filter(pl.col("samples") > 0).with_columns((pl.col("share") * 100).alias("pct"))
+    return [Chart("stall_reasons", charts.stall_bars(rs))]
 
 
 def case_blocks(row: dict, gpu: GPUSpec, src: Source, run_id: str) -> list:

@@ -25,7 +25,7 @@ from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports import join_blocks
 from dashboard.reports.common import notes_blocks, pick_run
-from dashboard.reports.kernel_detail import detail, metric_blocks
+from dashboard.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.source import Source
 
 #: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
@@ -308,7 +308,7 @@ def chart_blocks(src: Source, view: KernelsView) -> list:
                                    "predicted_occupancy_pct": "theoretical (our calculator)"}))
     if occ.height:
         out.append(Chart("occupancy", charts.occupancy_bars(occ)))
-    return out
+    return out + stall_chart(src, view)
 
 
 def build(src: Source, params: dict) -> Report:

@@ -14,7 +14,8 @@ export default function(component) {
     box.className = "ks-table";
     parentElement.appendChild(box);
     box.addEventListener("click", e => {
-      const th = e.target.closest("th[data-key]");
+      if (e.target.closest("a")) return;                 // a link cell: the browser follows it
+      const th = e.target.closest(".ks-select th[data-key]");
       if (th) {
         const key = th.dataset.key, d = box.__data;
         setTriggerValue("sort", {key, desc: key === d.sort ? !d.desc : th.dataset.num === "1"});
@@ -31,20 +32,23 @@ export default function(component) {
   box.__data = data;
   const cols = data.columns;
   const head = cols.map(c => {
-    const arrow = c.key === data.sort ? (data.desc ? " ▼" : " ▲") : "";
+    const arrow = data.sort && c.key === data.sort ? (data.desc ? " ▼" : " ▲") : "";
     return `<th data-key="${esc(c.key)}" data-num="${c.num ? 1 : 0}" title="${esc(c.help || "")}" class="${c.num ? "n" : ""}">` +
       `${esc(c.header)}${arrow}</th>`;
   }).join("");
+  const selectable = data.ids && data.ids.length > 0;
+  box.classList.toggle("ks-select", selectable);
   const body = data.rows.map((r, i) => {
-    const id = data.ids[i];
-    const sel = String(id) === String(data.selected) ? ' class="sel"' : "";
-    return `<tr data-id="${esc(id)}"${sel}>` + r.map((v, j) => {
+    const id = selectable ? data.ids[i] : null;
+    const sel = selectable && String(id) === String(data.selected) ? ' class="sel"' : "";
+    return (selectable ? `<tr data-id="${esc(id)}"${sel}>` : "<tr>") + r.map((v, j) => {
       const c = cols[j];
-      const t = c.full ? ` title="${esc(data.full[i] || v)}"` : "";
-      return `<td class="${c.num ? "n" : ""}${c.wide ? " w" : ""}"${t}>${esc(v)}</td>`;
+      const t = c.full ? ` title="${esc(data.full[i] || v)}"` : (!c.link && String(v).length > 60 ? ` title="${esc(v)}"` : "");
+      const cell = c.link ? (v ? `<a href="${esc(v)}" target="_self">${esc(c.link_text || v)}</a>` : "—") : esc(v);
+      return `<td class="${c.num ? "n" : ""}${c.wide ? " w" : ""}"${t}>${cell}</td>`;
     }).join("") + "</tr>";
   }).join("");
-  box.style.maxHeight = (data.height || 420) + "px";
+  box.style.maxHeight = data.height ? data.height + "px" : "none";
   box.innerHTML = `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
   const sel = box.querySelector("tr.sel");
   if (sel && !box.__scrolled) { box.__scrolled = true; sel.scrollIntoView({block: "nearest"}); }

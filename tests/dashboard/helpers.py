@@ -96,10 +96,37 @@ def texts(at) -> str:
     return "\n".join(parts)
 
 
+def _tables(at) -> list[dict]:
+    """The data of every table on the page (dashboard.components.table: the HTML table component), in page order."""
+    out = []
+    for e in walk(at._tree):
+        if e.type == "bidi_component" and e.proto.component_name == "kernelscope.table":
+            kind = e.proto.WhichOneof("data")
+            out.append(json.loads(e.proto.json if kind == "json" else e.proto.mixed.json))
+    return out
+
+
 def frames(at) -> list:
-    """The page's dataframes as polars frames (AppTest returns pandas)."""
+    """The page's tables as polars frames of their raw values (columns named as the report's frame names them)."""
     import polars as pl
-    return [pl.from_pandas(d.value) for d in at.dataframe]
+    return [pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in _tables(at)]
+
+
+def dataframes(at) -> list:
+    """The same as pandas frames (what AppTest's `at.dataframe[i].value` gave for Streamlit's data grid)."""
+    return [f.to_pandas() for f in frames(at)]
+
+
+def shown(at, name: str):
+    """The table `name` as shown: a pandas frame with the column headers and the formatted cells."""
+    import pandas as pd
+    t = next(t for t in _tables(at) if t.get("name") == name)
+    return pd.DataFrame(t["rows"], columns=[c["header"] for c in t["columns"]])
+
+
+def share_link(at) -> str:
+    """The link in the sidebar's share box."""
+    return component_data(at, "kernelscope.share")["link"]
 
 
 def component_data(at, name: str) -> dict:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
-from tests.dashboard.helpers import component_data, frames, open_page, texts
+from tests.dashboard.helpers import component_data, frames, open_page, texts, shown
 
 pytest.importorskip("ncu_report")
 
@@ -83,7 +83,7 @@ def test_compare_traces_by_their_statistics(env, capsys):
     assert stats["launch_delay_median_ns"]["b"] is None and stats["launch_delay_median_ns"]["status"] == "—"
     assert "too noisy to judge" in {k["status"] for k in rep["kernels"]}
     at = open_page("compare", a=ids["eager"], b=ids["graph"])
-    static = at.table[0].value                                 # the statistics table (static)
+    static = shown(at, "trace_stats")                                 # the statistics table (static)
     assert list(static["statistic"])[0].startswith("run time") and "2.34 ms" in list(static["A"])
     assert static["verdict"].to_list() == [stats[k]["status"] for k in stats]
 
@@ -151,7 +151,7 @@ def test_click_through_opens_the_kernel_and_its_ncu_counters(env):
     assert cards["launch call"] == "cuLaunchKernelEx" and cards["launch delay"].endswith("(over 100 µs)")
     # the same kernel is in the tensor-core ncu report of the store (a 4096³ BF16 matmul): its counters, linked
     assert "Its Nsight Compute counters" in t and "tensor-core throughput-bound" in cards["biggest finding"]
-    link = at.table[0].value
+    link = shown(at, "ncu_matches")
     assert link["matched by"][0] == "same name" and link["ncu report"][0] == "tensor_raw_base.csv.gz"
 
 
@@ -182,7 +182,7 @@ def test_source_hotspots_cli_page_and_export_agree(env, capsys):
     rep = json.loads(out.out)
     assert rep["total_samples"] > 100_000 and rep["reasons"][0]["reason"] == "mio_throttle"
     at = open_page("kernels", run=ids["full"], kernel="5")
-    hot = at.table[0].value                              # the page's SASS hot-spot table
+    hot = shown(at, "hot_sass")                              # the page's SASS hot-spot table
     assert list(hot["SASS instruction"][:5]) == [r["sass"] for r in rep["rows"][:5]]
     assert list(hot["warp samples"][:5]) == [f"{r['samples']:,.0f}" for r in rep["rows"][:5]]
     from collectors.store import Store

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, REPO, SAMPLES
-from tests.dashboard.helpers import walk
+from tests.dashboard.helpers import walk, share_link, dataframes
 
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"   # the recorded H200 bench run
 VIEWS = REPO / "dashboard" / "views"
@@ -63,7 +63,7 @@ def test_timeline_export_shows_what_the_page_shows(wired):
     root, ids = wired
     at = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2", show="whatif")
     devices = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2")        # the page's default section
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link == f"/timeline?run={ids['m1024']}&kernel=nvjet&speedup=2&show=whatif"
     html = _export(root, f"http://gpu-server:8501{link}&token=hunter2")
     assert "hunter2" not in html and "ffn_M1024_eager.json.gz" in html and "NVIDIA H200" in html
@@ -74,7 +74,7 @@ def test_timeline_export_shows_what_the_page_shows(wired):
         assert f'<div class="l">{label}</div><div class="v">{value}</div>' in html
     assert '<div class="d">-0.885 ms</div>' in html and "kernels match <code>nvjet</code>" in html
     # the per-device summary: same verdict and numbers, headers with units and definitions as help
-    summary = devices.dataframe[0].value.iloc[0]
+    summary = dataframes(devices)[0].iloc[0]
     assert (summary["verdict"], summary["kernel_count"]) == ("not launch-bound", 25)
     assert "<td>not launch-bound</td>" in html and f'<td class="n">{summary["busy_ms"]:.3f}</td>' in html
     for header in ("busy [ms]", "idle [% of window]", "median [µs]", "queue median [µs]", "share of busy time [%]"):
@@ -102,20 +102,20 @@ def test_timeline_export_of_a_run_id(env, tmp_path):
 def test_cases_export_shows_what_the_page_shows(wired):
     root, ids = wired
     at = _page("cases", case="tiling.traffic", gpu="H200")
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link == "/cases?case=tiling.traffic&gpu=NVIDIA+H200"
     html = _export(root, link)
     assert "Case <code>tiling.traffic</code> on NVIDIA H200" in html
     # parameters (inputs on the page) and every prediction with its unit
     assert "<td>M</td><td>1024</td>" in html and "<td>elem</td><td>2</td><td>B</td>" in html
-    df = at.dataframe[0].value
+    df = dataframes(at)[0]
     preds = dict(zip(df["quantity"], df["value"]))
     assert preds["traffic"] == "3096 MiB" and preds["time"] == "104.2 µs"
     for q, v in preds.items():
         assert f"<td>{q}</td><td>{htm.escape(v)}</td>" in html
     assert html.count('<div class="chart"') == 1 and "traffic vs square tile size" in html
     # the stored measurements of the recorded bench run, each with its verdict
-    measured = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    measured = next(d for d in dataframes(at) if "verdict" in d.columns)
     assert set(measured["verdict"]) == {"agrees", "differs-explained"} and len(measured) == 6
     for _, r in measured.iterrows():
         assert f"bench run {ids['bench']}" in r["source"]
@@ -138,10 +138,10 @@ def test_claims_export_shows_what_the_page_shows(wired):
     from analyzers.cases import claims
     root, _ = wired
     at = _page("claims", verdict=["refuted", "unit-error"], claim="bank.tile_width_rule")
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link == "/claims?verdict=refuted&verdict=unit-error&claim=bank.tile_width_rule"
     html = _export(root, link)
-    table = at.dataframe[0].value
+    table = dataframes(at)[0]
     assert set(table["verdict"]) == {"refuted", "unit-error"} and "triton.a100_matmul_rate" in set(table["id"])
     for _, r in table.iterrows():
         assert f"<td>{r['id']}</td><td>{r['verdict']}</td>" in html
@@ -150,7 +150,7 @@ def test_claims_export_shows_what_the_page_shows(wired):
     # the claim in detail: quotation, verdict, the computed table
     assert "<h2>bank.tile_width_rule</h2>" in html and "<blockquote>" in html
     assert "<strong>refuted</strong>" in html and ">degree</th>" in html
-    assert list(at.dataframe[1].value["degree"]) == [1, 32, 1]
+    assert list(dataframes(at)[1]["degree"]) == [1, 32, 1]
 
 
 def test_export_names_the_problem_instead_of_falling_back(env, tmp_path, capsys):

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import store_snapshot
-from tests.dashboard.helpers import component_data, BASIC, FULL, copy_store, frames, make_store, open_page, texts, vega_specs
+from tests.dashboard.helpers import component_data, BASIC, FULL, copy_store, frames, make_store, open_page, texts, vega_specs, share_link, dataframes, shown
 
 pytest.importorskip("ncu_report")
 
@@ -71,7 +71,7 @@ def test_kernels_page_rebuilds_from_query_params(ids):
     t = texts(at)
     assert "Launch 5:" in t and "31.9-way shared-memory bank conflicts" in t and "*Model:*" in t
     assert "Source hot spots" in t and "Not in this report: CUDA source lines" in t
-    hot, cases = at.table[0].value, at.table[1].value
+    hot, cases = shown(at, "hot_sass"), shown(at, "cases")
     assert hot["SASS instruction"][0].startswith("LOP3") and "short scoreboard" in hot["stalled on"][0]
     assert cases["verdict"][0] == "agrees" and cases["case (section)"][0].startswith("bank.column_read")
     assert cases["quantity"][0] == "shared-memory passes per warp request" and cases["measured (ncu counters)"][0] == "32"
@@ -146,7 +146,7 @@ def test_kernels_url_drives_sort_find_and_metric_filter(ids):
     next(t for t in at.text_input if t.label == "Filter metrics").input("dram__bytes").run()
     assert at.query_params["q"] == "dram__bytes"
     assert all("dram__bytes" in m for m in frames(at)[-1]["metric"].to_list())
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link.startswith("/kernels?") and f"run={ids['full']}" in link and "kernel=3" in link and "q=dram__bytes" in link
     assert "sort=duration_us" in link and "desc=1" in link
 
@@ -233,7 +233,7 @@ def test_compare_two_ncu_runs(ids):
 
 def test_compare_traces_use_the_spread(ids):
     at = open_page("compare", a=ids["m1_eager"], b=ids["m1_graph"])
-    cmp = frames(at)[0]
+    cmp = next(f for f in frames(at) if "n_a" in f.columns)          # after the trace statistics
     assert {"n_a", "n_b", "spread_a_us"} <= set(cmp.columns)
     assert cmp["n_a"].max() > 1
     mixed = open_page("compare", a=ids["full"], b=ids["m1_graph"])
@@ -279,7 +279,7 @@ def test_live_with_fake_nvml(ids):
 def test_live_without_driver(ids, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "nodriver")
     at = open_page("live")
-    assert "No NVIDIA driver" in at.info[0].value and not at.dataframe
+    assert "No NVIDIA driver" in at.info[0].value and not dataframes(at)
 
 
 def test_token_gate(ids, monkeypatch):
@@ -288,26 +288,26 @@ def test_token_gate(ids, monkeypatch):
     good = "s3cret-tøken-0123456789"
     monkeypatch.setenv("KERNELSCOPE_TOKEN", good)
     at = AppTest.from_file(APP, default_timeout=60).run()
-    assert at.text_input[0].label == "Access token" and not at.dataframe
+    assert at.text_input[0].label == "Access token" and not dataframes(at)
     at.text_input[0].input("wrong").run()
-    assert at.error[0].value == "Wrong token." and not at.dataframe
+    assert at.error[0].value == "Wrong token." and not dataframes(at)
     at.text_input[0].input("ünïcode").run()                # non-ASCII input must not crash the gate
     assert not at.exception and at.error
     at.text_input[0].input(good).run()
     assert not at.text_input or at.text_input[0].label != "Access token"
-    assert at.dataframe                                      # the home page is shown
+    assert dataframes(at)                                      # the home page is shown
     # a link carrying ?token= lets the session in and the token leaves the address bar
     at2 = AppTest.from_file(APP, default_timeout=60)
     at2.query_params["token"] = good
     at2.run()
-    assert at2.dataframe and "token" not in at2.query_params
-    assert "token" not in at2.sidebar.code[0].value
+    assert dataframes(at2) and "token" not in at2.query_params
+    assert "token" not in share_link(at2)
     # a token under 16 characters is refused: the server says so and shows nothing
     monkeypatch.setenv("KERNELSCOPE_TOKEN", "short-token")
     at3 = AppTest.from_file(APP, default_timeout=60)
     at3.query_params["token"] = "short-token"
     at3.run()
-    assert "shorter than 16 characters" in at3.error[0].value and not at3.dataframe
+    assert "shorter than 16 characters" in at3.error[0].value and not dataframes(at3)
 
 
 def test_signed_session_cookie():

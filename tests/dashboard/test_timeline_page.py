@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from tests.dashboard.helpers import dataframes
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, SHARED_NSYS
@@ -35,7 +37,7 @@ def test_page_rebuilds_from_the_url(store):
     assert "**GPU-bound**" in " ".join(s.value for s in at.success)            # where the time goes, with evidence
     assert "ui.perfetto.dev" in text and str(run.artifact_path) in text
     assert "Click an event on the timeline" in text
-    summary = at.dataframe[0].value
+    summary = dataframes(at)[0]
     assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == ["not launch-bound"]
     # one section at a time below the timeline, each from the URL
     text = _texts(_page(run.run_id, show="delays"))
@@ -78,5 +80,5 @@ def test_page_with_two_devices(store):
     at = _page(run.run_id, device="1:1", kernel="flash", speedup="2")
     assert not at.exception
     assert at.selectbox[1].value == "1:1"
-    assert at.dataframe[0].value["device"].to_list() == [1]
+    assert dataframes(at)[0]["device"].to_list() == [1]
     assert "an nsys SQLite export has no Perfetto reader of its own" in _texts(at)
