@@ -220,3 +220,22 @@ def test_column_read_degrees_on_h200():
     # the conflict-free stride-33 run judged against the stride-32 model does not agree
     assert compare(evaluate("bank.column_read", params={"stride": 32}), [d33])[0].verdict.kind == \
         "differs-unexplained"
+
+
+@pytest.mark.parametrize("case", [c for c in all_cases() if c.runnable], ids=lambda c: c.id)
+def test_every_case_has_measurements_that_make_its_verdicts_fail(case):
+    """For every comparable prediction of every case: the predicted value itself agrees, three times (or a third of)
+    it does not — whatever the kind (estimate, exact, range, bound within its factor)."""
+    import math
+    ev = evaluate(case, "H200" if case.default_gpu is None else None)
+    judged = 0
+    for key, p in ev.predictions.items():
+        if not p.numeric or p.kind == "info" or not math.isfinite(p.value):
+            continue
+        ok = verdict(p, Measurement(p.value, p.unit or "", "test"))
+        assert ok.kind == "agrees", (case.id, key, ok.explanation)
+        for bad in ((3 * p.value, p.value / 3) if p.value else (1.0,)):
+            v = verdict(p, Measurement(bad, p.unit or "", "test"))
+            assert v.kind != "agrees", (case.id, key, bad, v.explanation)
+        judged += 1
+    assert judged >= 1
