@@ -179,8 +179,9 @@ def _pv(v) -> str:
 
 @app.command()
 def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
-    """Check the claims of the second seed (the "whitepaper") against the GPU registry and the case models:
-    above-peak, self-contradictory, unit-error, refuted, plausible or unverifiable."""
+    """Check the claims of the second seed (the "whitepaper") with generic checks (units, physical peaks, code
+    that can run, internal consistency, checkable citations) against the GPU registry, the case models and cited
+    evidence: above-peak, unit-error, refuted, self-contradictory, implausible, unverifiable or plausible."""
     from analyzers.cases import claims as all_claims
     cs = all_claims()
     if format is ListFormat.json:
@@ -190,4 +191,5 @@ def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListF
                  for c in cs], ["id", "verdict", "gpu", "claimed"])
     for c in cs:
         typer.echo(f"\n{c.id} [{c.verdict}] — {c.gloss} ({c.where})")
-        typer.echo(textwrap.indent(textwrap.fill(c.explanation, 100), "    "))
+        for f in c.findings:
+            typer.echo(textwrap.indent(textwrap.fill(f"{f.check} [{f.verdict}]: {f.text}", 100), "    "))

@@ -111,6 +111,8 @@ def test_claims_page():
     df = at.dataframe[0].value
     assert set(df["verdict"]) == {"refuted"}
     assert at.selectbox[0].value == "bank.tile_width_rule"
-    details = at.dataframe[1].value
+    evidence = at.dataframe[1].value
+    assert list(evidence["check"]) == ["bank_rule"] and list(evidence["verdict"]) == ["refuted"]
+    details = at.dataframe[2].value
     assert list(details["degree"]) == [1, 32, 1]
     assert q(at, "claim") == "bank.tile_width_rule"

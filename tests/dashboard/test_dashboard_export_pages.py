@@ -159,8 +159,8 @@ def test_claims_export_shows_what_the_page_shows(wired):
     assert f"{len(table)} of {len(claims())} claims; verdicts refuted, unit-error" in html
     # the claim in detail: quotation, verdict, the computed table
     assert "<h2>bank.tile_width_rule</h2>" in html and "<blockquote>" in html
-    assert "<strong>refuted</strong>" in html and ">degree</th>" in html
-    assert list(at.dataframe[1].value["degree"]) == [1, 32, 1]
+    assert "<strong>refuted</strong>" in html and ">degree</th>" in html and "<td>bank_rule</td>" in html
+    assert list(at.dataframe[2].value["degree"]) == [1, 32, 1]
 
 
 def test_export_names_the_problem_instead_of_falling_back(env, tmp_path, capsys):
@@ -193,7 +193,8 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
     ceilings = {c["metric"]: c["value"] for c in _json.loads(__import__("gzip").open(H200).read())["ceilings"]}
     got = Source(Store(root)).claim_measurements()
     assert set(got) == {"triton.a100_matmul_rate", "a10g.memory_spec", "a10g.bandwidth_fractions",
-                        "a10g.coalescing_utilisation", "a10g.mma_sync_tflops", "graph.solidification_dispatch"}
+                        "a10g.coalescing_utilisation", "headline.bandwidth", "a10g.mma_sync_tflops",
+                        "graph.solidification_dispatch"}
     for m in got.values():
         assert m.gpu == "NVIDIA H200" and m.value == ceilings[m.quantity] and ids["bench"] in m.source
         assert m.quantity in CLAIM_CEILINGS.values()
