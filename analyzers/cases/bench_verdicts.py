@@ -62,6 +62,8 @@ def _tiling(metric, p, sib):
         return None
     if key == "time_ratio_vs_ref":
         cp.update(ref_m=p["ref_tile_m"], ref_n=p["ref_tile_n"], ref_regs=p["ref_regs_per_thread"])
+        if not tensor:
+            cp["ref_tm"], cp["ref_tn"] = FP32_PATCH.get((p["ref_tile_m"], p["ref_tile_n"]), (0, 0))
     return key, cp, {"time": "s", "occupancy": "%", "time_ratio_vs_ref": "×"}.get(key, "B")
 
 

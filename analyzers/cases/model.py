@@ -59,6 +59,7 @@ class Param:
     ceiling: str | None = None
     ceiling_scale: float = 1.0
     back_solved: bool = False
+    default_source: str = ""                 # where a default that is not the chapter's comes from
 
     def default_for(self, gpu: GPUSpec) -> ParamValue:
         if self.gpu_default is not None:
@@ -381,7 +382,8 @@ class Case:
             else:
                 p[par.name] = par.default_for(gpu)
                 sources[par.name] = (par.gpu_default_text or "the GPU spec") if par.gpu_default is not None else (
-                    "the chapter" if par.from_chapter else "assumption (the chapter gives none)")
+                    "the chapter" if par.from_chapter else
+                    f"default: {par.default_source}" if par.default_source else "assumption (the chapter gives none)")
         if self.validate is not None:
             self.validate(p, gpu)
         p.sources = sources

@@ -41,7 +41,8 @@ def issue_factor(tm: int, tn: int) -> float:
     return tm * tn / (tm * tn + tm + tn) if tm and tn else 1.0
 
 
-def tile_time(p, gpu, m: int, n: int, regs: int | None = None) -> tuple[float, list[Term], dict]:
+def tile_time(p, gpu, m: int, n: int, regs: int | None = None, tm: int | None = None,
+              tn: int | None = None) -> tuple[float, list[Term], dict]:
     """Predicted time of the tiled matmul with m×n output tiles: t_kernel + the largest of
     - compute: FLOP / (tensor rate, or FP32 rate × the FMA share of the instructions) / the waves' fill;
     - L2 traffic: the reads of V (A and W tiles) / L2 bandwidth / fill;
@@ -61,8 +62,9 @@ def tile_time(p, gpu, m: int, n: int, regs: int | None = None) -> tuple[float, l
     if p.engine == "tensor":
         rate, rate_src, rate_txt = p.tensor * 1e12, src(p, "tensor"), "tensor rate"
     else:
-        f = issue_factor(p.tm, p.tn)
-        rate, rate_src = p.fp32 * 1e12 * f, src(p, "fp32") + f"; FMA share {f:.3f} of a {p.tm}×{p.tn} thread patch"
+        tm, tn = (p.tm if tm is None else tm), (p.tn if tn is None else tn)
+        f = issue_factor(tm, tn)
+        rate, rate_src = p.fp32 * 1e12 * f, src(p, "fp32") + f"; FMA share {f:.3f} of a {tm}×{tn} thread patch"
         rate_txt = "FP32 rate × FMA share"
     steps = ceil_div(p.K, p.k)
     t_c_step = 2 * m * n * p.k / (rate / gpu.sm_count)
@@ -96,7 +98,8 @@ def _tiling(p, gpu):
     flop = 2 * p.M * p.N * p.K
     reads = V - c
     t, terms, facts = tile_time(p, gpu, p.m, p.n)
-    t_ref, _, _ = tile_time(p, gpu, p.ref_m, p.ref_n, regs=p.ref_regs or None)
+    t_ref, _, _ = tile_time(p, gpu, p.ref_m, p.ref_n, regs=p.ref_regs or None,
+                            tm=p.ref_tm if p.ref_tm else None, tn=p.ref_tn if p.ref_tn else None)
     carve = lambda what: (carveout_mechanism(gpu, p.threads, p.regs, 0, S, what),)  # noqa: E731
     l1 = Mechanism("L1 hits (the tile loads that hit in L1 never reach L2)", ("l1_hit_rate",),
                    lambda cn: reads * (1 - cn["l1_hit_rate"] / 100), tol=0.10,
@@ -195,8 +198,13 @@ _TILE_PARAMS = (
     Param("tm", "count", 0, "rows of the patch each thread computes (FP32 kernel; 0 = not modelled)", type="int",
           min=0, from_chapter=False),
     Param("tn", "count", 0, "columns of that patch", type="int", min=0, from_chapter=False),
+    Param("ref_tm", "count", 0, "thread patch rows of the reference tile's kernel (0: the same)", type="int", min=0,
+          from_chapter=False),
+    Param("ref_tn", "count", 0, "thread patch columns of the reference tile's kernel (0: the same)", type="int",
+          min=0, from_chapter=False),
     p_kernel_floor(), p_dram(), p_l2(), p_tensor(), p_fp32(),
-    p_latency("l2_latency", L2_LATENCY_NS, "L2 hit latency (far partition ≈ 475 cycles ≈ 240 ns)"),
+    p_latency("l2_latency", L2_LATENCY_NS, "L2 hit latency",
+              "far L2 partition ≈ 475 cycles ≈ 240 ns at 1.98 GHz (bench-anchors §3.2)"),
 )
 
 TILING = Case(

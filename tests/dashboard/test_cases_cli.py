@@ -109,7 +109,7 @@ def test_predict_uses_the_measured_ceilings_of_the_store(capsys, store):
     d = json.loads(out)
     assert d["params"]["bw"] == pytest.approx(4282.838, rel=1e-4)              # the torch copy_ ceiling, GB/s
     assert d["param_sources"]["bw"].startswith("measured ceiling: dram_copy_bandwidth")
-    assert d["param_sources"]["latency"].startswith("assumption")
+    assert d["param_sources"]["latency"].startswith("default: H200 ≈ 500–600 ns")
     rc, out, _ = run(capsys, "predict", "transpose.tile", "--gpu", "H200")
     assert "from the store's measured ceilings: bw ← dram_copy_bandwidth" in out
     # another GPU has no measurement: the spec with the stated derating
