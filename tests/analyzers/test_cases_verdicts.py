@@ -120,8 +120,13 @@ def test_info_predictions_are_never_judged():
 def test_every_explanation_range_is_narrow_and_justified(case):
     """No catch-all: every stated range is within 3x (lo > 0) and says where it comes from; every mechanism names
     the counters it reads and a tolerance under 50 %."""
+    from analyzers.cases import CaseError
     for g in all_gpus():
-        for key, p in evaluate(case, g).predictions.items():
+        try:
+            ev = evaluate(case, g)
+        except CaseError:            # a part without BF16 tensor cores (V100, T4): the catalog test checks the message
+            continue
+        for key, p in ev.predictions.items():
             for ex in p.explanations:
                 assert ex.lo > 0 and ex.hi / ex.lo <= 3 and ex.why, (case.id, key, ex)
             for m in p.mechanisms:
