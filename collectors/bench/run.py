@@ -110,8 +110,6 @@ def gpu_info(ctx) -> tuple[dict, object, float | None]:
     info = {"name": p.name, "index": ctx.device, "uuid": None, "cc": [p.major, p.minor],
             "sm_count": p.multi_processor_count, "l2_bytes": p.L2_cache_size, "memory_bytes": p.total_memory,
             "properties": ctx.cuda_props, "attributes": ctx.attributes}
-    if ctx.spec_error:
-        info["spec_error"] = ctx.spec_error
     idx, h = _nvml_handle(p)
     max_clk = None
     if h is not None:
@@ -306,27 +304,21 @@ def main(argv: list[str] | None = None) -> int:
         save()   # also when stopped from outside (SIGTERM -> SystemExit): "finished" then stays null
     doc["finished"] = _now()
     save()
-    _summary(doc, log, ctx.spec)
+    _summary(doc, log)
     log(f"wrote {path}")
     return 0
 
 
-#: ceiling metric -> GPUSpec field it is compared with in the summary
-SPEC_OF = {"dram_copy_bandwidth": "dram_bandwidth_bytes_per_s", "bf16_dense_flop_rate": "bf16_dense_flop_per_s",
-           "fp32_flop_rate": "fp32_flop_per_s", "h2d_pinned_bandwidth": "host_link_bytes_per_s",
-           "d2h_pinned_bandwidth": "host_link_bytes_per_s"}
 HEADLINES = {("bank.column_read", "time_ratio_unpadded_padded"), ("bank.column_read", "bank_conflict_degree"),
              ("tiling.traffic", "time"), ("tiling.traffic", "l2_read_from_l1_bytes"), ("transpose.tile", "time"),
              ("launch.overhead", "back_to_back_time_per_launch"), ("h2d.chunked_copy", "staged_copy_time"),
              ("flash.attention_traffic", "extra_peak_memory"), ("graph.replay", "time_per_ffn")}
 
 
-def _summary(doc: dict, log, spec=None) -> None:
-    log("ceilings (measured; % of the spec sheet where known):")
+def _summary(doc: dict, log) -> None:
+    log("ceilings (measured; `kernelscope analyze` of the result compares them with the spec sheet):")
     for r in doc["ceilings"]:
-        peak = getattr(spec, SPEC_OF.get(r["metric"], ""), None) if spec is not None else None
-        frac = f" = {100 * r['value'] / peak:.1f} % of spec" if peak else ""
-        log(f"  {r['metric']:<26} {r['value']:>12.4g} {r['unit']:<7}{frac}  cv={r['cv'] if r['cv'] is None else round(r['cv'], 4)}"
+        log(f"  {r['metric']:<26} {r['value']:>12.4g} {r['unit']:<7}  cv={r['cv'] if r['cv'] is None else round(r['cv'], 4)}"
             f"  {r['params'].get('method', '')}")
     for r in doc["results"]:
         if (r["case"], r["metric"]) in HEADLINES:
