@@ -143,6 +143,18 @@ class Run:
             raise KeyError(f"run {self.run_id} has no table {name!r}")
         return pl.read_parquet(p)
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A lazy scan of one table (a worker reads only the rows it filters for, e.g. one rank)."""
+        d = self._tables_dir
+        if d is None:
+            if name not in self._memory.tables:
+                raise KeyError(f"run {self.run_id} has no table {name!r}")
+            return self._memory.tables[name].lazy()
+        p = d / f"{name}.parquet"
+        if not p.is_file():
+            raise KeyError(f"run {self.run_id} has no table {name!r}")
+        return pl.scan_parquet(p)
+
     def as_parsed(self) -> Parsed:
         return Parsed(self.kind, {t: self.table(t) for t in self.tables}, self.meta)
 
