@@ -143,7 +143,9 @@ def wait_columns(rank_steps: pl.DataFrame, events: pl.DataFrame, inst: pl.DataFr
     null in iterations without a synchronising instance."""
     w = waits(events, inst)
     own = w.group_by("rank", "step").agg(pl.col("wait_ns").sum())
-    blame = (w.unique(["step", "kind", "occurrence"]).group_by("last_rank", "step")
+    blame = (w.unique(["step", "kind", "occurrence"], keep="first", maintain_order=True)
+             .sort("last_rank", "step", "kind", "occurrence")        # a fixed order: float sums repeat exactly
+             .group_by("last_rank", "step", maintain_order=True)
              .agg(pl.col("caused_ns").sum().alias("caused_wait_ns")).rename({"last_rank": "rank"}))
     matched = w.select("step").unique().with_columns(pl.lit(True).alias("_matched"))
     return (rank_steps.join(own, on=["rank", "step"], how="left").join(blame, on=["rank", "step"], how="left")
@@ -235,11 +237,11 @@ def combine(summaries: list[RankSummary], *, threshold: float = STRAGGLER_THRESH
     distribution = {"job": _stats(job), "rank": _stats(steps["step_ns"].to_numpy().astype(float)),
                     "histogram": _histogram(job)}
 
-    counts = (iterations.filter(pl.col("straggler_rank").is_not_null())
-              .group_by("straggler_rank").agg(pl.len().cast(pl.Int64).alias("straggler_count"),
+    counts = (iterations.filter(pl.col("straggler_rank").is_not_null()).sort("straggler_rank", "step")
+              .group_by("straggler_rank", maintain_order=True).agg(pl.len().cast(pl.Int64).alias("straggler_count"),
                                               pl.col("lateness_ns").sum().alias("lateness_total_ns"))
               .rename({"straggler_rank": "rank"}))
-    per_rank = steps.group_by("rank").agg(
+    per_rank = steps.sort("rank", "step").group_by("rank", maintain_order=True).agg(
         pl.len().cast(pl.Int64).alias("iterations"), pl.col("step_ns").median().alias("step_median_ns"),
         pl.col("step_ns").mean().alias("step_mean_ns"), pl.col("step_ns").max().alias("step_max_ns"),
         pl.col("own_ns").median().alias("own_median_ns"), pl.col("wait_ns").sum().alias("wait_ns"),

@@ -19,7 +19,10 @@ shared path, or a run of the shared store), so only the summaries travel back to
 from __future__ import annotations
 
 import os
+import socket
+import tempfile
 import time
+from pathlib import Path
 from typing import Callable, Iterator
 
 from collectors.errors import InputError
@@ -102,17 +105,47 @@ def import_ray():
     return ray
 
 
+def resolve_ray_address(address: str | None) -> str | None:
+    """"auto" -> RAY_ADDRESS, else the cluster a local `ray start` recorded (None when there is none)."""
+    if address not in (None, "", "auto"):
+        return address
+    env = os.environ.get("RAY_ADDRESS")
+    if env:
+        return env
+    try:
+        return Path(tempfile.gettempdir(), "ray", "ray_current_cluster").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _reachable(address: str, timeout: float = 3.0) -> bool:
+    """A TCP connection to the GCS port succeeds (ray.init would otherwise retry for minutes)."""
+    if address.startswith("ray://"):
+        address = address[len("ray://"):]
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def connect_ray(address: str | None):
     """ray.init on the address ("auto", "local" or HOST:PORT); RayUnavailable when nothing answers."""
     ray = import_ray()
     if ray.is_initialized():
         return ray
     kw = dict(ignore_reinit_error=True, log_to_driver=False, configure_logging=False)
+    target = None if address == "local" else resolve_ray_address(address)
+    if address != "local" and (target is None or not _reachable(target)):
+        where = "RAY_ADDRESS or a local `ray start --head`" if address in (None, "", "auto") else address
+        raise RayUnavailable(f"no Ray cluster at {where}" + (f" ({target} does not answer)" if target else "")
+                             + "; start one with `ray start --head` or give --ray HOST:PORT")
     try:
-        if address in (None, "", "local"):
+        if address == "local":
             ray.init(include_dashboard=False, **kw)
         else:
-            ray.init(address=address, **kw)
+            ray.init(address=target, **kw)
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = (str(e).splitlines() or [""])[0]
         where = "RAY_ADDRESS or a local `ray start --head`" if address == "auto" else address
