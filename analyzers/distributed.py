@@ -144,15 +144,30 @@ class RankSummary:
     meta: dict = field(default_factory=dict)   # world size, counts, worker time and peak memory
 
 
+def check_step_pattern(pattern: str) -> None:
+    """A step pattern must be a valid regex with a group (the step number); ParameterError otherwise."""
+    from analyzers.errors import ParameterError
+    try:
+        groups = re.compile(pattern).groups
+        pl.Series(["x"]).str.extract(pattern, 1)
+    except (re.error, pl.exceptions.ComputeError) as e:
+        raise ParameterError(f"invalid step regex {pattern!r}: {(str(e).splitlines() or [''])[0]}") from None
+    if groups < 1:
+        raise ParameterError(f"step regex {pattern!r} needs a group that captures the step number, e.g. 'step (\\d+)'")
+
+
 def find_steps(nvtx: pl.DataFrame, pattern: str | None = None) -> tuple[pl.DataFrame, str | None]:
     """(step, name, start_ns, end_ns) of the iteration ranges and the pattern used. A step annotated several
     times (nested ranges of the same name) spans its outermost range."""
+    if pattern:
+        check_step_pattern(pattern)
     patterns = (pattern,) if pattern else STEP_PATTERNS
     names = nvtx.select("name", "start_ns", "end_ns").drop_nulls()
     for pat in patterns:
-        m = names.with_columns(pl.col("name").str.extract(pat, 1).alias("_n")).filter(pl.col("_n").is_not_null())
+        m = (names.with_columns(pl.col("name").str.extract(pat, 1).cast(pl.Int64, strict=False).alias("_n"))
+             .filter(pl.col("_n").is_not_null()))              # a group that is not a number names no step
         if m.height:
-            steps = (m.with_columns(pl.col("_n").cast(pl.Int64).alias("step"))
+            steps = (m.rename({"_n": "step"})
                      .group_by("step").agg(pl.col("name").first(), pl.col("start_ns").min(), pl.col("end_ns").max())
                      .sort("step"))
             return steps, pat

@@ -102,10 +102,12 @@ def _summaries(parsed, source: str, step_pattern: str | None, floors: dict, rank
     want = ranks if ranks is not None else sorted(set(g["rank"].drop_nulls().to_list()) or set(meta.get("ranks") or []))
     gpu = meta.get("gpu_name")
     common = {k: meta.get(k) for k in ("world_size", "distributed_backend", "trace_name", "event_count")}
+    common["rank_declared"] = parsed.kind == "kineto" and meta.get("world_size") is not None   # distributedInfo
+    names = {t.get("rank"): t.get("trace_name") for t in meta.get("rank_traces") or []}   # a rank archive's members
     out = []
     for r in want:
         out.append(rank_summary(g.filter(pl.col("rank") == r), nv.filter(pl.col("rank") == r), rank=int(r),
-                                source=source, step_pattern=step_pattern, gpu_name=gpu,
+                                source=names.get(r) or source, step_pattern=step_pattern, gpu_name=gpu,
                                 launch_floor_ns=floors.get(gpu), meta=dict(common)))
     return out
 
@@ -138,9 +140,9 @@ def rank_task(job: dict) -> dict:
                                               "Systems export")
             out["summaries"] = _summaries(parsed, src.path, job.get("step_pattern"), job.get("floors") or {})
     except ArtifactError as e:
-        out["error"] = str(e)
+        out["error"] = e.problem
     except (OSError, MemoryError) as e:
-        out["error"] = f"{src.label}: {type(e).__name__}: {e}"
+        out["error"] = f"{type(e).__name__}: {e}"
     elapsed = time.perf_counter() - t0
     peak = _peak_rss_bytes()
     for s in out["summaries"]:
@@ -153,12 +155,14 @@ _NUM = re.compile(r"(?i)rank[_-]?(\d+)|(\d+)(?!.*\d)")
 
 
 def _renumber(results: list[dict], notes: list[str]) -> None:
-    """Files of one rank each that all claim the same rank (e.g. nsys exports, each rank 0 of its own file): take
-    the rank from the file name (rank_3, worker3), else from the file order."""
+    """Files of one rank each whose ranks collide and none of which declares its rank (nsys exports: each process is
+    rank 0 of its own file; Kineto traces without distributedInfo): take the rank from the file name (rank_3,
+    worker3), else from the file order."""
     summaries = [s for r in results for s in r["summaries"]]
     ranks = [s.rank for s in summaries]
-    if len(set(ranks)) == len(ranks) or any(len(r["summaries"]) != 1 for r in results if r["summaries"]):
-        return
+    if len(set(ranks)) == len(ranks) or any(len(r["summaries"]) != 1 for r in results if r["summaries"]) \
+            or any(s.meta.get("rank_declared") for s in summaries):
+        return                       # ranks the traces declare (distributedInfo) are never renumbered
     nums = []
     for s in summaries:
         m = _NUM.search(Path(s.source).name.split(".")[0]) or _NUM.search(Path(s.source).name)
@@ -172,6 +176,7 @@ def _renumber(results: list[dict], notes: list[str]) -> None:
         s.rank = n
         s.steps = s.steps.with_columns(rank=n)
         s.collectives = s.collectives.with_columns(rank=n)
+        s.events = s.events.with_columns(rank=n)
         if s.devices.height:
             s.devices = s.devices.with_columns(rank=n)
 

@@ -360,6 +360,17 @@ class Source:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    # ---- the run index: cross-run questions ----------------------------------------------------------
+    def history(self, query):
+        """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
+        when the store cannot be written)."""
+        from collectors import index as run_index
+        try:
+            self.store.refresh_index()
+        except OSError:
+            return query(run_index.memory_index(self.store.root, self.runs()))
+        return run_index.collect(self.store.root, query)
+
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str) -> list:
         """Stored Nsight Compute measurements of a textbook case on one GPU (analyzers.cases.Measurement): launches

@@ -23,7 +23,8 @@ from collectors.errors import InputError
 from dashboard.cli._app import app
 
 # command modules register themselves on `app`
-from dashboard.cli import core  # noqa: E402,F401  ingest, runs, analyze, gpus, dashboard
+from dashboard.cli import core  # noqa: E402,F401  ingest, analyze, gpus, dashboard
+from dashboard.cli import index  # noqa: E402,F401  runs, reindex, query
 from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export

@@ -51,35 +51,6 @@ def ingest(
         raise typer.Exit(1)
 
 
-def run_summary(run, src=None) -> dict:
-    info = run.info
-    gpu = src.gpu_label(run) if src is not None else info.gpu_name
-    return {
-        "run_id": info.run_id, "kind": info.kind, "source_name": info.source_name, "gpu_name": gpu,
-        "items": info.item_count, "item_label": info.item_label,
-        "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ"),
-        "size_bytes": info.size_bytes, "warnings": list(info.warnings),
-    }
-
-
-@app.command()
-def runs(store: StoreOpt = None,
-         format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
-    """List the runs in the store, newest first: id, kind, file, GPU, item count (launches, kernels or results)."""
-    src = open_source(store)
-    rows = [run_summary(r, src) for r in src.runs()]
-    if format is ListFormat.json:
-        echo_json({"runs": rows})
-    else:
-        for r in rows:
-            r["warn"] = len(r["warnings"]) or None
-        print_table(rows, ["run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created",
-                           ("warn", "warnings", None)])
-        for r in rows:
-            for w in r["warnings"]:
-                typer.echo(f"{r['run_id']}: warning: {w}")
-
-
 class Compat(str, Enum):
     hta = "hta"
 
