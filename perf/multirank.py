@@ -2,9 +2,9 @@
 local Ray cluster, against running every rank in the driver process (serial) and against the old way of reading a
 rank folder as one run (all ranks' tables in one process), in the same run.
 
-The traces are built from the real 8-rank DLRM NCCL traces of facebookresearch/param (tests/data/multirank/
-param_dlrm_8rank, MIT): each rank's events are replicated, copy k shifted by k periods (one period covers every
-rank's events, so the ranks stay aligned) with fresh correlation / External / flow ids and its ProfilerStep
+The traces are built from the real 8-rank DLRM NCCL traces of facebookresearch/param (tests/corpus/param/dlrm_8rank,
+MIT): each rank's events are replicated, copy k shifted by k periods (one period covers every rank's events, so the
+ranks stay aligned) with fresh correlation / External / flow ids and its ProfilerStep
 renumbered k, until the JSON is >= --mb MiB; ranks 8..63 repeat ranks 0..7 under their own distributedInfo.rank.
 Every copy keeps the original's NCCL send/recv and all-reduce kernels, so the collectives still synchronise.
 
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "tests" / "data" / "multirank" / "param_dlrm_8rank"
+SOURCE = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 ID_STRIDE = 10_000_000
 
 

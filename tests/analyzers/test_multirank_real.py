@@ -1,7 +1,9 @@
-"""Multi-rank analysis of real multi-rank traces (tests/data/multirank, with their licenses and provenance in
-manifest.json): exposed communication and stragglers against Holistic Trace Analysis 0.5.0's own numbers
-(hta_reference.json, made by make_hta_reference.py) and against an independent computation straight from the
-JSON with the standard library, including the clock-based check of who arrived last at each collective."""
+"""Multi-rank analysis of real multi-rank traces of the compatibility corpus (tests/corpus: the 8-rank DLRM NCCL job of
+facebookresearch/param, two ranks of a 128-rank job and a trace with collective sizes from HTA's tests; licenses and
+provenance in its manifest.json): exposed communication and stragglers against Holistic Trace Analysis 0.5.0's own
+numbers (tests/data/multirank/hta_reference.json, made by make_hta_reference.py beside it) and against an
+independent computation straight from the JSON with the standard library, including the clock-based check of who
+arrived last at each collective."""
 from __future__ import annotations
 
 import gzip
@@ -17,10 +19,11 @@ from analyzers.distributed import rank_summary
 from analyzers.stragglers import combine
 from collectors.ingest import parse_path
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "multirank"
-HTA = json.loads((DATA / "hta_reference.json").read_text())
-DLRM = DATA / "param_dlrm_8rank"
-SAMPLED = DATA / "hta_sampled_2rank"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+HTA = json.loads((Path(__file__).resolve().parents[1] / "data" / "multirank" / "hta_reference.json").read_text())
+DLRM = CORPUS / "param" / "dlrm_8rank"
+SAMPLED = CORPUS / "hta" / "multirank_128"
+NCCL_ARGS = CORPUS / "hta" / "a100_resnet_ddp_nccl_rank0_2024-05.json.gz"
 
 
 def ours(folder: Path):
@@ -86,12 +89,13 @@ def dlrm():
     return ours(DLRM), [raw_rank(p) for p in sorted(DLRM.glob("*.json.gz"))]
 
 
-def test_manifest_names_every_file_with_its_license():
-    m = json.loads((DATA / "manifest.json").read_text())
-    files = {e["file"] for e in m}
-    assert files == {str(p.relative_to(DATA)) for p in DATA.rglob("*.json.gz")}
-    for e in m:
-        assert e["license"] == "MIT" and (DATA / e["license_file"]).is_file() and e["source_repo"]
+def test_the_corpus_manifest_gives_every_file_used_here_with_its_license():
+    m = {e["file"]: e for e in json.loads((CORPUS / "manifest.json").read_text())["files"]}
+    used = [*DLRM.glob("*.json.gz"), *SAMPLED.glob("*.json.gz"), NCCL_ARGS]
+    assert len(used) == 11
+    for p in used:
+        e = m[str(p.relative_to(CORPUS))]
+        assert e["license"] == "MIT" and (CORPUS / e["license_file"]).is_file() and e["source_repo"]
 
 
 def test_exposed_communication_matches_an_independent_computation(dlrm):
@@ -170,7 +174,7 @@ def test_straggler_matches_hta_and_the_clock_based_last_arrival(dlrm):
 def test_collective_sizes_from_the_profilers_args():
     """PyTorch >= 2.1 writes the collective, element counts and dtype on NCCL kernels: HTA's own test trace
     (tests/test_trace_parse.py: 21 NCCL kernels, the longest an allreduce of 2,049,000 floats)."""
-    p = parse_path(DATA / "hta_nccl_args" / "a100_resnet_ddp_nccl_rank0_2024-05.json.gz")
+    p = parse_path(NCCL_ARGS)
     g = p.tables["gpu_ops"]
     nccl = g.filter(pl.col("name").str.contains("nccl"))
     assert nccl.height == 21

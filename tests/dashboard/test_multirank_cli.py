@@ -12,7 +12,7 @@ import pytest
 from tests.collectors.test_nsys_ingest import build_nsys
 from tests.conftest import REPO
 
-DLRM = REPO / "tests" / "data" / "multirank" / "param_dlrm_8rank"
+DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
 

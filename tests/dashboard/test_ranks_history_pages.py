@@ -12,7 +12,7 @@ from tests.conftest import H200_TORCH, REPO, SAMPLES
 from tests.dashboard.helpers import frames, open_page, texts, vega_specs
 from tests.dashboard.test_single_source import _cli, _export, _html_rows
 
-DLRM = REPO / "tests" / "data" / "multirank" / "param_dlrm_8rank"
+DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 
 
 @pytest.fixture(scope="module")

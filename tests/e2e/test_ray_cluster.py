@@ -18,7 +18,7 @@ from tests.ray_helpers import ray_available, ray_cluster
 
 pytestmark = pytest.mark.skipif(not ray_available(), reason="Ray is not installed (pip install 'kernelscope[ray]')")
 REPO = Path(__file__).resolve().parents[2]
-DLRM = REPO / "tests" / "data" / "multirank" / "param_dlrm_8rank"
+DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 KS = [sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())"]
 
 

@@ -1,4 +1,5 @@
-"""Reference numbers from Holistic Trace Analysis (HTA) for the multi-rank test traces of this folder.
+"""Reference numbers from Holistic Trace Analysis (HTA) for the multi-rank traces of the corpus (tests/corpus:
+param/dlrm_8rank and hta/multirank_128), under the names param_dlrm_8rank and hta_sampled_2rank.
 
 Run with HTA in its own environment (its pins never touch the project's), from the repository root:
 
@@ -18,16 +19,17 @@ from pathlib import Path
 
 from hta.trace_analysis import TraceAnalysis
 
-HERE = Path(__file__).resolve().parent
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+SETS = {"param_dlrm_8rank": CORPUS / "param" / "dlrm_8rank", "hta_sampled_2rank": CORPUS / "hta" / "multirank_128"}
 out = {"tool": "HolisticTraceAnalysis", "version": None, "sets": {}}
 try:
     from importlib.metadata import version
     out["version"] = version("HolisticTraceAnalysis")
 except Exception:  # noqa: BLE001
     pass
-for name in ("param_dlrm_8rank", "hta_sampled_2rank"):
+for name, folder in SETS.items():
     with tempfile.TemporaryDirectory() as tmp:
-        for p in sorted((HERE / name).glob("*.json.gz")):
+        for p in sorted(folder.glob("*.json.gz")):
             shutil.copy(p, tmp)
         ta = TraceAnalysis(trace_dir=tmp)
         steps = [int(s) for s in ta.get_profiler_steps()]
