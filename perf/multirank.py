@@ -13,7 +13,7 @@ Timed (each a fresh process, `kernelscope analyze DIR --format json`, the user-f
   ray      --ray on a local cluster started here (`ray start --head` on 127.0.0.1, 2 CPUs)
   serial   the same tasks run one after the other inside the driver (dashboard.execute.SerialExecutor)
   whole    the old path for a rank folder: every rank parsed into one run's tables in one process, then the
-           same multi-rank analysis (on --whole-ranks ranks only: it holds every rank's tables at once)
+           same multi-rank analysis (on --whole-ranks 8 and 16 ranks: it holds every rank's tables at once)
 Reported: wall seconds, the driver's peak RSS (its own ru_maxrss), the largest worker's peak, and whether the
 numbers (ranks, iterations, collectives) are identical across pool, ray and serial.
 
@@ -156,7 +156,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--mb", type=float, default=20.0, help="MiB of JSON per rank (at least)")
-    ap.add_argument("--whole-ranks", type=int, default=8)
+    ap.add_argument("--whole-ranks", type=int, nargs="*", default=[8, 16],
+                    help="rank counts for the one-process baseline (it holds every rank's tables at once)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kernelscope-perf-multirank")
     ap.add_argument("--skip-ray", action="store_true")
     args = ap.parse_args()
@@ -166,6 +167,10 @@ def main() -> None:
     sizes = [p.stat().st_size for p in folder.glob("*.json")]
     print(f"{len(sizes)} rank traces in {folder}, {min(sizes) / 2**20:.1f}-{max(sizes) / 2**20:.1f} MiB each, "
           f"{sum(sizes) / 2**30:.2f} GiB ({time.perf_counter() - t:.0f} s to build or reuse)", flush=True)
+    for p in sorted(folder.glob("*.json")):            # every mode reads the files from the page cache
+        with open(p, "rb") as f:
+            while f.read(1 << 24):
+                pass
     load0 = os.getloadavg()
     results: dict = {"ranks": len(sizes), "rank_mib_min": min(sizes) / 2**20, "total_gib": sum(sizes) / 2**30,
                      "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -186,16 +191,17 @@ def main() -> None:
                          "driver_peak_rss_bytes": rep["execution"]["driver_peak_rss_bytes"], "_numbers": numbers(rep)}
     print(f"  serial: {results['serial']['wall_s']:.1f} s, driver peak "
           f"{results['serial']['driver_peak_rss_bytes'] / 2**20:.0f} MiB", flush=True)
-    sub = args.workdir / f"whole_{args.whole_ranks}"
-    shutil.rmtree(sub, ignore_errors=True)
-    sub.mkdir()
-    for p in sorted(folder.glob("*.json"))[:args.whole_ranks]:
-        os.symlink(p, sub / p.name)
-    res = run([sys.executable, "-c", WHOLE, str(sub), str(REPO)])
-    results["whole"] = {**json.loads(res["stdout"].strip().splitlines()[-1]), "ranks_used": args.whole_ranks}
-    w = results["whole"]
-    print(f"  whole ({args.whole_ranks} ranks): {w['wall_s']:.1f} s, peak {w['driver_peak_rss_bytes'] / 2**20:.0f} MiB",
-          flush=True)
+    results["whole"] = []
+    for n in args.whole_ranks:
+        sub = args.workdir / f"whole_{n}"
+        shutil.rmtree(sub, ignore_errors=True)
+        sub.mkdir()
+        for p in sorted(folder.glob("*.json"))[:n]:
+            os.symlink(p, sub / p.name)
+        res = run([sys.executable, "-c", WHOLE, str(sub), str(REPO)])
+        w = {**json.loads(res["stdout"].strip().splitlines()[-1]), "ranks_used": n}
+        results["whole"].append(w)
+        print(f"  whole ({n} ranks): {w['wall_s']:.1f} s, peak {w['driver_peak_rss_bytes'] / 2**20:.0f} MiB", flush=True)
     results["load_after"] = os.getloadavg()
 
     ref = results["pool"]["_numbers"]

@@ -156,3 +156,20 @@ def test_step_option_and_one_rank_file(tmp_path, ks):
     rep = json.loads(ks("analyze", str(f), "--format", "json", "--step", r"^ProfilerStep#(\d+)$",
                         "--store", str(tmp_path / "s")).stdout)
     assert [i["step"] for i in rep["iterations"]] == [10]
+
+
+def test_ray_takes_an_optional_address():
+    from dashboard.cli import ray_argv
+    assert ray_argv(["analyze", "d", "--ray"]) == ["analyze", "d", "--ray", "auto"]
+    assert ray_argv(["analyze", "--ray", "d/"]) == ["analyze", "--ray", "auto", "d/"]          # a path, not an address
+    assert ray_argv(["analyze", "d", "--ray", "--workers", "2"]) == ["analyze", "d", "--ray", "auto", "--workers", "2"]
+    for addr in ("10.0.0.5:6379", "head-node:6379", "ray://head:10001", "local", "auto"):
+        assert ray_argv(["bench", "--ray", addr]) == ["bench", "--ray", addr]
+
+
+def test_executor_choice():
+    from dashboard import execute
+    assert isinstance(execute.make_executor(total_bytes=10 << 20, tasks=8), execute.SerialExecutor)
+    assert isinstance(execute.make_executor(total_bytes=1 << 30, tasks=8), execute.PoolExecutor)
+    assert isinstance(execute.make_executor(total_bytes=10 << 20, tasks=8, workers=2), execute.PoolExecutor)
+    assert isinstance(execute.make_executor(total_bytes=1 << 30, tasks=1), execute.SerialExecutor)
