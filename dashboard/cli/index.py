@@ -60,7 +60,6 @@ def runs(store: StoreOpt = None,
     from collectors import index as run_index
     from dashboard.cli._app import open_source
     st, ix = _index(store)
-    src = open_source(store)
     if ix is not None:
         def q(i):
             lf = i.runs.sort(["created", "run_id"], descending=True)
@@ -68,6 +67,7 @@ def runs(store: StoreOpt = None,
         df = run_index.collect(st.root, q)
         # a run whose file names no GPU: the identified one (Source.gpu_label), computed when listed
         unnamed = df.filter(pl.col("gpu_name").is_null() & pl.col("kind").is_in(["ncu", "bench"]))["run_id"].to_list()
+        src = open_source(store) if unnamed else None          # (the analyzers load only when needed)
         labels = {r: src.gpu_label(st.get(r)) for r in unnamed}
         df = df.select(
             "run_id", "kind", "source_name",
@@ -78,6 +78,7 @@ def runs(store: StoreOpt = None,
             "size_bytes", pl.col("warnings").fill_null([]))
     else:
         rows = []
+        src = open_source(store)
         for r in st.runs()[:limit]:
             info = r.info
             rows.append({"run_id": info.run_id, "kind": info.kind, "source_name": info.source_name,
