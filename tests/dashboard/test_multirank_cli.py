@@ -173,3 +173,29 @@ def test_executor_choice():
     assert isinstance(execute.make_executor(total_bytes=1 << 30, tasks=8), execute.PoolExecutor)
     assert isinstance(execute.make_executor(total_bytes=10 << 20, tasks=8, workers=2), execute.PoolExecutor)
     assert isinstance(execute.make_executor(total_bytes=1 << 30, tasks=1), execute.SerialExecutor)
+
+
+@pytest.mark.shared_data
+def test_a_real_two_gpu_nsys_export(ks, tmp_path):
+    """The real 2-GPU training export (../shared/data/nsys, NCCL send/recv, one nsys session: one clock). The rank
+    with the shorter kernel of each shared instance is the one that started it later by the clock."""
+    import polars as pl
+
+    from analyzers.distributed import rank_summary
+    from analyzers.stragglers import instances
+    from collectors.ingest import parse_path
+    from tests.conftest import SHARED_NSYS
+    f = SHARED_NSYS / "mfu_2gpu_before.sqlite"
+    rep = json.loads(ks("analyze", f, "--format", "json", "--store", tmp_path / "s").stdout)
+    assert [r["rank"] for r in rep["ranks"]] == [0, 1] and [r["comm_kernel_count"] for r in rep["ranks"]] == [33, 33]
+    assert rep["collective_instances"]["synchronising"] >= 30
+    it = rep["iterations"][0]
+    assert (it["step"], it["straggler_rank"], it["found_by"]) == (-1, 1, "collective waits")
+    p = parse_path(f)
+    ev = pl.concat([rank_summary(p.tables["gpu_ops"].filter(pl.col("rank") == r), p.tables["nvtx"].filter(
+        pl.col("rank") == r), rank=r).events for r in (0, 1)])
+    sync = instances(ev).filter(pl.col("synchronising"))
+    latest = (ev.sort("start_ns", descending=True).group_by("step", "kind", "occurrence")
+              .agg(pl.col("rank").first().alias("latest")))
+    j = sync.join(latest, on=["step", "kind", "occurrence"])
+    assert j.height == sync.height and (j["last_rank"] == j["latest"]).all()
