@@ -241,6 +241,37 @@ class Source:
                               name or "unknown GPU")
         return {**(self.best_ceilings(name) if name else {}), **own}
 
+    def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
+                  threshold: float | None = None):
+        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the
+        straggler and its cause, collectives. A stored run with many ranks is reduced rank by rank on the given
+        executor (dashboard.execute; default: in this process for small runs, a process pool for large ones),
+        each task reading its rank from the store; a Parsed file in this process."""
+        from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
+        from dashboard import execute, ranks
+        run = self._resolve(run)
+        thr = STRAGGLER_THRESHOLD if threshold is None else threshold
+
+        def in_process(parsed):
+            floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
+            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors),
+                           threshold=thr)
+        if isinstance(run, Parsed):
+            return in_process(run)
+
+        def make():
+            n = len(run.meta.get("ranks") or [0])
+            ex = executor or execute.make_executor(total_bytes=run.info.size_bytes, tasks=n)
+            if isinstance(ex, execute.SerialExecutor):
+                return in_process(Parsed(run.kind, {t: self.table(run.run_id, t) for t in ("gpu_ops", "nvtx")},
+                                         run.meta))
+            floors = {g: self.launch_floor_ns(g) for g in {run.meta.get("gpu_name")}}
+            return ranks.analyze_sources(ranks.run_sources(run), ex, step_pattern=step_pattern, threshold=thr,
+                                         floors=floors)[0]
+        if executor is not None:
+            return make()
+        return self._cached(("multirank", run.run_id, step_pattern, thr, self._bench_key()), make)
+
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
 
@@ -328,6 +359,17 @@ class Source:
             return self.ingest_bytes(data, name, gpu)
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
+
+    # ---- the run index: cross-run questions ----------------------------------------------------------
+    def history(self, query):
+        """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
+        when the store cannot be written)."""
+        from collectors import index as run_index
+        try:
+            self.store.refresh_index()
+        except OSError:
+            return query(run_index.memory_index(self.store.root, self.runs()))
+        return run_index.collect(self.store.root, query)
 
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str) -> list:

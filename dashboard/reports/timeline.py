@@ -95,7 +95,8 @@ def header(view: TimelineView, meta: dict | None = None) -> list:
               else f"Nsight Systems export {meta.get('nsys_version', '')}")
     return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
                  f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
-                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption"),
+                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')} · "
+                 f"[iterations and stragglers per rank](ranks?run={run.run_id})", "caption"),
             *notes_blocks(meta)]
 
 
