@@ -3,7 +3,8 @@
 Pure functions over a ceilings frame (CEILING_SCHEMA: one row per measured ceiling of a bench run, newest run
 first), which dashboard.source builds from the store with `ceilings_frame`:
 
-- `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d, launch, graph);
+- `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d, host_memcpy,
+  launch, launch_cxx, sync, kernel, graph);
 - `best_ceilings(ceilings, gpu_name)`: the best measured value per resource of one GPU (highest rate, lowest
   cost) with its source text: what "% of the measured ceiling", the roofline's measured roofs and the findings'
   peaks use;
@@ -30,7 +31,11 @@ RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "fp32": ("fp32_flop_per_s", "FP32 (CUDA cores)"),
     "h2d": ("host_link_bytes_per_s", "host ↔ device"),
     "launch": (None, "launch cost"),
+    "launch_cxx": (None, "launch cost from C++ (CUDA runtime)"),
+    "sync": (None, "launch + synchronize"),
+    "kernel": (None, "one kernel between two events"),
     "graph": (None, "graph replay per node"),
+    "host_memcpy": (None, "host memcpy into pinned memory"),
 }
 #: the ceiling metric of the launch floor (kernelscope bench, case "ceiling")
 LAUNCH_FLOOR_METRIC = "launch_back_to_back"
@@ -49,6 +54,8 @@ def classify_ceiling(name: str, unit: str) -> str | None:
             return "bf16"
         return "fp32" if any(w in n for w in ("fp32", "fma", "ffma", "float")) else None
     if unit == "B/s":
+        if "memcpy" in n and "host" in n:
+            return "host_memcpy"
         if any(w in n for w in ("h2d", "d2h", "host", "pinned", "pageable", "pcie")):
             return "h2d"
         if "l2" in n:
@@ -61,6 +68,12 @@ def classify_ceiling(name: str, unit: str) -> str | None:
     if unit == "s":
         if "graph" in n:
             return "graph"
+        if "kernel_event" in n:
+            return "kernel"
+        if "launch" in n and "sync" in n:
+            return "sync"
+        if "launch" in n and ("cxx" in n or "c++" in n):
+            return "launch_cxx"
         if "launch" in n:
             return "launch"
     return None

@@ -35,15 +35,30 @@ NOISE_FLOOR = 0.05
 SPREAD_K = 2.0
 
 
-def ncu_launches(kernels: pl.DataFrame, extra: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Launch rows from an (analyzed) ncu kernel table: name (demangled), config "grid (x,y,z) block (x,y,z)"."""
+def ncu_launches(kernels: pl.DataFrame, extra: tuple[str, ...] = (), *, dims: bool = True) -> pl.DataFrame:
+    """Launch rows from an (analyzed) ncu kernel table: name (canonical), config "grid (x,y,z) block (x,y,z)"; where
+    a launch has no grid and block dimensions, or with dims=False, "grid N blocks, block M threads" (its
+    launch__grid_size and launch__block_size); "—" when it has neither."""
+    has = set(kernels.columns)
+    by_dims = (pl.format("grid ({},{},{}) block ({},{},{})", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                         "block_z") if dims else pl.lit(None, pl.String))
+    by_size = (pl.format("grid {} blocks, block {} threads", pl.col("grid_size").cast(pl.Int64),
+                         pl.col("block_size").cast(pl.Int64))
+               if {"grid_size", "block_size"} <= has else pl.lit(None, pl.String))
     return kernels.sort("id").select(
         pl.col("kernel_name").alias("name"),
-        pl.format("grid ({},{},{}) block ({},{},{})", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-        .alias("config"),
+        pl.coalesce(by_dims, by_size, pl.lit("—")).alias("config"),
         pl.col("duration_ns").cast(pl.Float64),
-        *[pl.col(c) for c in extra if c in kernels.columns],
+        *[pl.col(c) for c in extra if c in has],
     )
+
+
+def has_dims(kernels: pl.DataFrame) -> bool:
+    """Every launch has its grid and block dimensions. Two ncu runs compare by dimensions when both have them, else
+    both by blocks per grid and threads per block (a `.ncu-rep` of ncu 2019.x-2020.1 has only those, its CSV exports
+    dimensions), so one report in two formats matches launch for launch."""
+    cols = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+    return kernels.height > 0 and all(c in kernels.columns and kernels[c].null_count() == 0 for c in cols)
 
 
 def trace_launches(gpu_ops: pl.DataFrame) -> pl.DataFrame:
@@ -73,6 +88,24 @@ def _groups(df: pl.DataFrame, per_launch: bool) -> pl.DataFrame:
         *[pl.col(c).mean() for c in extra])
 
 
+def change_columns(noise_floor: float = NOISE_FLOOR, k: float = SPREAD_K) -> list[pl.Expr]:
+    """status, change_pct, threshold_pct from median_ns_a/_b and spread_ns_a/_b (the module docstring's rule):
+    the one classification of a kernel's change, for two runs (compare_runs) and along a run history
+    (analyzers.history.regressions)."""
+    rel = ((pl.col("spread_ns_a") / pl.col("median_ns_a")) ** 2
+           + (pl.col("spread_ns_b") / pl.col("median_ns_b")) ** 2).sqrt()
+    thr = pl.max_horizontal(pl.lit(noise_floor), k * rel)
+    change = pl.col("median_ns_b") / pl.col("median_ns_a") - 1
+    status = (pl.when(pl.col("median_ns_a").is_null()).then(pl.lit("added"))
+              .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
+              .when(change < -thr).then(pl.lit("faster"))
+              .when(change > thr).then(pl.lit("slower"))
+              .when(thr > NOISY_LIMIT * noise_floor + 1e-12).then(pl.lit("too noisy to judge"))
+              .otherwise(pl.lit("unchanged")))
+    return [status.alias("status"), (change * 100).alias("change_pct"),
+            pl.when(change.is_not_null()).then(thr * 100).alias("threshold_pct")]
+
+
 def compare_runs(a: pl.DataFrame, b: pl.DataFrame, *, per_launch: bool, noise_floor: float = NOISE_FLOOR,
                  k: float = SPREAD_K) -> pl.DataFrame:
     """One row per kernel (per launch for ncu) of A or B: n_a/n_b, median_a_ns/median_b_ns, spread_*_ns,
@@ -83,23 +116,10 @@ def compare_runs(a: pl.DataFrame, b: pl.DataFrame, *, per_launch: bool, noise_fl
     ga = ga.rename({c: f"{c}_a" for c in ga.columns if c not in keys})
     gb = gb.rename({c: f"{c}_b" for c in gb.columns if c not in keys})
     j = ga.join(gb, on=keys, how="full", coalesce=True, nulls_equal=True)
-    rel = ((pl.col("spread_ns_a") / pl.col("median_ns_a")) ** 2
-           + (pl.col("spread_ns_b") / pl.col("median_ns_b")) ** 2).sqrt()
-    thr = pl.max_horizontal(pl.lit(noise_floor), k * rel)
-    change = pl.col("median_ns_b") / pl.col("median_ns_a") - 1
-    j = j.with_columns(change=change, threshold=thr)
-    status = (pl.when(pl.col("median_ns_a").is_null()).then(pl.lit("added"))
-              .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
-              .when(pl.col("change") < -pl.col("threshold")).then(pl.lit("faster"))
-              .when(pl.col("change") > pl.col("threshold")).then(pl.lit("slower"))
-              .when(pl.col("threshold") > NOISY_LIMIT * noise_floor + 1e-12).then(pl.lit("too noisy to judge"))
-              .otherwise(pl.lit("unchanged")))
     return j.with_columns(
-        status=status,
-        change_pct=pl.col("change") * 100,
-        threshold_pct=pl.when(pl.col("change").is_not_null()).then(pl.col("threshold") * 100),
+        *change_columns(noise_floor, k),
         delta_ns=pl.col("total_ns_b").fill_null(0) - pl.col("total_ns_a").fill_null(0),
-    ).drop("change", "threshold").sort(pl.col("delta_ns").abs(), descending=True)
+    ).sort(pl.col("delta_ns").abs(), descending=True)
 
 
 def totals(cmp: pl.DataFrame) -> dict:
@@ -121,14 +141,17 @@ class CompareResult:
     pairs: list[dict] = field(default_factory=list)   # ncu: matched launches {name, config, occurrence, a_id, b_id}
     metrics: dict = field(default_factory=dict)        # ncu: pair index -> metric_diff of that pair
     stats: pl.DataFrame | None = None                  # traces: trace_stats
+    dims: bool = True                                  # ncu: matched by grid/block dimensions (has_dims), else sizes
 
 
 def compare_ncu(ka: pl.DataFrame, kb: pl.DataFrame, ma: pl.DataFrame, mb: pl.DataFrame, *, noise_floor: float = NOISE_FLOOR,
                 extra: tuple[str, ...] = ()) -> CompareResult:
     """Two analysed ncu kernel tables (with id, kernel_name, grid/block, duration_ns) and their long metric tables:
-    launches matched n-th with n-th per (name, configuration), each matched pair diffed metric by metric."""
-    la = ncu_launches(ka, extra=("id", *extra))
-    lb = ncu_launches(kb, extra=("id", *extra))
+    launches matched n-th with n-th per (name, configuration: dimensions when both runs have them, else blocks and
+    threads per block, see has_dims), each matched pair diffed metric by metric."""
+    dims = has_dims(ka) and has_dims(kb)
+    la = ncu_launches(ka, extra=("id", *extra), dims=dims)
+    lb = ncu_launches(kb, extra=("id", *extra), dims=dims)
     cmp = compare_runs(la, lb, per_launch=True, noise_floor=noise_floor)
     pairs = []
     matched = cmp.filter(pl.col("id_a").is_not_null() & pl.col("id_b").is_not_null())
@@ -138,7 +161,7 @@ def compare_ncu(ka: pl.DataFrame, kb: pl.DataFrame, ma: pl.DataFrame, mb: pl.Dat
     metrics = {i: metric_diff(ma.filter(pl.col("id") == p["a_id"]), mb.filter(pl.col("id") == p["b_id"]),
                               noise_floor=noise_floor) for i, p in enumerate(pairs)}
     return CompareResult("ncu", noise_floor, relatedness(ka["kernel_name"].to_list(), kb["kernel_name"].to_list()),
-                         cmp, totals(cmp), pairs, metrics)
+                         cmp, totals(cmp), pairs, metrics, dims=dims)
 
 
 def compare_traces(ga: pl.DataFrame, gb: pl.DataFrame, values_a: dict, values_b: dict, *,

@@ -38,6 +38,7 @@ LAUNCH_DELAY_CUTOFF_NS = 100_000   # HTA launch_delay_cutoff = 100 µs
 RUNTIME_CUTOFF_NS = 50_000         # HTA runtime_cutoff = 50 µs
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 _COMM = r"(?i)nccl"
+COMM_PATTERN = _COMM      # collective kernels (NCCL; RCCL keeps the nccl names), as HTA classifies them
 
 # the definitions of the module docstring, one line each, as `kernelscope analyze` and the dashboard state them
 DEFINITIONS = {

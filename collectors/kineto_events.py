@@ -118,9 +118,14 @@ def _chain_first(first, it):
 # --------------------------------------------------------------------------------------------------
 NDJSON_CHUNK_BYTES = 8 << 20
 _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
+#: args of a collective kernel (PyTorch >= 2.1) -> gpu_ops column
+COMM_ARGS = {"Collective name": "collective", "In msg nelems": "comm_in_nelems", "Out msg nelems": "comm_out_nelems",
+             "dtype": "comm_dtype", "Group size": "comm_group_size"}
+_COMM_TYPES = {"Collective name": pl.String, "In msg nelems": pl.Int64, "Out msg nelems": pl.Int64,
+               "dtype": pl.String, "Group size": pl.Int64}
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
                    "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64),
-                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64})
+                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64, **_COMM_TYPES})
 _EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
                  "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
 # Times to integer ns. Below 2**43 µs a float64 is within half a ns of the three-decimal µs value Kineto wrote
@@ -224,7 +229,8 @@ def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
             *[a.struct.field(f).list.get(i, null_on_oob=True).cast(pl.Int32).alias(f"{f}_{xyz}")
               for f in ("grid", "block") for i, xyz in enumerate("xyz")],
             a.struct.field("registers per thread").alias("registers_per_thread"),
-            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"))
+            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"),
+            *[a.struct.field(k).alias(c) for k, c in COMM_ARGS.items()])
     api = x.filter(cat.is_in(list(_API_CATS)))
     if api.height:
         out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"), ext)
@@ -248,7 +254,7 @@ class _Cols:
 
     def __init__(self):
         self.gpu = {k: [] for k in ("kind", "name", "pid", "tid", "ts", "dur", "device", "stream", "correlation",
-                                    "external_id", "grid", "block", "regs", "smem", "bytes", "idx")}
+                                    "external_id", "grid", "block", "regs", "smem", "bytes", "idx", *COMM_ARGS)}
         self.api = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "correlation", "external_id", "idx")}
         self.cpu = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "external_id", "idx")}
         self.ann = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "idx")}
@@ -284,6 +290,8 @@ def collect_events(events: list, base_idx: int, name: str) -> _Cols:
             g_cor(args.get("correlation")); g_ext(_ext(args)); g_grid(args.get("grid"))
             g_block(args.get("block")); g_regs(args.get("registers per thread")); g_smem(args.get("shared memory"))
             g_bytes(args.get("bytes")); g_idx(base_idx + i)
+            for k in COMM_ARGS:
+                g[k].append(args.get(k))
         elif cat in api_cats:
             args = e.get("args", empty_args)
             if type(args) is not dict:
@@ -379,6 +387,7 @@ def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
             _series(g["smem"], pl.Int64, "shared memory", ix, name).alias("shared_memory_bytes"),
             _series(g["bytes"], pl.Int64, "bytes", ix, name),
             _id_series(g["tid"], "tid", ix, name),
+            *[_series(g[k], _COMM_TYPES[k], k, ix, name).alias(c) for k, c in COMM_ARGS.items()],
         ])
     for key, cols, extra in (("api", c.api, ("correlation", "external_id")), ("cpu", c.cpu, ("external_id",)),
                              ("ann", c.ann, ())):

@@ -26,7 +26,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 5, "kineto": 3, "nsys": 3, "bench": 2}
+TABLE_VERSIONS = {"ncu": 6, "kineto": 4, "nsys": 4, "bench": 2}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -247,12 +247,19 @@ GPU_OPS_SCHEMA = pl.Schema({
     "shared_memory_bytes": pl.Int64,  # static + dynamic shared memory per block
     "bytes": pl.Int64,                # memcpy / memset size
     "copy_kind": pl.String,           # HtoD, DtoH, DtoD, HtoH, PtoP ... (memcpy only)
+    # collective kernels (NCCL / RCCL) as PyTorch >= 2.1 records them in the kernel's args; null when not recorded
+    "collective": pl.String,          # 'Collective name': allreduce, _allgather_base, send, ...
+    "comm_in_nelems": pl.Int64,       # 'In msg nelems'
+    "comm_out_nelems": pl.Int64,      # 'Out msg nelems'
+    "comm_dtype": pl.String,          # 'dtype': Float, BFloat16, ...
+    "comm_group_size": pl.Int64,      # 'Group size': ranks in the process group
 })
 
 #: the columns a parser provides before collectors.launches.link_launches adds the launch / op columns
 GPU_RAW_COLUMNS = ("rank", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "duration_ns",
                    "correlation", "external_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-                   "registers_per_thread", "shared_memory_bytes", "bytes", "copy_kind")
+                   "registers_per_thread", "shared_memory_bytes", "bytes", "copy_kind", "collective", "comm_in_nelems",
+                   "comm_out_nelems", "comm_dtype", "comm_group_size")
 GPU_RAW_SCHEMA = pl.Schema({c: GPU_OPS_SCHEMA[c] for c in GPU_RAW_COLUMNS})
 
 API_CALLS_SCHEMA = pl.Schema({

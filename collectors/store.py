@@ -34,6 +34,7 @@ from pathlib import Path
 
 import polars as pl
 
+from collectors import index as run_index
 from collectors.errors import ArtifactError, RunNotFound, StoreError
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
@@ -146,6 +147,18 @@ class Run:
             raise KeyError(f"run {self.run_id} has no table {name!r}")
         return pl.read_parquet(p)
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A lazy scan of one table (a worker reads only the rows it filters for, e.g. one rank)."""
+        d = self._tables_dir
+        if d is None:
+            if name not in self._memory.tables:
+                raise KeyError(f"run {self.run_id} has no table {name!r}")
+            return self._memory.tables[name].lazy()
+        p = d / f"{name}.parquet"
+        if not p.is_file():
+            raise KeyError(f"run {self.run_id} has no table {name!r}")
+        return pl.scan_parquet(p)
+
     def as_parsed(self) -> Parsed:
         return Parsed(self.kind, {t: self.table(t) for t in self.tables}, self.meta)
 
@@ -244,7 +257,51 @@ class Store:
         shutil.rmtree(gone, ignore_errors=True)
         for old in self.runs_dir.glob(".deleted-*"):       # leftovers of an interrupted delete
             shutil.rmtree(old, ignore_errors=True)
+        if run_index.index_dir(self.root).is_dir():        # the index is a cache: drop the run's rows now
+            try:
+                ids = self.run_ids()
+                run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
+            except OSError:
+                pass                                       # refresh_index drops it on the next read
         return run
+    def run_ids(self) -> set[str]:
+        """The ids of the complete runs, from the folder names alone (a run folder appears complete, by one rename,
+        and temporary folders start with a dot)."""
+        if not self.runs_dir.is_dir():
+            return set()
+        return {e.name for e in os.scandir(self.runs_dir) if not e.name.startswith(".") and e.is_dir()}
+
+    # ---- the run index (collectors.index) ----------------------------------------------------------
+    def refresh_index(self, log=None) -> dict:
+        """Bring the index in line with the runs: index runs it lacks (stored by an older version, or whose
+        segment could not be written) and runs indexed with an older table version, drop runs that are gone.
+        Raises OSError when the index cannot be written."""
+        ids = self.run_ids()
+        base_version = run_index.stats(self.root)["version"]
+        if base_version is not None and base_version != run_index.INDEX_VERSION:
+            if log:
+                log(f"rebuilding the run index (format {base_version} -> {run_index.INDEX_VERSION})")
+            return {"added": self.reindex(), "dropped": 0}
+        have, stale = run_index.indexed(self.root)
+        todo = sorted((ids - have) | (stale & ids))
+        if log and len(todo) > 50:
+            log(f"indexing {len(todo)} runs ...")
+        for i in range(0, len(todo), 256):
+            run_index.add_runs(self.root, [Run(self.runs_dir / r) for r in todo[i:i + 256]])
+        gone = set(have) - ids
+        if gone:
+            run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
+        return {"added": len(todo), "dropped": len(gone)}
+
+    def reindex(self) -> int:
+        """Rebuild the index from every run; returns the number of runs indexed."""
+        return run_index.rebuild(self.root, self.runs())
+
+    def index(self, refresh: bool = True, log=None):
+        """The run index (collectors.index.Index), refreshed first."""
+        if refresh:
+            self.refresh_index(log)
+        return run_index.open_index(self.root)
 
     def __contains__(self, run_id: str) -> bool:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
@@ -303,7 +360,12 @@ class Store:
                     shutil.rmtree(tmp, ignore_errors=True)
                     return Run(final), False
                 raise
-            return Run(final), True
+            run = Run(final)
+            try:
+                run_index.add_runs(self.root, [run])   # one segment, renamed into place; best effort:
+            except (OSError, pl.exceptions.PolarsError):  # refresh_index adds what is missing
+                pass
+            return run, True
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({e.strerror or e})") from None

@@ -285,6 +285,46 @@ class Source:
             return pl.DataFrame()
         return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
 
+    def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
+        """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
+        run's), overridden by the run's own (measured on the same host in the same session)."""
+        name = gpu_name or run.meta.get("gpu_name")
+        own = C.best_ceilings(C.ceilings_frame(run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
+                                               run_id=getattr(run, "run_id", None) or "this file", gpu_name=name),
+                              name or "unknown GPU")
+        return {**(self.best_ceilings(name) if name else {}), **own}
+
+    def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
+                  threshold: float | None = None):
+        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the
+        straggler and its cause, collectives. A stored run with many ranks is reduced rank by rank on the given
+        executor (dashboard.execute; default: in this process for small runs, a process pool for large ones),
+        each task reading its rank from the store; a Parsed file in this process."""
+        from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
+        from dashboard import execute, ranks
+        run = self._resolve(run)
+        thr = STRAGGLER_THRESHOLD if threshold is None else threshold
+
+        def in_process(parsed):
+            floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
+            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors),
+                           threshold=thr)
+        if isinstance(run, Parsed):
+            return in_process(run)
+
+        def make():
+            n = len(run.meta.get("ranks") or [0])
+            ex = executor or execute.make_executor(total_bytes=run.info.size_bytes, tasks=n)
+            if isinstance(ex, execute.SerialExecutor):
+                return in_process(Parsed(run.kind, {t: self.table(run.run_id, t) for t in ("gpu_ops", "nvtx")},
+                                         run.meta))
+            floors = {g: self.launch_floor_ns(g) for g in {run.meta.get("gpu_name")}}
+            return ranks.analyze_sources(ranks.run_sources(run), ex, step_pattern=step_pattern, threshold=thr,
+                                         floors=floors)[0]
+        if executor is not None:
+            return make()
+        return self._cached(("multirank", run.run_id, step_pattern, thr, self._bench_key()), make)
+
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
 
@@ -293,12 +333,12 @@ class Source:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
                 gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
-            res = attach(run.table("results"), gpu)
+            res = attach(run.table("results"), gpu, self.run_ceilings(run, gpu.name if gpu else None))
             return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
                                  skipped_checks(run.meta, res))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("bench", run.run_id, self.gpu), make)
+        return self._cached(("bench", run.run_id, self.gpu, self._bench_key()), make)
 
     def bench_results(self) -> pl.DataFrame:
         """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
@@ -417,24 +457,30 @@ class Source:
             return self.table(run.run_id, "results")["case"].unique().to_list() if "results" in run.tables else []
         return self._cached(("names", run.run_id), make)
 
+    # ---- the run index: cross-run questions ----------------------------------------------------------
+    def history(self, query):
+        """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
+        when the store cannot be written)."""
+        from collectors import index as run_index
+        try:
+            self.store.refresh_index()
+        except OSError:
+            return query(run_index.memory_index(self.store.root, self.runs()))
+        return run_index.collect(self.store.root, query)
+
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:
         """Stored measurements of a textbook case on one GPU, for the case evaluated with `params` (the chapter's
         defaults when None): Nsight Compute launches recognised as running the case by their counters and launch
         (analyzers.cases.kernel_match) whose own configuration predicts the same value of that quantity (a launch is
-        never judged against another configuration's prediction), and bench results of the case whose metric is a
-        quantity the case predicts (spread = cv x value)."""
-        from analyzers.cases import Measurement, evaluate
+        never judged against another configuration's prediction). Bench results: case_bench_rows."""
+        from analyzers.cases import evaluate
         from analyzers.cases.kernel_match import kernel_comparisons
         try:
             page = evaluate(case_id, gpu_name, params or None)
         except (LookupError, ValueError):
             return []
         keys = set(page.predictions)
-        want = find_gpu(gpu_name)
-
-        def same_gpu(name) -> bool:
-            return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
 
         def same_prediction(c) -> bool:
             """The launch's own configuration predicts what the page's does for this quantity."""
@@ -445,7 +491,7 @@ class Source:
 
         out = []
         for run in self.runs(("ncu",)):
-            if not same_gpu(run.meta.get("gpu_name")):
+            if not _same_gpu(run.meta.get("gpu_name"), gpu_name):
                 continue
             a = self.ncu(run)
             metrics = self.table(run.run_id, "metrics").drop_nulls("value")
@@ -457,19 +503,26 @@ class Source:
                     if kc.case_id != case_id:
                         continue
                     out += [c.measurement for c in kc.comparisons if c.quantity in keys and same_prediction(c)]
-        res = self.bench_results()
-        res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
-        for r in res.iter_rows(named=True):
-            if not same_gpu(r["gpu_name"]) or r["value"] is None:
-                continue
-            spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
-            out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
-                                   spread=spread, quantity=r["metric"], gpu=gpu_name))
         return out
+
+    def case_bench_rows(self, case_id: str, gpu_name: str) -> pl.DataFrame:
+        """The store's bench results of a textbook case on one GPU that have a prediction: each judged at its own
+        parameters with the run's measured ceilings (the same verdict the bench run shows)."""
+        res = self.bench_results()
+        if not res.height or "predicted" not in res.columns:
+            return res
+        res = res.filter((pl.col("case") == case_id) & pl.col("predicted").is_not_null())
+        return res.filter(pl.col("gpu_name").map_elements(lambda n: _same_gpu(n, gpu_name), return_dtype=pl.Boolean)) \
+            if res.height else res
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
         return self._cached(("claims", self._bench_key()), lambda: claim_measurements(self.ceiling_records()))
+
+
+def _same_gpu(name, gpu_name) -> bool:
+    want = find_gpu(gpu_name)
+    return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
 
 
 def params_json(v) -> str:

@@ -34,3 +34,20 @@ def to_csv(rows: list[dict]) -> str:
     for r in rows:
         w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in keys})
     return buf.getvalue()
+
+
+def print_frame(df, cols) -> None:
+    """A plain-text table of a polars frame whose cells are shown as they are (strings, integers), formatted by
+    polars rather than cell by cell: a listing of 10,000 runs in a few milliseconds. cols: (key, header)."""
+    import polars as pl
+    keys = [k for k, _ in cols]
+    heads = [h for _, h in cols]
+    if df.height == 0:
+        typer.echo("  ".join(heads) + "\n" + "  ".join("-" * len(h) for h in heads) + "\n(none)")
+        return
+    s = df.select([pl.col(k).cast(pl.String).fill_null("—").alias(k) for k in keys])
+    widths = [max(len(h), int(s[k].str.len_chars().max() or 0)) for k, h in zip(keys, heads)]
+    line = pl.concat_str([pl.col(k).str.pad_end(w) for k, w in zip(keys, widths)], separator="  ").str.strip_chars_end()
+    body = s.select(line.alias("l"))["l"]
+    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    typer.echo("\n".join(out) + "\n" + "\n".join(body.to_list()))

@@ -159,10 +159,13 @@ def build(src: Source, params: dict) -> Report:
     if (a.kind in TRACE_KINDS) != (b.kind in TRACE_KINDS):
         return rep.add(Text(f"Run A is {a.kind} and run B is {b.kind}: only runs of the same kind compare "
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))
+    if a.kind == "ncu" and b.kind == "ncu":   # the GPU each run is analysed on (named, inferred or given)
+        ga, gb = src.ncu(a).gpu.name, src.ncu(b).gpu.name
     r = src.compare(a, b, view.noise_pct / 100)
-    per_launch = r.kind == "ncu"
+    per_launch, dims = r.kind == "ncu", r.dims
     c = r.totals["counts"]
     rep.add(Text(f"A: **{ga}** · B: **{gb}** · kernels matched by name and launch configuration"
+                 + ("" if dims else " (blocks per grid and threads per block: a run lacks grid and block dimensions)")
                  + (" (the n-th launch of each in A with the n-th in B)" if per_launch else
                     " (per-launch medians; the launches' spread widens the threshold)")
                  + f"; a change within max({view.noise_pct:g} %, 2 × the combined relative spread) is *unchanged*, or "

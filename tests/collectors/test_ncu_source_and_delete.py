@@ -49,6 +49,8 @@ def test_delete_is_atomic_and_leaves_the_rest(store, capsys):
     assert gone.run_id == a.run_id and [r.run_id for r in store.runs()] == [b.run_id]
     assert not list(store.runs_dir.glob(".deleted-*")) and not (store.runs_dir / a.run_id).exists()
     assert {k: v for k, v in store_snapshot(store.root).items() if k.startswith(f"runs/{b.run_id}")} == keep
+    indexed = store.index(refresh=False).runs.collect()["run_id"].to_list()     # the run index forgets it at once
+    assert indexed == [b.run_id]
     with pytest.raises(RunNotFound):
         store.delete(a.run_id)
     capsys.readouterr()

@@ -319,7 +319,7 @@ def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, bro
 
 PAGES = [("home", ""), ("upload", ""), ("runs", ""), ("kernels", "kernel=5"), ("kernels", "kernel=7&show=charts"),
          ("compare", "pair=5"), ("gpus", ""), ("live", ""), ("timeline", ""), ("timeline", "show=delays"),
-         ("timeline", "show=idle"), ("cases", ""), ("claims", "")]
+         ("timeline", "show=idle"), ("ranks", ""), ("history", ""), ("cases", ""), ("claims", "")]
 
 
 def _ink(png: bytes) -> float:
@@ -340,7 +340,7 @@ def test_every_page_draws_every_chart(server, browser):
     for name, q in PAGES:
         q = q.replace("kernel=", f"run={run_id}&kernel=") if name == "kernels" else q
         q = f"a={ids['basic']}&b={run_id}&" + q if name == "compare" else q
-        q = f"run={ids['m1024']}&" + q if name == "timeline" else q
+        q = f"run={ids['m1024']}&" + q if name in ("timeline", "ranks") else q
         page.goto(f"{url}/{name}" + (f"?{q}" if q else ""))
         _drawn(page)
         shot = SHOTS / f"{name}{'-' + re.sub(r'[^a-z0-9]+', '_', q) if q else ''}.png"
