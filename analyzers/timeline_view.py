@@ -49,42 +49,63 @@ def _depths(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     return depth
 
 
+SRC_TABLES = ("gpu_ops", "api_calls", "cpu_ops", "nvtx")
+KIND_ENUM = pl.Enum(list(KINDS))
+SRC_ENUM = pl.Enum(list(SRC_TABLES))
+_TRACK_KINDS = {"gpu": (0, ("rank", "device", "stream")), "nvtx": (1, ("rank", "pid", "tid")),
+                "cpu": (2, ("rank", "pid", "tid"))}
+
+
 def build_tracks(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame,
                  nvtx: pl.DataFrame) -> TimelineTracks:
-    """Every event of a trace on its track (module docstring)."""
-    def take(df: pl.DataFrame, src: str, kind: pl.Expr, key: list[str], tkind: str) -> pl.DataFrame:
-        return df.with_row_index("row").select(
-            pl.lit(tkind).alias("tkind"), *[pl.col(c).cast(pl.Int64).alias(c) for c in key],
-            "start_ns", "end_ns", pl.col("name").cast(pl.Categorical), kind.alias("kind"), pl.lit(src).alias("src"),
-            pl.col("row").cast(pl.Int64))
-    parts = [
-        take(gpu_ops, "gpu_ops", pl.col("kind"), ["rank", "device", "stream"], "gpu").with_columns(
-            pl.lit(None, pl.Int64).alias("pid"), pl.lit(None, pl.Int64).alias("tid")),
-        take(api_calls, "api_calls", pl.lit("api"), ["rank", "pid", "tid"], "cpu"),
-        take(cpu_ops, "cpu_ops", pl.lit("cpu_op"), ["rank", "pid", "tid"], "cpu"),
-        take(nvtx, "nvtx", pl.lit("nvtx"), ["rank", "pid", "tid"], "nvtx"),
-    ]
-    cols = ["tkind", "rank", "device", "stream", "pid", "tid", "start_ns", "end_ns", "name", "kind", "src", "row"]
-    parts = [p.with_columns([pl.lit(None, pl.Int64).alias(c) for c in ("device", "stream", "pid", "tid")
-                             if c not in p.columns]).select(cols) for p in parts]
-    ev = pl.concat(parts).filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-    if not ev.height:
+    """Every event of a trace on its track (module docstring). Each table is put on its tracks by its own few
+    integer key columns (no string keys over a million rows); only host-thread events are sorted for nesting."""
+    parts = []      # (track kind, events with their key columns)
+    for df, src, kind, tkind in ((gpu_ops, "gpu_ops", None, "gpu"), (api_calls, "api_calls", "api", "cpu"),
+                                 (cpu_ops, "cpu_ops", "cpu_op", "cpu"), (nvtx, "nvtx", "nvtx", "nvtx")):
+        key = list(_TRACK_KINDS[tkind][1])
+        if not df.height:
+            continue
+        parts.append((tkind, df.with_row_index("row").select(
+            *[pl.col(c).cast(pl.Int64) for c in key], "start_ns", "end_ns", pl.col("name").cast(pl.Categorical),
+            (pl.col("kind") if kind is None else pl.lit(kind)).cast(KIND_ENUM).alias("kind"),
+            pl.lit(src, SRC_ENUM).alias("src"), pl.col("row").cast(pl.Int64),
+        ).filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())))
+    parts = [(t, p) for t, p in parts if p.height]
+    if not parts:
         return TimelineTracks(0, 0, pl.DataFrame(schema=TRACK_SCHEMA), pl.DataFrame(schema=EVENT_SCHEMA))
-    origin = int(ev["start_ns"].min())
-    ev = ev.with_columns(pl.col("start_ns") - origin, (pl.max_horizontal("start_ns", "end_ns") - origin).alias("end_ns"))
-    order = {"gpu": 0, "nvtx": 1, "cpu": 2}
-    keys = (ev.select("tkind", "rank", "device", "stream", "pid", "tid").unique()
-            .with_columns(pl.col("tkind").replace_strict(order, return_dtype=pl.Int8).alias("_o"))
+    origin = min(int(p["start_ns"].min()) for _, p in parts)
+    # the tracks: the unique keys of each kind, ordered by rank, then streams, NVTX, host threads
+    key_frames = []
+    for tkind, (order, key) in _TRACK_KINDS.items():
+        ks = [p.select(key) for t, p in parts if t == tkind]
+        if ks:
+            k = pl.concat(ks).unique()
+            key_frames.append(k.with_columns([pl.lit(None, pl.Int64).alias(c) for c in
+                                              ("device", "stream", "pid", "tid") if c not in k.columns])
+                              .with_columns(pl.lit(tkind).alias("tkind"), pl.lit(order, pl.Int8).alias("_o")))
+    cols = ["tkind", "rank", "device", "stream", "pid", "tid", "_o"]
+    keys = (pl.concat([k.select(cols) for k in key_frames])
             .sort("rank", "_o", "device", "stream", "pid", "tid", nulls_last=True)
             .with_row_index("track").with_columns(pl.col("track").cast(pl.Int32)))
-    ev = ev.join(keys.drop("_o"), on=["tkind", "rank", "device", "stream", "pid", "tid"], how="left",
-                 nulls_equal=True)
-    ev = ev.sort("track", "start_ns", pl.col("end_ns"), descending=[False, False, True])
-    depth = _depths(ev["track"].to_numpy(), ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy())
-    # a stream runs its ops in order: a slight overlap of timestamps is clock skew, not nesting
-    ev = ev.with_columns(pl.when(pl.col("tkind") == "gpu").then(0).otherwise(pl.Series("depth", depth, dtype=pl.Int32))
-                         .cast(pl.Int32).alias("depth")).select(
-        "track", "depth", "start_ns", "end_ns", "name", "kind", "src", "row").sort("start_ns")
+    out = []
+    for tkind, p in parts:
+        key = list(_TRACK_KINDS[tkind][1])
+        tk = keys.filter(pl.col("tkind") == tkind).select("track", *key)
+        p = p.join(tk, on=key, how="left", nulls_equal=True).select(
+            "track", (pl.col("start_ns") - origin).alias("start_ns"),
+            (pl.max_horizontal("start_ns", "end_ns") - origin).alias("end_ns"), "name", "kind", "src", "row")
+        if tkind == "gpu":          # a stream runs its ops in order: a slight overlap is clock skew, not nesting
+            p = p.with_columns(pl.lit(0, pl.Int32).alias("depth"))
+        out.append((tkind, p))
+    host = [p for t, p in out if t != "gpu"]
+    events = [p for t, p in out if t == "gpu"]
+    if host:
+        h = pl.concat(host).sort("track", "start_ns", "end_ns", descending=[False, False, True])
+        depth = _depths(h["track"].to_numpy(), h["start_ns"].to_numpy(), h["end_ns"].to_numpy())
+        events.append(h.with_columns(pl.Series("depth", depth, dtype=pl.Int32)))
+    ev = pl.concat([e.select("track", "depth", "start_ns", "end_ns", "name", "kind", "src", "row") for e in events]
+                   ).sort("start_ns")
     rows = ev.group_by("track").agg((pl.col("depth").max() + 1).alias("rows"))
     tracks = keys.join(rows, on="track", how="left").with_columns(
         pl.when(pl.col("tkind") == "gpu")
@@ -101,7 +122,7 @@ TRACK_SCHEMA = pl.Schema({"track": pl.Int32, "kind": pl.String, "label": pl.Stri
                           "rank": pl.Int64, "device": pl.Int64, "stream": pl.Int64, "pid": pl.Int64, "tid": pl.Int64,
                           "rows": pl.Int32})
 EVENT_SCHEMA = pl.Schema({"track": pl.Int32, "depth": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
-                          "name": pl.Categorical(), "kind": pl.String, "src": pl.String, "row": pl.Int64})
+                          "name": pl.Categorical(), "kind": KIND_ENUM, "src": SRC_ENUM, "row": pl.Int64})
 
 
 @dataclass
@@ -165,6 +186,6 @@ def with_launches(tt: TimelineTracks, gpu_ops: pl.DataFrame, marks: pl.DataFrame
         pl.col("rank").cast(pl.Int64), pl.col("pid").cast(pl.Int64), pl.col("api_tid").cast(pl.Int64).alias("tid"))
     cpu = tt.tracks.filter(pl.col("kind") == "cpu").select("rank", "pid", "tid", pl.col("track").alias("link_track"))
     g = g.join(cpu, on=["rank", "pid", "tid"], how="left").drop("rank", "pid", "tid").with_columns(
-        pl.lit("gpu_ops").alias("src"))
+        pl.lit("gpu_ops", SRC_ENUM).alias("src"))
     out = marks.join(g, on=["src", "row"], how="left", maintain_order="left")
     return out.with_columns(pl.col("link_track").fill_null(-1).cast(pl.Int32))
