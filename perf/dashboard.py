@@ -14,8 +14,9 @@ no element is still a skeleton, every Vega chart has drawn its SVG or canvas, ev
 and every interactive table has its rows. cold = the first visit of the page after the server started (nothing
 cached: the run is read from disk and analysed), warm = the same URL loaded again (server caches warm); both
 include loading Streamlit's frontend and opening a new session, which switching pages inside the app does not pay.
-The baseline in the same run is the Upload page (a title, a caption and a file picker: Streamlit's own cost of a
-page), so each page is also given as its time over that floor; with it the server's CPU seconds per warm load (from
+The baselines in the same run: a bare Streamlit app (a title and a line of text, served by the same Streamlit
+without Kernelscope: what any Streamlit page costs here) and the Upload page (a title, a caption and a file picker:
+the app's own floor), so each page is also given as its time over that floor; with it the server's CPU seconds per warm load (from
 /proc), the page's main-thread JavaScript time in the browser (Chrome's ScriptDuration), and the machine's load
 average, since a shared 2-core machine makes wall times noisy.
 Targets (issue 13): Kernels < 1.5 s cold, every page < 1.0 s warm.
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average {browser['load_before']} before, {browser['load_after']} after (2 cores)")
         print(f"{'in chromium (full load)':<26} {'cold [s]':>9} {'warm [s]':>9} {'over floor':>10} {'server CPU':>10} "
               f"{'browser JS':>10}  target: Kernels cold < 1.5, warm < 1.0")
+        bs = browser["bare_streamlit"]
+        print(f"{'baseline: bare Streamlit':<26} {bs['cold_s']:>9.3f} {bs['warm_s']:>9.3f} {'':>10} {'':>10} "
+              f"{bs['browser_script_s']:>10.3f}")
         for r in browser["pages"]:
             flag = "" if r["warm_s"] < 1.0 and (r["page"] != "kernels" or r["cold_s"] < 1.5) else "  over target"
             print(f"{r['page']:<26} {r['cold_s']:>9.3f} {r['warm_s']:>9.3f} {r['warm_s'] - floor:>+10.3f} "
@@ -180,6 +184,16 @@ def browser_times(store: Path, pages, repeat: int, trace) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     out: dict = {"pages": [], "load_before": [round(x, 2) for x in os.getloadavg()]}
+    # the named baseline: a bare Streamlit app (a title and a line of text, no Kernelscope code, no config) served
+    # by the same Streamlit: what any Streamlit page costs to load on this machine
+    bare_dir = Path(tempfile.mkdtemp(prefix="ks-bare-"))
+    (bare_dir / "bare.py").write_text('import streamlit as st\nst.title("Bare Streamlit")\nst.write("baseline")\n')
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        bare_port = sock.getsockname()[1]
+    bare = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "bare.py", "--server.port", str(bare_port),
+                             "--server.headless", "true", "--browser.gatherUsageStats", "false"], cwd=bare_dir,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def cpu() -> float:
         """CPU seconds (user + system) of the dashboard server process so far."""
@@ -189,12 +203,13 @@ def browser_times(store: Path, pages, repeat: int, trace) -> dict:
         except (OSError, IndexError, ValueError):
             return float("nan")
     try:
-        for _ in range(200):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
+        for u in (url, f"http://127.0.0.1:{bare_port}"):
+            for _ in range(200):
+                try:
+                    if urllib.request.urlopen(f"{u}/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    time.sleep(0.2)
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -217,6 +232,13 @@ def browser_times(store: Path, pages, repeat: int, trace) -> dict:
                                    if m["name"] == "ScriptDuration"))
                 return wall
 
+            page.goto(f"http://127.0.0.1:{bare_port}")
+            page.wait_for_function(DRAWN, timeout=60_000)
+            bare_cold = load(f"http://127.0.0.1:{bare_port}/")
+            script.clear()
+            bare_warm = statistics.median(load(f"http://127.0.0.1:{bare_port}/") for _ in range(repeat))
+            out["bare_streamlit"] = {"cold_s": round(bare_cold, 3), "warm_s": round(bare_warm, 3),
+                                     "browser_script_s": round(statistics.median(script), 3)}
             for page_name, params in pages:
                 params = dict(params)
                 label = params.pop("_label", page_name)
@@ -234,12 +256,13 @@ def browser_times(store: Path, pages, repeat: int, trace) -> dict:
             b.close()
         out["load_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(10)
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
+        for pr in (proc, bare):
+            try:
+                os.killpg(pr.pid, signal.SIGTERM)
+                pr.wait(10)
+                os.killpg(pr.pid, signal.SIGKILL)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
     return out
 
 

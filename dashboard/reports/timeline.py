@@ -126,8 +126,7 @@ def header(view: TimelineView, meta: dict | None = None) -> list:
     rid = getattr(run, "run_id", None)
     txt = (f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
            f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
-           f"in the trace · {len(ranks)} rank{'s' if len(ranks) != 1 else ''} · times on the "
-           f"{meta.get('clock', 'trace clock')}"
+           f"in the trace · {len(ranks)} rank{'s' if len(ranks) != 1 else ''}"
            + (f" · [iterations and stragglers per rank](ranks?run={rid})" if rid else ""))
     return [Text(txt, "caption"), *notes_blocks(meta)]
 
