@@ -58,3 +58,35 @@ def test_delete_is_atomic_and_leaves_the_rest(store, capsys):
     assert f"{b.run_id}\tncu\tfull_raw.csv.gz\tdeleted" in capsys.readouterr().out and store.runs() == []
     assert main(["rm", "abcd1234", "--store", str(store.root)]) == 1
     assert "abcd1234" in capsys.readouterr().err
+
+
+SOURCE_REPORT = H200_KERNELS.parent / "source_counters" / "source.ncu-rep.gz"
+
+
+@pytest.mark.skipif(not SOURCE_REPORT.exists(), reason="the -lineinfo H200 recording is not committed yet "
+                                                        "(sample_traces/h200/source_counters/record.sh)")
+def test_lineinfo_report_ranks_cuda_source_lines():
+    """The chapter-5 kernels built with -lineinfo (record.sh): every profiled launch has SASS mapped to lines of
+    chapter5.cuh, the line table sums its instructions' samples exactly, and the stride-32 column read spends its
+    time on shared-memory loads stalled on the MIO queue or the short scoreboard (its 32-way bank conflicts), on a
+    line of the kernel's loop in chapter5.cuh."""
+    pytest.importorskip("ncu_report")
+    from analyzers.source_hotspots import source_hotspots
+    from collectors.ingest import parse_path
+    p = parse_path(SOURCE_REPORT)
+    assert p.meta["source_counters"] is True and p.meta["source_lines"] is True
+    k = p.tables["kernels"]
+    for kid in k["id"].to_list():
+        h = source_hotspots(p.tables["sass"], p.tables["source_metrics"], p.tables["source_files"], kid)
+        assert h.lines.height > 0 and h.total_samples > 0, kid
+        assert int(h.lines["samples"].sum()) == int(h.sass.filter(pl.col("line").is_not_null())["samples"].sum())
+        assert any(str(f).endswith(("chapter5.cuh", "ks_samples.cu")) for f in h.lines["file"].to_list())
+    # launches 5 and 6 are the column read at stride 32 and 33, as in ../chapter5_kernels/full.ncu-rep (same program)
+    assert k["kernel_name"][5] == k["kernel_name"][6] == "ks_colread4"
+    h32, h33 = (source_hotspots(p.tables["sass"], p.tables["source_metrics"], p.tables["source_files"], i) for i in (5, 6))
+    assert h32.total_samples > 5 * h33.total_samples              # the 32-way conflicts: ~21x the warp time
+    top = h32.sass.head(3)
+    assert any(t.startswith("LDS") for t in top["sass"]) and any(
+        "MIO throttle" in r or "short scoreboard" in r for r in top["top_reasons"])
+    hot = h32.lines.row(0, named=True)
+    assert str(hot["file"]).endswith("chapter5.cuh")              # the column read's loop, not the host code

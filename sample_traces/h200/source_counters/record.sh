@@ -15,7 +15,9 @@ nvcc -O3 -lineinfo -gencode=arch=compute_90,code=sm_90 -I"$here/../../../collect
      -o "$out/ks_samples_lineinfo" "$src/ks_samples.cu"
 "$out/ks_samples_lineinfo"                  # checks every kernel's output; exits non-zero on a wrong result
 sel='regex:ks_(copy|transpose|colread|matmul)'
-ncu --clock-control none --set full --import-source yes --section SourceCounters --kernel-name "$sel" \
+# --set full includes the Source Counters section (../chapter5_kernels/full.ncu-rep, recorded with --set full, has
+# them per SASS instruction); --import-source yes stores the .cu file, -lineinfo maps each instruction to its line
+ncu --clock-control none --set full --import-source yes --kernel-name "$sel" \
     -f -o "$out/source" "$out/ks_samples_lineinfo"
 gzip -9 -f "$out/source.ncu-rep"
 ncu --version > "$out/ncu_version.txt"
