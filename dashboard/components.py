@@ -38,11 +38,23 @@ def _table_component():
                                       isolate_styles=False)
 
 
+#: rows of a table sent with the page; the rest when the user asks for them ("Show all rows")
+TABLE_PAGE = 200
+
+
+def table_rows_wanted(key: str) -> int | None:
+    """How many rows of the table `key` to send: TABLE_PAGE until its "Show all rows" was clicked, then all."""
+    return None if st.session_state.get(f"{key}:all") else TABLE_PAGE
+
+
 def table(data: dict, key: str, on_sort=None, on_select=None):
     """An HTML table of pre-formatted cells (dashboard.reports.blocks.Table.cells): header clicks send `sort`
-    ({key, desc}), row clicks `select` (the row's id); both as trigger values in st.session_state[key]."""
+    ({key, desc}), row clicks `select` (the row's id); both as trigger values in st.session_state[key]. "Show all
+    rows" on a table sent in part (data["total"] > its rows) sets st.session_state[key + ":all"] and reruns."""
+    def more():
+        st.session_state[f"{key}:all"] = True
     return _table_component()(data=data, key=key, on_sort_change=on_sort or _noop,
-                              on_select_change=on_select or _noop)
+                              on_select_change=on_select or _noop, on_more_change=more)
 
 
 SHARE_JS = """

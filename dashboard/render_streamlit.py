@@ -42,11 +42,12 @@ def render_streamlit(blocks, container=None) -> None:
         elif isinstance(b, Table):
             # every table as plain HTML (dashboard/static/table.js): the same text as the export, and far lighter in
             # the browser than Streamlit's data grid (whose JavaScript alone costs about a second per page load)
-            from dashboard.components import table
+            from dashboard.components import table, table_rows_wanted
             n = seen.get(b.name, 0)
             seen[b.name] = n + 1
+            key = f"table-{b.name}" + (f"-{n}" if n else "")
             with st_.container():
-                table(b.cells(), key=f"table-{b.name}" + (f"-{n}" if n else ""))
+                table(b.cells(table_rows_wanted(key)), key=key)
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Chart):

@@ -44,12 +44,20 @@ class Table:
     selected: object = None       # the selected row's id
     full: str | None = None       # a column whose full text shows when hovering the "kernel" cell
 
-    def cells(self) -> dict:
+    def cells(self, limit: int | None = None) -> dict:
         """The table as the HTML table component (dashboard/static/table.js) draws it: headers with units and help,
         every cell already formatted (the same text as the export), link columns as links, the id of each row when
-        rows are selectable, and the raw values by column (JSON-safe; for tests and tools)."""
+        rows are selectable, and the raw values by column (JSON-safe; for tests and tools). With `limit`, only the
+        first `limit` rows (and down to the selected one) are sent; `total` says how many the table has."""
         cols = [c for c in self.cols if c in self.frame.columns]
         frame = self.frame
+        total = frame.height
+        if limit is not None and total > limit:
+            upto = limit
+            if self.select and self.selected is not None:
+                at = [str(x) for x in frame[self.select].to_list()]
+                upto = max(limit, at.index(str(self.selected)) + 1 if str(self.selected) in at else 0)
+            frame = frame.head(upto)
         rows = [[v if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
                 for r in frame.select(cols).iter_rows()]
         return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
@@ -59,7 +67,7 @@ class Table:
                 "rows": rows, "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
                 "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
                 "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
-                "height": self.height or (460 if frame.height > 12 else None), "name": self.name,
+                "height": self.height or (460 if total > 12 else None), "name": self.name, "total": total,
                 "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols}}
 
 

@@ -1,6 +1,9 @@
 // Kernelscope's interactive table: a plain HTML table of pre-formatted cells (the same text the HTML export shows).
 // A click on a header asks the page to sort by that column (again: the other direction); a click on a row selects
 // it. Both go to Python as trigger values ("sort": {key, desc}; "select": the row's id) and from there into the URL.
+// A long table comes with its first 200 rows (and down to the selected one; data.total says how many it has) and a
+// button for the rest, which asks the page for them ("more"): 1,500 rows are 20,000 cells, which take the browser
+// about a second to receive and lay out.
 function esc(s) {
   return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
 }
@@ -15,6 +18,7 @@ export default function(component) {
     parentElement.appendChild(box);
     box.addEventListener("click", e => {
       if (e.target.closest("a")) return;                 // a link cell: the browser follows it
+      if (e.target.closest("button.ks-more")) { setTriggerValue("more", true); return; }
       const th = e.target.closest(".ks-select th[data-key]");
       if (th) {
         const key = th.dataset.key, d = box.__data;
@@ -30,6 +34,11 @@ export default function(component) {
     });
   }
   box.__data = data;
+  draw(box);
+}
+
+function draw(box) {
+  const data = box.__data;
   const cols = data.columns;
   const head = cols.map(c => {
     const arrow = data.sort && c.key === data.sort ? (data.desc ? " ▼" : " ▲") : "";
@@ -38,6 +47,7 @@ export default function(component) {
   }).join("");
   const selectable = data.ids && data.ids.length > 0;
   box.classList.toggle("ks-select", selectable);
+  const shown = data.rows.length, total = data.total || shown;
   const body = data.rows.map((r, i) => {
     const id = selectable ? data.ids[i] : null;
     const sel = selectable && String(id) === String(data.selected) ? ' class="sel"' : "";
@@ -49,7 +59,9 @@ export default function(component) {
     }).join("") + "</tr>";
   }).join("");
   box.style.maxHeight = data.height ? data.height + "px" : "none";
-  box.innerHTML = `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  const more = shown < total ? `<div class="ks-foot">rows 1–${shown.toLocaleString("en-US")} of ` +
+    `${total.toLocaleString("en-US")} <button type="button" class="ks-more">Show all rows</button></div>` : "";
+  box.innerHTML = `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>${more}`;
   const sel = box.querySelector("tr.sel");
   if (sel && !box.__scrolled) { box.__scrolled = true; sel.scrollIntoView({block: "nearest"}); }
 }

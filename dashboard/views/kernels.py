@@ -72,7 +72,8 @@ if overview.subtitle:
 table = next(b for b in overview.blocks if isinstance(b, Table) and b.name == "kernels")
 i = overview.blocks.index(table)
 render_streamlit(overview.blocks[:i])
-components.table(table.cells(), key="kernels_table", on_sort=_on_sort, on_select=_on_select)
+components.table(table.cells(components.table_rows_wanted("kernels_table")), key="kernels_table", on_sort=_on_sort,
+                 on_select=_on_select)
 render_streamlit([Text(table.caption, "caption")] if table.caption else [])
 render_streamlit(overview.blocks[i + 1:])
 

@@ -96,7 +96,7 @@ def texts(at) -> str:
     return "\n".join(parts)
 
 
-def _tables(at) -> list[dict]:
+def table_data(at) -> list[dict]:
     """The data of every table on the page (dashboard.components.table: the HTML table component), in page order."""
     out = []
     for e in walk(at._tree):
@@ -106,10 +106,20 @@ def _tables(at) -> list[dict]:
     return out
 
 
+def all_rows(at):
+    """Rerun the page with every long table sent whole (what its "Show all rows" button asks for; the keys are
+    render_streamlit's table-<name> and the Kernels page's kernels_table)."""
+    parts = [t for t in table_data(at) if t.get("total", 0) > len(t["rows"])]
+    for t in parts:
+        at.session_state[f"table-{t['name']}:all"] = True
+    at.session_state["kernels_table:all"] = True
+    return at.run() if parts else at
+
+
 def frames(at) -> list:
     """The page's tables as polars frames of their raw values (columns named as the report's frame names them)."""
     import polars as pl
-    return [pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in _tables(at)]
+    return [pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in table_data(at)]
 
 
 def dataframes(at) -> list:
@@ -120,7 +130,7 @@ def dataframes(at) -> list:
 def shown(at, name: str):
     """The table `name` as shown: a pandas frame with the column headers and the formatted cells."""
     import pandas as pd
-    t = next(t for t in _tables(at) if t.get("name") == name)
+    t = next(t for t in table_data(at) if t.get("name") == name)
     return pd.DataFrame(t["rows"], columns=[c["header"] for c in t["columns"]])
 
 

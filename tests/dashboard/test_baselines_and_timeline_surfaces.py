@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
-from tests.dashboard.helpers import component_data, frames, open_page, texts, shown
+from tests.dashboard.helpers import all_rows, component_data, frames, open_page, shown, table_data, texts
 
 pytest.importorskip("ncu_report")
 
@@ -58,7 +58,9 @@ def test_compare_ncu_cli_and_page_agree(env, capsys):
     moved = [m for m in pair5["metrics"] if m["status"] != "unchanged"]
     at = open_page("compare", a=ids["basic"], b=ids["full"], pair="5")
     assert not at.exception
-    page = frames(at)[-1]                                     # the metric diff of pair 5
+    part = table_data(at)[-1]                                 # the metric diff of pair 5: its first 200 rows
+    assert len(part["rows"]) == 200 and part["total"] == len(pair5["metrics"])
+    page = frames(all_rows(at))[-1]
     assert page.height == len(pair5["metrics"])
     first = page.row(0, named=True)
     assert (first["metric"], first["status"]) == (pair5["metrics"][0]["metric"], pair5["metrics"][0]["status"])

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from tests.conftest import store_snapshot
-from tests.dashboard.helpers import component_data, BASIC, FULL, copy_store, frames, make_store, open_page, texts, vega_specs, share_link, dataframes, shown
+from tests.dashboard.helpers import (BASIC, FULL, component_data, copy_store, dataframes, frames,
+                                     make_store, open_page, share_link, shown, table_data, texts, vega_specs)
 
 pytest.importorskip("ncu_report")
 
@@ -77,7 +78,10 @@ def test_kernels_page_rebuilds_from_query_params(ids):
     assert cases["quantity"][0] == "shared-memory passes per warp request" and cases["measured (ncu counters)"][0] == "32"
     assert "stride = 32 words" in t                         # the parameters are inferred, and say how
     every = open_page("kernels", run=ids["full"], kernel="5", show="metrics")
-    assert frames(every)[-1].height == 2232
+    part = table_data(every)[-1]                            # a long table comes in part, with its size
+    assert len(part["rows"]) == 200 and part["total"] == 2232
+    every.session_state[f"table-{part['name']}:all"] = True  # what its "Show all rows" button sets
+    assert frames(every.run())[-1].height == 2232
 
 
 def test_kernels_page_memory_group_and_over_100_percent_notes(ids):
@@ -358,3 +362,13 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
         assert "tensor-core throughput-bound" in texts(at)        # launch 1 (the BF16 matmul) in detail
     finally:
         data.clear_caches()
+
+
+def test_a_long_table_is_sent_in_part_down_to_its_selected_row():
+    import polars as pl
+    from dashboard.reports.blocks import Table, num
+    t = Table("t", pl.DataFrame({"id": list(range(500)), "v": [float(i) for i in range(500)]}), {"v": num("v")},
+              select="id", selected=350)
+    part = t.cells(200)
+    assert len(part["rows"]) == 351 and part["total"] == 500 and part["ids"][-1] == "350"
+    assert len(t.cells()["rows"]) == 500 and len(Table("u", t.frame.head(20), {"v": num("v")}).cells(200)["rows"]) == 20

@@ -356,6 +356,14 @@ def test_every_page_draws_every_chart(server, browser):
             seen += 1
         for i in range(page.locator(".ks-tl canvas").count()):
             assert _ink(page.locator(".ks-tl canvas").nth(i).screenshot()) > 0.02, (name, q)
+        if name == "gpus":         # a long table comes with 200 rows and a button for the rest
+            foot = page.locator(".ks-foot").first
+            n = int(re.search(r"of ([\d,]+)", foot.inner_text()).group(1).replace(",", ""))
+            box = foot.locator("xpath=..")
+            assert n > 200 and box.locator("tbody tr").count() == 200
+            foot.get_by_role("button", name="Show all rows").click()
+            page.wait_for_function("(n) => Array.from(document.querySelectorAll('.ks-table'))"
+                                   ".some(t => t.querySelectorAll('tbody tr').length === n)", arg=n, timeout=60_000)
         if name == "claims":       # Chinese text renders with the bundled CJK font (no CJK font on this machine)
             page.get_by_text("纯Triton", exact=False).first.scroll_into_view_if_needed()
             page.wait_for_function("() => Array.from(document.fonts).some(f => f.family.includes('Kernelscope CJK')"
