@@ -28,12 +28,18 @@ def selected(view) -> dict | None:
     return {"src": srcname, "row": int(row)} if srcname in SRCS and row.isdigit() else None
 
 
+def _table(src: Source, run, name: str):
+    """A trace table as stored (the rows the timeline's events point at), from the Source's cache: the timeline and
+    an event's detail never wait for the trace's summary."""
+    return src.table(run.run_id, name) if hasattr(run, "run_id") else run.table(name)
+
+
 def timeline_block(src: Source, view, width: int | None = None) -> Timeline:
     tt = src.timeline_tracks(view.run)
     t0 = view.t0 if view.t0 is not None else 0.0
     t1 = view.t1 if view.t1 is not None else float(tt.end_ns)
     win = window(tt, t0, t1, width or DEFAULT_WIDTH)
-    marks = with_launches(tt, src.trace(view.run).gpu_ops, win.marks)
+    marks = with_launches(tt, _table(src, view.run, "gpu_ops"), win.marks)
     payload = encode(tt, win, marks, selected=selected(view), font=FONT)
     return Timeline("timeline", payload, caption=(
         "Tracks per rank: CUDA streams (kernels, copies, memsets), NVTX / annotation ranges and CPU threads (CUDA "
@@ -51,9 +57,7 @@ def event_detail(src: Source, view) -> list:
     sel = selected(view)
     if sel is None:
         return [Text("Click an event on the timeline to see its detail here.", "caption")]
-    tr = src.trace(view.run)
-    tables = {"gpu_ops": tr.gpu_ops, "api_calls": tr.api_calls}
-    table = tables.get(sel["src"]) if sel["src"] in tables else view.run.table(sel["src"])
+    table = _table(src, view.run, sel["src"])
     if not 0 <= sel["row"] < table.height:
         return [Text(f"No event {code(view.op)} in this run.", "warning")]
     row = table.row(sel["row"], named=True)
