@@ -32,6 +32,7 @@ import polars as pl
 
 from collectors.decompress import gunzip_if_needed, is_tar
 from collectors.errors import ArtifactError
+from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (FastPathFailed, collect_events, event_frames, fast_chunks, json_error, loads,
                                       ndjson_frames)
 from collectors.launches import api_kind_columns, link_launches
@@ -252,10 +253,12 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
     if not members:
         raise ArtifactError(name, "rank archive holds no trace")
     parts, metas = [], []
+    left = max_artifact_bytes()                # the members together count as one artifact
     for m in sorted(members, key=lambda m: m.name):
         raw = tf.extractfile(m).read()
         member = f"{name}:{m.name}"
-        raw, _ = gunzip_if_needed(raw, member)
+        raw, _ = gunzip_if_needed(raw, member, limit=left)
+        left -= len(raw)
         tables, meta = _parse_one(raw, member)
         parts.append(tables)
         metas.append(meta)

@@ -20,12 +20,14 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import orjson
 import polars as pl
 
 from collectors.errors import ArtifactError
+from collectors.limits import MAX_ROWS, sqlite_seconds
 from collectors.launches import api_kind_columns, link_launches
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, Parsed, conform, empty,
                                finish_meta)
@@ -37,10 +39,28 @@ _MEMCPY_KIND = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "At
 _MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
              6: "Managed Static", 7: "Unknown"}
 _NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS")
+#: tables this reader queries (besides CUPTI_ACTIVITY_KIND_*)
+_READ_TABLES = {"StringIds", "StringTable", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_GPU",
+                "NVTX_EVENTS", "PROCESSES"}
 
 
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+def _tables(con: sqlite3.Connection, name: str = "") -> set[str]:
+    """The export's real tables. Views and virtual tables are not tables nsys writes: one under a name this
+    reader uses is refused (a view runs as long as its author wants); tables above MAX_ROWS rows too."""
+    out = set()
+    for tname, ttype, sql in con.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
+        virtual = ttype == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL")
+        if ttype == "view" or virtual:
+            if tname in _READ_TABLES or tname.startswith("CUPTI_ACTIVITY_KIND_"):
+                raise ArtifactError(name, f"{tname} is a {'virtual table' if virtual else 'view'}, not a table: "
+                                          "not an export nsys writes")
+            continue
+        out.add(tname)
+    for tname in sorted(out & (_READ_TABLES | {t for t in out if t.startswith("CUPTI_ACTIVITY_KIND_")})):
+        n = con.execute(f"SELECT count(*) FROM [{tname}]").fetchone()[0]
+        if n > MAX_ROWS:
+            raise ArtifactError(name, f"{tname} has {n:,} rows, more than the {MAX_ROWS:,} one run may hold")
+    return out
 
 
 def _columns(con: sqlite3.Connection, table: str) -> set[str]:
@@ -210,12 +230,20 @@ def _meta(con, tables: set[str], name: str) -> dict:
     return meta
 
 
-def _open(data: bytes, name: str) -> sqlite3.Connection:
-    if not data.startswith(b"SQLite format 3\x00"):
-        raise ArtifactError(name, "not an SQLite database")
-    con = sqlite3.connect(":memory:")
+def _open(path: str, name: str) -> sqlite3.Connection:
+    """The export opened read-only and immutable from a private temporary copy, with a time limit on all queries
+    together (a progress handler), no writes (query_only), untrusted schema functions off, and the size of one
+    string or blob bounded."""
     try:
-        con.deserialize(data)
+        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as e:
+        raise ArtifactError(name, f"cannot open as SQLite ({e})") from None
+    deadline = time.monotonic() + sqlite_seconds()
+    con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 20_000)
+    try:
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1 << 30)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         con.close()
@@ -225,17 +253,30 @@ def _open(data: bytes, name: str) -> sqlite3.Connection:
 
 def parse(data: bytes, name: str) -> Parsed:
     """An Nsight Systems SQLite export -> Parsed(kind="nsys") with the timeline tables."""
-    con = _open(data, name)
-    try:
-        return _parse(con, name)
-    except sqlite3.DatabaseError as e:
-        raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
-    finally:
-        con.close()
+    if not data.startswith(b"SQLite format 3\x00"):
+        raise ArtifactError(name, "not an SQLite database")
+    with tempfile.TemporaryDirectory(prefix="ks-sqlite-") as tmp:
+        path = os.path.join(tmp, "export.sqlite")
+        try:
+            Path(path).write_bytes(data)
+        except OSError as e:
+            raise ArtifactError(name, f"cannot write a temporary copy to read it ({e.strerror})") from None
+        con = _open(path, name)
+        try:
+            return _parse(con, name)
+        except sqlite3.OperationalError as e:
+            if "interrupted" in str(e):
+                raise ArtifactError(name, f"its queries took longer than {sqlite_seconds():g} s (the limit for one "
+                                          "export; KERNELSCOPE_SQLITE_SECONDS raises it)") from None
+            raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
+        except sqlite3.DatabaseError as e:
+            raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
+        finally:
+            con.close()
 
 
 def _parse(con: sqlite3.Connection, name: str) -> Parsed:
-    tables = _tables(con)
+    tables = _tables(con, name)
     if "StringTable" in tables and "StringIds" not in tables:
         raise ArtifactError(name, "a legacy nvprof database, not an Nsight Systems export (nsys export --type sqlite)")
     if not any(t in tables for t in _NSYS_MARKERS) and not any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
