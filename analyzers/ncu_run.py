@@ -12,6 +12,7 @@ Columns added here (units in the names):
     flop_total              FP32 + tensor-core FLOP (null when neither is counted)            [FLOP]
     arithmetic_intensity    flop_total / DRAM bytes                                           [FLOP/B]
     top_finding_key, top_finding, lost_ns, lost_share   the biggest finding (analyzers.findings.top_findings)
+    flags                   what is physically implausible for this GPU (analyzers.plausibility), one text each
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from analyzers.ceilings import Ceiling
 from analyzers.findings import top_findings
 from analyzers.gpus import GPUSpec
 from analyzers.kernels import analyze_kernels, missing_quantities
+from analyzers.plausibility import launch_flags
 
 
 @dataclass
@@ -31,6 +33,13 @@ class NcuAnalysis:
     kernels: pl.DataFrame
     missing: list[dict]
     measured: dict[str, Ceiling] = field(default_factory=dict)
+
+    @property
+    def flagged(self) -> list[dict]:
+        """[{id, name, flags}] of the launches with a plausibility flag (analyzers.plausibility)."""
+        f = self.kernels.filter(pl.col("flags").list.len() > 0)
+        return [{"id": r["id"], "name": r["short_name"], "flags": r["flags"]}
+                for r in f.select("id", "short_name", "flags").iter_rows(named=True)]
 
     def launch(self, launch_id: int) -> dict | None:
         rows = self.kernels.filter(pl.col("id") == launch_id)
@@ -54,4 +63,6 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
         arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
+    a = a.join(launch_flags(a, gpu), on="id", how="left")
     return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured))
+

@@ -178,10 +178,48 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
         raise
 
 
+SETTINGS = "settings.json"
+
+
 class Store:
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root else default_store_dir()
         self.runs_dir = self.root / "runs"
+
+    # ---- settings (the user's choices about the store's runs: pinned / excluded ceilings) ---------------
+    def settings(self) -> dict:
+        """<store>/settings.json, or {} (also when it cannot be read)."""
+        try:
+            v = json.loads((self.root / SETTINGS).read_text())
+        except (OSError, ValueError):
+            return {}
+        return v if isinstance(v, dict) else {}
+
+    def settings_stamp(self) -> float:
+        try:
+            return (self.root / SETTINGS).stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    def update_settings(self, change) -> dict:
+        """Apply change(settings) -> settings under a lock and write the file atomically (temp file + rename)."""
+        import fcntl
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.root / ".settings.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                new = change(self.settings())
+                fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=self.root)
+                try:
+                    with os.fdopen(fd, "w") as f:
+                        json.dump(new, f, indent=1, sort_keys=True)
+                    os.replace(tmp, self.root / SETTINGS)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+        except OSError as e:
+            raise StoreError(str(self.root / SETTINGS), f"cannot write the store's settings ({e.strerror or e})") from None
+        return new
 
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:

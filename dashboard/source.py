@@ -112,23 +112,38 @@ class Source:
         return tuple(r.run_id for r in self.bench_runs())
 
     # ---- measured ceilings -----------------------------------------------------------------------
+    def ceiling_choices(self) -> tuple[dict[str, str], frozenset[str]]:
+        """(GPU model -> pinned run id, excluded run ids) from the store's settings (`kernelscope ceilings`)."""
+        c = self.store.settings().get("ceilings") or {}
+        pinned = c.get("pinned") if isinstance(c.get("pinned"), dict) else {}
+        excluded = c.get("excluded") if isinstance(c.get("excluded"), list) else []
+        return ({str(k): str(v) for k, v in pinned.items()}, frozenset(str(x) for x in excluded))
+
+    def _ceilings_key(self) -> tuple:
+        return self._bench_key() + (self.store.settings_stamp(),)
+
     def ceilings(self) -> pl.DataFrame:
-        """Every measured ceiling of the store's bench runs, newest run first (analyzers.ceilings.CEILING_SCHEMA)."""
+        """Every measured ceiling of the store's bench runs, newest run first, judged (analyzers.ceilings.
+        JUDGED_SCHEMA: status trusted / rejected / excluded / not pinned, with the reason)."""
         def make():
             runs = self.bench_runs()
             labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
             frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
                                        gpu_label=labels[r.run_id]) for r in runs if "ceilings" in r.tables]
-            return pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
-        return self._cached(("ceilings", self._bench_key()), make)
+            frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
+            return C.judge_ceilings(frame, *self.ceiling_choices())
+        return self._cached(("ceilings", self._ceilings_key()), make)
 
     def ceiling_records(self) -> list[dict]:
-        """The raw ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        """The trusted ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        trusted = {(r["run_id"], r["ceiling"]) for r in
+                   self.ceilings().filter(pl.col("status") == "trusted").iter_rows(named=True)}
         out = []
         for r in self.bench_runs():
             if "ceilings" in r.tables:
                 for row in r.table("ceilings").iter_rows(named=True):
-                    out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
+                    if (r.run_id, row["metric"]) in trusted:
+                        out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
         return out
 
     def best_ceilings(self, gpu_name: str) -> dict[str, C.Ceiling]:
@@ -149,7 +164,7 @@ class Source:
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("ncu", run.run_id, self._bench_key()), make)
+        return self._cached(("ncu", run.run_id, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
         run = self._resolve(run)
@@ -160,7 +175,7 @@ class Source:
             return TraceAnalysis(run.kind, run.meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("trace", run.run_id, self._bench_key()), make)
+        return self._cached(("trace", run.run_id, self._ceilings_key()), make)
 
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
@@ -246,7 +261,7 @@ class Source:
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
-        return self._cached(("claims", self._bench_key()), lambda: claim_measurements(self.ceiling_records()))
+        return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
 
 
 def params_json(v) -> str:

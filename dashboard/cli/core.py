@@ -78,6 +78,7 @@ NCU_COLUMNS: dict[str, str] = {
     "arithmetic_intensity": "FLOP/B", "top_finding": "", "top_finding_key": "", "lost_ns": "ns",
     "lost_share": "fraction of the launch",
     "registers_per_thread": "registers", "block_size": "threads", "grid_size": "blocks",
+    "flags": "what is physically implausible for this GPU (analyzers.plausibility)",
 }
 NCU_TABLE = [
     ("id", "id", None), ("name", "kernel", None), ("duration_ns", "duration [µs]", 1e-3),
@@ -108,12 +109,19 @@ def ncu_report(a, source: str) -> dict:
                 "dram_bandwidth_source": gpu.source_of("dram_bandwidth_bytes_per_s"),
                 "from_registry": gpu.from_registry},
         "measured_ceilings": {k: {"value": c.value, "source": c.source} for k, c in a.measured.items()},
-        "kernels": rows, "missing": a.missing, "units": NCU_COLUMNS,
+        "kernels": rows, "missing": a.missing, "units": NCU_COLUMNS, "flagged": a.flagged,
     }
 
 
 def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
-    """(JSON report, rows for table/csv, table columns) for any run kind."""
+    """(JSON report, rows for table/csv, table columns) for any run kind; `warnings` are the run's own (what its
+    file lacks or holds oddly), `flagged` what is implausible for its GPU."""
+    rep, rows, cols = _report_for(src, run, source)
+    rep["warnings"] = list(run.meta.get("warnings") or [])
+    return rep, rows, cols
+
+
+def _report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
     if run.kind == "ncu":
         rep = ncu_report(src.ncu(run), source)
         return rep, rep["kernels"], NCU_TABLE
@@ -158,6 +166,10 @@ def analyze(
                 f"{d.get('launch_verdict', '')}")
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
+        for f in rep.get("flagged", []):
+            typer.echo(f"FLAGGED launch {f['id']} ({f['name']}): {'; '.join(f['flags'])}")
+        for w in rep.get("warnings", []):
+            typer.echo(f"warning: {w}")
 
 
 @app.command()

@@ -9,7 +9,7 @@ import polars as pl
 from analyzers.gpus import all_gpus, find_gpu
 from collectors.errors import RunNotFound
 from collectors.store import Run
-from dashboard.reports.blocks import Col, Table, code, num, text
+from dashboard.reports.blocks import Col, Table, Text, code, num, text
 from dashboard.source import PAGE_FOR_KIND, Source
 
 REPEATABLE = ("meas", "verdict")   # query parameters that may repeat (?meas=…&meas=…): kept as lists
@@ -49,6 +49,13 @@ def pick_run(src: Source, wanted: str | None, kinds: tuple[str, ...], problems: 
     if not runs:
         return None
     return runs[min(default_index, len(runs) - 1)]
+
+
+def run_warnings(run: Run | None) -> list:
+    """The run's own warnings (what its file lacks or holds oddly, from the parser) as warning blocks."""
+    if run is None:
+        return []
+    return [Text(f"Run {run.run_id}: {w}", "warning") for w in (run.meta.get("warnings") or [])]
 
 
 def run_label(run: Run) -> str:
