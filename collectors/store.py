@@ -28,6 +28,7 @@ import tempfile
 import time
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -157,6 +158,27 @@ class Run:
                        warnings=tuple(meta.get("warnings") or ()))
 
 
+def _manifest_ok(run: Run) -> bool:
+    try:
+        m = run.manifest
+        return isinstance(m, dict) and m.get("run_id") == run.path.name and m.get("kind") in TABLE_VERSIONS \
+            and isinstance(m.get("source_name"), str) and _safe_name(m["source_name"]) == m["source_name"]
+    except (OSError, ValueError):
+        return False
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _safe_name(name: str) -> str:
+    """A file name to keep the artifact under: its last path component, without control characters, at most 200
+    characters (a hostile upload name never reaches outside the run folder)."""
+    base = Path(str(name).replace("\\", "/")).name
+    base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\x00")[-200:].strip()
+    return base if base and base not in (".", "..") else "artifact"
+
+
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
     """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
     final = run_dir / name
@@ -223,17 +245,33 @@ class Store:
 
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
-        """All complete runs, newest first."""
+        """All complete runs, newest first. A run folder whose manifest cannot be read is left out (and listed by
+        `unreadable()`), so one damaged folder never hides the others."""
         if not self.runs_dir.is_dir():
             return []
         out = []
-        for p in self.runs_dir.iterdir():
-            if not p.name.startswith(".") and (p / MANIFEST).is_file():
-                out.append(Run(p))
-        out.sort(key=lambda r: (r.manifest.get("created", 0), r.run_id), reverse=True)
+        try:
+            entries = list(self.runs_dir.iterdir())
+        except OSError:
+            return []
+        for p in entries:
+            if not p.name.startswith(".") and _RUN_ID.fullmatch(p.name) and (p / MANIFEST).is_file():
+                run = Run(p)
+                if _manifest_ok(run):
+                    out.append(run)
+        out.sort(key=lambda r: (_num(r.manifest.get("created")), r.run_id), reverse=True)
         return out
 
-    def get(self, run_id: str) -> Run:
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(folder name, problem) of run folders whose manifest cannot be read."""
+        out = []
+        if self.runs_dir.is_dir():
+            for p in sorted(self.runs_dir.iterdir()):
+                if not p.name.startswith(".") and (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
+                    out.append((p.name, "its manifest.json cannot be read"))
+        return out
+
+    def get(self, run_id: str) -> Run:  # noqa: C901
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
         that is not a run id: a path never reaches the file system)."""
         rid = str(run_id).strip()
@@ -241,9 +279,12 @@ class Store:
             raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
         p = self.runs_dir / rid
         if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
+            if not _manifest_ok(Run(p)):
+                raise RunNotFound(rid, "its folder is damaged (manifest.json cannot be read)")
             return Run(p)
         if self.runs_dir.is_dir():
-            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and (q / MANIFEST).is_file()]
+            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and _RUN_ID.fullmatch(q.name)
+                    and (q / MANIFEST).is_file() and _manifest_ok(Run(q))]
             if len(hits) == 1:
                 return Run(hits[0])
             if len(hits) > 1:
@@ -254,22 +295,26 @@ class Store:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
 
     # ---- writing ----------------------------------------------------------------------------
-    def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None) -> tuple[Run, bool]:
+    def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None,
+                     check: Callable[[Parsed], None] | None = None) -> tuple[Run, bool]:
         """Parse and store one artifact. Returns (run, created). Raises ArtifactError on bad input;
-        nothing is written unless parsing succeeded."""
-        name = Path(name).name or "artifact"
+        nothing is written unless parsing (and `check`, which raises ArtifactError to refuse) succeeded."""
+        name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
             return Run(self.runs_dir / rid), False
         if parsed is None:
             parsed = parse_bytes(data, name)
+        if check is not None:
+            check(parsed)
         return self._write(rid, data, name, parsed)
 
-    def ingest_path(self, path: str | os.PathLike) -> tuple[Run, bool]:
+    def ingest_path(self, path: str | os.PathLike,
+                    check: Callable[[Parsed], None] | None = None) -> tuple[Run, bool]:
         """A file, or a folder of rank traces (one run); errors name the path as given."""
         data, name = read_path(path)
         try:
-            return self.ingest_bytes(data, name)
+            return self.ingest_bytes(data, name, check=check)
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 

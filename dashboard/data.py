@@ -29,9 +29,10 @@ def ensure_samples(st_: Store) -> int:
         return 0
     n = 0
     names = [ln.strip() for ln in listing.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    src = Source(st_)
     for p in [samples / n_ for n_ in names] + sorted(samples.glob("*/bench*/*.json*")):
         try:
-            st_.ingest_path(p)
+            src.ingest_path(p)
             n += 1
         except (ArtifactError, StoreError, ImportError):  # e.g. .ncu-rep without the ncu-report extra
             continue

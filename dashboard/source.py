@@ -27,7 +27,8 @@ from analyzers.cases.bench_verdicts import attach
 from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
 from analyzers.timeline import TimelineSummary, summarize
-from collectors.errors import RunNotFound
+from analyzers.errors import AnalysisError
+from collectors.errors import ArtifactError, InputError, RunNotFound
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store
 
@@ -66,14 +67,66 @@ class Source:
         self._cache: OrderedDict = OrderedDict()
         self._max = cache_entries
         self._lock = threading.Lock()
+        self._broken: dict[str, str] = {}
 
     # ---- runs ------------------------------------------------------------------------------------
     def runs(self, kinds: tuple[str, ...] | None = None) -> list[Run]:
-        rs = self.store.runs()
-        return [r for r in rs if r.kind in kinds] if kinds else rs
+        """The store's readable runs, newest first (of `kinds`). A run whose tables cannot be read (or re-derived
+        from its artifact) is left out and listed by `broken()`, so one bad run never takes a page down."""
+        out = []
+        for r in self.store.runs():
+            if kinds and r.kind not in kinds:
+                continue
+            if self._readable(r):
+                out.append(r)
+        return out
+
+    def _readable(self, run: Run) -> bool:
+        try:
+            run.meta
+            return True
+        except (InputError, OSError, ValueError, KeyError) as e:
+            with self._lock:
+                self._broken[run.run_id] = str(e)
+            return False
+
+    def broken(self) -> list[tuple[str, str]]:
+        """(run id, problem) of the runs left out of `runs()` (damaged folders, artifacts that no longer read)."""
+        self.runs()
+        with self._lock:
+            out = sorted(self._broken.items())
+        return out + [(rid, p) for rid, p in self.store.unreadable()]
+
+    # ---- ingesting: nothing enters the store that analyze cannot analyse ---------------------------------
+    def check_analysable(self, parsed: Parsed, name: str = "") -> None:
+        """Analyse a parsed artifact as `analyze` would (with the store's ceilings); an analysis that fails refuses
+        the file (ArtifactError naming the problem), so no stored run can break the analyses or the pages."""
+        try:
+            self.analysis(parsed)
+        except InputError:
+            raise
+        except AnalysisError as e:
+            raise ArtifactError(name or "artifact", f"cannot be analysed: {e}") from None
+        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, with what it was
+            first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
+            raise ArtifactError(name or "artifact", f"cannot be analysed ({type(e).__name__}: {first}); "
+                                                    "nothing was stored") from None
+
+    def ingest_bytes(self, data: bytes, name: str) -> tuple[Run, bool]:
+        return self.store.ingest_bytes(data, name, check=lambda p: self.check_analysable(p, name))
+
+    def ingest_path(self, path) -> tuple[Run, bool]:
+        return self.store.ingest_path(path, check=lambda p: self.check_analysable(p, str(path)))
 
     def get(self, run_id: str) -> Run:
-        return self.store.get(run_id)
+        """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for a run whose
+        tables cannot be read."""
+        run = self.store.get(run_id)
+        try:
+            run.meta
+        except (InputError, OSError, ValueError, KeyError) as e:
+            raise RunNotFound(run.run_id, f"cannot be read ({e})") from None
+        return run
 
     def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
         """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""

@@ -47,7 +47,8 @@ def _store_doc(st, doc: dict, out_dir: Path) -> str:
     from collectors.bench.harness import result_file_name
     path = out_dir / result_file_name(doc["gpu"]["name"], doc["gpu"].get("uuid"))
     path.write_text(json.dumps(doc, indent=1, allow_nan=False))
-    run, _ = st.ingest_path(path)
+    from dashboard.source import Source
+    run, _ = Source(st).ingest_path(path)
     return run.run_id
 
 
@@ -113,7 +114,8 @@ def bench(
                 failed += 1
                 continue
             try:
-                run, _ = st.ingest_path(path)
+                from dashboard.source import Source
+                run, _ = Source(st).ingest_path(path)
             except InputError as e:
                 typer.echo(f"kernelscope: {e} (log: {log})", err=True)
                 failed += 1

@@ -25,11 +25,11 @@ def ingest(
     and print one line per file: run id, kind, file. Bad files are reported and skipped; nothing of them
     is stored. Exit code 1 if any file failed."""
     from collectors.ingest import expand_paths
-    st = open_store(store)
+    src = open_source(store)
     failed = 0
     for p in expand_paths(paths):
         try:
-            run, created = st.ingest_path(p)
+            run, created = src.ingest_path(p)
         except InputError as e:
             typer.echo(f"kernelscope: {e}", err=True)
             failed += 1

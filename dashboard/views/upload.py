@@ -55,7 +55,7 @@ if files:
                                       f"{cap / 1e6:,.0f} MB. Copy it to the server and run `kernelscope ingest FILE`.")
             else:
                 try:
-                    run, created = store.ingest_bytes(f.getvalue(), f.name)
+                    run, created = data.source().ingest_bytes(f.getvalue(), f.name)
                     done[key] = ("ok", run.run_id, run.kind, created)
                 except ArtifactError as e:
                     done[key] = ("error", f"{e.problem}.")

@@ -64,17 +64,19 @@ def test_runs_of_the_first_store_format_are_re_derived_on_read(store):
     assert "frozen" not in set(res["verdict"].drop_nulls()) and "agrees" in set(res["verdict"])
     new_files = store_snapshot(store.root)
     assert {k: v for k, v in new_files.items() if k in old_files} == old_files     # nothing stored changed
-    assert any("/tables-v2/" in k for k in new_files)                                   # the new version beside
+    from collectors.schema import TABLE_VERSIONS
+    assert any(f"/tables-v{TABLE_VERSIONS['bench']}/" in k for k in new_files)          # the new version beside
 
 
 def test_a_newer_table_version_is_re_derived_once(store, monkeypatch):
     from collectors import schema, store as store_mod
     run, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    before = schema.TABLE_VERSIONS["ncu"]
     monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
     monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
     again = store.get(run.run_id)
     assert again.table("kernels").height == 9 and (run.path / "tables-v99" / "meta.json").is_file()
-    assert (run.path / "tables-v2" / "kernels.parquet").is_file()          # the older version is kept
+    assert (run.path / f"tables-v{before}" / "kernels.parquet").is_file()          # the older version is kept
 
 
 def test_runs_lists_the_item_count_of_every_kind(store, capsys, tmp_path):
