@@ -129,11 +129,11 @@ def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, 
 
 def _ncu(parsed: Parsed, name: str) -> None:
     k = parsed.tables["kernels"]
+    if k["id"].null_count():
+        raise ArtifactError(name, f"{k['id'].null_count()} launch(es) without a numeric id")
     dup = k.filter(pl.col("id").is_duplicated())
     if dup.height:
         raise ArtifactError(name, f"launch id {dup['id'][0]} appears {dup.height} times")
-    if k["id"].null_count():
-        raise ArtifactError(name, "a launch without an id")
     for col in k.columns:
         if k.schema[col] in (pl.Float64, pl.Int64) and col not in ("id", "process_id", "context", "stream", "device"):
             _range(k, "kernels", name, col, lo=0, what="(negative: no counter or launch parameter can be)")
@@ -196,11 +196,19 @@ def _timeline(parsed: Parsed, name: str) -> None:
             _range(df, tname, name, "duration_ns", lo=0, what="ns (a negative duration)")
     g = parsed.tables.get("gpu_ops")
     if g is not None and g.height:
-        for col in ("start_ns", "end_ns", "device"):
+        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("device", "a device id"),
+                          ("rank", "a process (rank)"), ("stream", "a stream"), ("kind", "a kind"),
+                          ("name", "a name")):
             n = g[col].null_count()
             if n:
-                raise ArtifactError(name, f"{n:,} GPU ops without {'a device id' if col == 'device' else col} "
-                                          "(a trace this reader cannot place on a GPU's timeline)")
+                raise ArtifactError(name, f"{n:,} GPU op(s) without {what} (a trace this reader cannot place on a "
+                                          "GPU's timeline)")
+    a = parsed.tables.get("api_calls")
+    if a is not None and a.height:
+        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("rank", "a process (rank)")):
+            n = a[col].null_count()
+            if n:
+                raise ArtifactError(name, f"{n:,} API call(s) without {what}")
         _range(g, "gpu_ops", name, "device", 0, 1 << 20, "(not a device ordinal)")
         for ax in "xyz":
             _range(g, "gpu_ops", name, f"block_{ax}", 0, MAX_BLOCK[ax], f"(CUDA allows 1..{MAX_BLOCK[ax]:,})")

@@ -73,10 +73,24 @@ def parse(data: bytes, name: str) -> Parsed:
         if key not in doc:
             raise ArtifactError(name, f"bench result lacks {key!r}")
     gpu = doc["gpu"]
-    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str) or not gpu["name"]:
+    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str) or not gpu["name"].strip():
         raise ArtifactError(name, "bench result: 'gpu' must be an object with a 'name'")
+    if len(gpu["name"]) > 200:
+        raise ArtifactError(name, f"bench result: a GPU name of {len(gpu['name']):,} characters")
+    if gpu.get("uuid") is not None and not isinstance(gpu.get("uuid"), str):
+        raise ArtifactError(name, "bench result: 'gpu.uuid' must be a string")
+    for key in ("attributes", "properties"):
+        if key in gpu and not (isinstance(gpu[key], dict) and all(
+                isinstance(v, (int, float, str, bool)) or v is None for v in gpu[key].values())):
+            raise ArtifactError(name, f"bench result: 'gpu.{key}' must be an object of plain values")
     if not isinstance(doc["versions"], dict):
         raise ArtifactError(name, "bench result: 'versions' must be an object")
+    for key in ("started", "finished"):
+        if doc.get(key) is not None and not isinstance(doc.get(key), str):
+            raise ArtifactError(name, f"bench result: {key!r} must be a time stamp (text) or null")
+    for key in ("options", "cases", "ncu"):
+        if doc.get(key) is not None and not isinstance(doc.get(key), dict):
+            raise ArtifactError(name, f"bench result: {key!r} must be an object")
     failures = doc.get("failures", [])
     if not isinstance(failures, list) or not all(isinstance(f, dict) and "case" in f and "error" in f for f in failures):
         raise ArtifactError(name, "bench result: 'failures' must be a list of {case, error}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+import warnings
 
 from analyzers.errors import AnalysisError, ParameterError
 from collectors.errors import InputError
@@ -34,6 +35,13 @@ EXIT_BUG = 70          # EX_SOFTWARE (sysexits.h): an internal error
 
 
 def main(argv: list[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        # a library's warning (polars, pyarrow) is not a message for the user: a refusal stays one line
+        warnings.simplefilter("ignore")
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         app(args=argv, prog_name="kernelscope", standalone_mode=True)
     except SystemExit as e:

@@ -52,18 +52,21 @@ def open_source(store: Optional[Path]):
 
 
 def load(path_or_run: str, store: Optional[Path]):
-    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored); anything else is
-    looked up as a run id."""
+    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
+    ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
+    store (a run that cannot be read is `RunNotFound`)."""
     import os
 
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
     p = Path(path_or_run)
     if p.exists():
-        return parse_path(p), p.name
+        parsed = parse_path(p)
+        open_source(store).check_analysable(parsed, path_or_run)
+        return parsed, p.name
     if p.suffix or os.sep in path_or_run:
         raise ArtifactError(path_or_run, "no such file")
-    run = open_store(store).get(path_or_run)
+    run = open_source(store).get(path_or_run)
     return run, run.source_name
 
 

@@ -254,7 +254,7 @@ def ncu_csv_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
 def kineto_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
     try:
         doc = json.loads(d)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return byte_op(rng, d)
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list) or not events:
@@ -380,7 +380,7 @@ def nsys_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
 def bench_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
     try:
         doc = json.loads(d)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return byte_op(rng, d)
     if not isinstance(doc, dict):
         return byte_op(rng, d)
