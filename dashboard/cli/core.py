@@ -201,30 +201,42 @@ def gpus(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFor
 @app.command()
 def dashboard(
     host: Annotated[str, typer.Option(help="Address to bind. 127.0.0.1 (default) serves this machine only.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8501,
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8501,
     store: StoreOpt = None,
     token: Annotated[Optional[str], typer.Option(envvar="KERNELSCOPE_TOKEN",
                                                  help="Access token; required with a non-loopback --host.")] = None,
-    max_upload_mb: Annotated[int, typer.Option(help="Largest upload accepted in the browser, MB.")] = 200,
+    max_upload_mb: Annotated[int, typer.Option(help="Largest upload accepted in the browser, MB.", min=1)] = 200,
+    max_decompressed_mb: Annotated[Optional[int], typer.Option(
+        help="Largest artifact after decompression, MB (default: the upload cap).", min=1)] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        "--allowed-host", help="A host name the dashboard is reached by (besides IP addresses, localhost and this "
+                               "machine's name), e.g. a reverse proxy's; repeatable, *.example.com allowed.")] = None,
 ) -> None:
-    """Start the dashboard (Streamlit) on the run store; on first start with an empty store it loads the
-    bundled samples."""
-    app_path = repo_root() / "dashboard" / "app.py"
-    if not app_path.is_file():
-        raise ArtifactError(str(app_path), "dashboard entry script not found (broken install?)")
+    """Start the dashboard (Streamlit behind kernelscope's gate: Host check, access token, upload cap) on the run
+    store; on first start with an empty store it loads the bundled samples."""
+    serve = repo_root() / "dashboard" / "serve.py"
+    if not serve.is_file():
+        raise ArtifactError(str(serve), "dashboard server module not found (broken install?)")
     loopback = host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not token:
         raise typer.BadParameter(f"--host {host} listens beyond this machine: give an access token with "
                                  "--token or KERNELSCOPE_TOKEN", param_hint="--host")
+    if token is not None and len(token) < 8:
+        raise typer.BadParameter("an access token needs at least 8 characters", param_hint="--token")
     env = dict(os.environ)
     st = open_store(store)
     env["KERNELSCOPE_STORE"] = str(st.root)
+    env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] = str(max_decompressed_mb or max_upload_mb)
+    env["KERNELSCOPE_MAX_UPLOAD_MB"] = str(max_upload_mb)
+    env.pop("KERNELSCOPE_TOKEN", None)
     if token:
         env["KERNELSCOPE_TOKEN"] = token
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
-           "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-           "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    env["PYTHONPATH"] = os.pathsep.join([str(repo_root()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, "-m", "dashboard.serve", "--host", host, "--port", str(port),
+           "--max-upload-mb", str(max_upload_mb)]
+    for h in allowed_host or []:
+        cmd += ["--allowed-host", h]
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches Streamlit itself
+    os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches the server itself
