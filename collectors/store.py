@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from functools import cached_property
@@ -158,6 +159,41 @@ class Run:
                        warnings=tuple(meta.get("warnings") or ()))
 
 
+def _io_problem(e: BaseException) -> str:
+    """The operating system's reason inside a library's error message ("No space left on device")."""
+    text = str(e)
+    for marker in ("No space left on device", "Disk quota exceeded", "Permission denied", "Read-only file system"):
+        if marker in text:
+            return marker
+    return " ".join(text.splitlines()[:1])[:160]
+
+
+def _owner() -> str:
+    """Who writes a temporary folder: host and process id, so that a later start can tell a dead writer's folder."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def _host() -> str:
+    return (socket.gethostname().split(".")[0].replace("-", "_") or "host")[:32]
+
+
+def _writer_gone(name: str, max_age_s: float, mtime: float) -> bool:
+    """A temporary folder (…-HOST-PID-xxxx) whose writer is not running: same host and no such process, or older than
+    max_age_s (a writer on another host of a shared store)."""
+    parts = name.split("-")
+    host = _host()
+    for i in range(len(parts) - 2):
+        if parts[i] == host and parts[i + 1].isdigit():
+            try:
+                os.kill(int(parts[i + 1]), 0)
+            except ProcessLookupError:
+                return True
+            except (PermissionError, OverflowError):
+                pass
+            return False
+    return time.time() - mtime > max_age_s
+
+
 def _manifest_ok(run: Run) -> bool:
     try:
         m = run.manifest
@@ -182,10 +218,13 @@ def _safe_name(name: str) -> str:
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
     """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
     final = run_dir / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=run_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{_owner()}-", dir=run_dir))
     try:
         for tname, df in parsed.tables.items():
-            df.write_parquet(tmp / f"{tname}.parquet")
+            try:
+                df.write_parquet(tmp / f"{tname}.parquet")
+            except pl.exceptions.PolarsError as e:        # polars reports a failed write (a full disk) as its own error
+                raise OSError(_io_problem(e)) from None
         (tmp / META).write_text(json.dumps(parsed.meta, indent=1, default=str))
         try:
             os.rename(tmp, final)
@@ -318,10 +357,39 @@ class Store:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    def housekeeping(self) -> int:
+        """On start: the store's leftover temporary folders and the .ncu-rep reader's (collectors.sandbox)."""
+        from collectors.sandbox import sweep_stale
+        return self.clean_stale() + sweep_stale()
+
+    def clean_stale(self, max_age_s: float = 24 * 3600) -> int:
+        """Remove the temporary folders of interrupted ingests and re-derivations (a writer killed mid-way): those
+        whose writer process is gone on this host, or older than max_age_s. Returns how many."""
+        n = 0
+        try:
+            tops = [e for e in os.scandir(self.runs_dir) if e.name.startswith(".tmp-")]
+        except OSError:
+            return 0
+        inner = []
+        for e in os.scandir(self.runs_dir):
+            if _RUN_ID.fullmatch(e.name) and e.is_dir(follow_symlinks=False):
+                try:
+                    inner += [x for x in os.scandir(e.path) if x.name.startswith(".tables-v")]
+                except OSError:
+                    continue
+        for e in tops + inner:
+            try:
+                if e.is_dir(follow_symlinks=False) and _writer_gone(e.name, max_age_s, e.stat().st_mtime):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                    n += 1
+            except OSError:
+                continue
+        return n
+
     def _write(self, rid: str, data: bytes, name: str, parsed: Parsed) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-", dir=self.runs_dir))
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
         except OSError as e:
             raise StoreError(str(self.runs_dir), f"cannot write to the store ({e.strerror or e})") from None
         try:
@@ -349,7 +417,13 @@ class Store:
             return Run(final), True
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({e.strerror or e})") from None
+            reason = e.strerror or str(e)
+            try:
+                if shutil.disk_usage(self.runs_dir).free < 1 << 20:
+                    reason = "No space left on device"
+            except OSError:
+                pass
+            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({reason})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     token = os.environ.get("KERNELSCOPE_TOKEN") or None
     extra = args.allowed_host + [h for h in os.environ.get("KERNELSCOPE_ALLOWED_HOSTS", "").split(",") if h.strip()]
     os.environ["KERNELSCOPE_GATE"] = "asgi" if token else ""
+    from collectors.store import Store
+    Store(os.environ.get("KERNELSCOPE_STORE") or None).housekeeping()   # leftovers of interrupted ingests
     app = build_app(token=token, allowed_hosts=extra, max_upload_mb=args.max_upload_mb)
     app.run(config={
         "server.address": args.host, "server.port": args.port, "server.headless": True,

@@ -41,9 +41,17 @@ StoreOpt = Annotated[
 ]
 
 
+_cleaned: set = set()
+
+
 def open_store(store: Optional[Path]):
+    """The store (once per process: the temporary folders of interrupted ingests are removed first)."""
     from collectors.store import Store
-    return Store(store)
+    st = Store(store)
+    if st.root not in _cleaned:
+        _cleaned.add(st.root)
+        st.housekeeping()
+    return st
 
 
 def open_source(store: Optional[Path]):

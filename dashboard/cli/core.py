@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from collectors.errors import ArtifactError, InputError
+from collectors.errors import ArtifactError, InputError, StoreError
 from dashboard.cli._app import (Format, ListFormat, StoreOpt, app, echo_json, load, open_source, open_store,
                                 repo_root)
 from dashboard.cli.render import print_table, to_csv
@@ -30,6 +30,10 @@ def ingest(
     for p in expand_paths(paths):
         try:
             run, created = src.ingest_path(p)
+        except StoreError as e:                      # a full disk: this file is not stored, the next ones are tried
+            typer.echo(f"kernelscope: {p}: not stored: {e.problem}", err=True)
+            failed += 1
+            continue
         except InputError as e:
             typer.echo(f"kernelscope: {e}", err=True)
             failed += 1
