@@ -41,6 +41,22 @@ StoreOpt = Annotated[
 ]
 
 
+MaxMBOpt = Annotated[
+    Optional[int],
+    typer.Option("--max-decompressed-mb", min=1, envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
+                 help="Largest artifact accepted, after decompression, in MB (default 4096)."),
+]
+
+
+def apply_limits(max_decompressed_mb: Optional[int]) -> None:
+    """Set the artifact size limit for this process and the readers it starts (collectors.limits)."""
+    import os
+
+    from collectors.limits import ENV_ARTIFACT_MB
+    if max_decompressed_mb:
+        os.environ[ENV_ARTIFACT_MB] = str(max_decompressed_mb)
+
+
 _cleaned: set = set()
 
 

@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 
 from collectors.errors import ArtifactError, InputError, StoreError
-from dashboard.cli._app import (Format, ListFormat, StoreOpt, app, echo_json, load, open_source, open_store,
-                                repo_root)
+from dashboard.cli._app import (Format, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
+                                open_source, open_store, repo_root)
 from dashboard.cli.render import print_table, to_csv
 
 
@@ -20,11 +20,13 @@ from dashboard.cli.render import print_table, to_csv
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
     store: StoreOpt = None,
+    max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Parse artifacts (ncu .ncu-rep/CSV, PyTorch traces, nsys SQLite, bench results) into the run store
     and print one line per file: run id, kind, file. Bad files are reported and skipped; nothing of them
     is stored. Exit code 1 if any file failed."""
     from collectors.ingest import expand_paths
+    apply_limits(max_decompressed_mb)
     src = open_source(store)
     failed = 0
     for p in expand_paths(paths):
@@ -145,11 +147,13 @@ def analyze(
     path_or_run: Annotated[str, typer.Argument(help="An artifact file, or a run id (or unique prefix) in the store.")],
     store: StoreOpt = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+    max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Analyze one artifact or stored run: per-kernel duration, DRAM bandwidth and its fraction of the
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing, the biggest
     finding; or, for traces, launch delays and GPU idle time; or, for bench runs, measurements next to
     predictions. Measured ceilings of the store's bench runs are used as in the dashboard."""
+    apply_limits(max_decompressed_mb)
     run, source = load(path_or_run, store)
     rep, rows, cols = report_for(open_source(store), run, source)
     if format is Format.json:
