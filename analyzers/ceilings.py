@@ -30,10 +30,13 @@ CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "gpu": pl.String, "ceiling": 
                             "run_id": pl.String})
 #: judge_ceilings adds these
 JUDGED_SCHEMA = CEILING_SCHEMA | pl.Schema({"model": pl.String, "status": pl.String, "reason": pl.String})
-#: a measured rate is plausible between these fractions of the datasheet peak: a copy or an FMA loop cannot beat
+#: a measured rate is plausible between these fractions of the datasheet peak (2 % above it for rounded datasheet
+#: figures): a copy or an FMA loop cannot beat
 #: the datasheet (the H200 measures 89 % DRAM copy, 90 % FP32, 80 % BF16), and a ceiling below 5 % of it is a
 #: broken measurement, not the GPU's limit
-SPEC_FRACTION = (0.05, 1.05)
+SPEC_FRACTION = (0.05, 1.02)
+NO_DATASHEET = ("measured on a GPU the registry does not hold: no datasheet to check it against (`kernelscope "
+                "ceilings --pin RUN` trusts it)")
 #: costs (seconds): an empty-kernel launch and a graph node on any GPU the registry holds
 COST_BOUNDS = {"launch": (0.5e-6, 1e-3), "graph": (0.05e-6, 1e-3)}
 RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
@@ -122,7 +125,7 @@ def implausible(resource: str | None, unit: str, value: float, gpu: GPUSpec | No
             return f"{value * 1e6:.3g} µs is outside {lo * 1e6:g}–{hi * 1e6:g} µs, the range of a {RESOURCES[resource][1]}"
         return None
     if gpu is None or not gpu.from_registry:
-        return "measured on a GPU the registry does not hold: no datasheet to check it against"
+        return NO_DATASHEET
     peak = spec_peak(gpu, resource)
     if resource == "smem" or resource == "l2":
         peak = smem_bandwidth_bound(gpu)
@@ -158,7 +161,10 @@ def judge_ceilings(ceilings: pl.DataFrame, pinned: dict[str, str] | None = None,
             status, reason = "not pinned", f"run {pinned[model]} is pinned for {model}"
         else:
             why = implausible(r["resource"], r["unit"] or "", r["value"], gpu)
-            status, reason = ("rejected", why) if why else ("trusted", None)
+            if why == NO_DATASHEET and pinned.get(model) == r["run_id"]:
+                status, reason = "trusted", "pinned by the user; no datasheet to check it against"
+            else:
+                status, reason = ("rejected", why) if why else ("trusted", None)
         rows.append({**r, "model": model, "status": status, "reason": reason})
     return pl.DataFrame(rows, schema=JUDGED_SCHEMA)
 

@@ -133,7 +133,7 @@ def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, 
     (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
     if len(units) != len(header) or any(units[: len(IDENTITY)]):
         raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
-    body = text[body_start:]
+    body = text[body_start:].rstrip("\r\n") + "\n"        # blank lines after the last row are not a truncation
     if "\n==" in body or body.startswith("=="):
         body = "\n".join(ln for ln in body.split("\n") if not ln.startswith("=="))
     if not body.strip():
