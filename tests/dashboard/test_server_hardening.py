@@ -250,3 +250,26 @@ def test_no_page_shows_a_stack_trace_an_internal_error_is_an_error_id(tmp_path, 
         assert f"error {m.group(1)}" in srv.log.read_text(errors="replace")
         other = open_page(srv, "timeline", f"run={ids['m1_eager']}")         # the other runs are unaffected
         assert other.finished and not other.exceptions and not any(k == "error" for k, _ in other.alerts)
+
+
+def test_one_damaged_run_leaves_the_shared_pages_standing(tmp_path, samples_store):
+    """The newest ncu run's table is damaged on disk: Home, Runs and Compare still build (Home says which run it
+    is, in place); a run whose manifest is garbage is left out of every listing."""
+    import shutil
+    from collectors.store import Store
+    from dashboard.reports import build
+    from dashboard.source import Source
+    root, ids = samples_store
+    store = tmp_path / "store"
+    shutil.copytree(root, store)
+    next((store / "runs" / ids["full"]).glob("tables-v*/kernels.parquet")).write_bytes(b"PAR1 no PAR1")
+    (store / "runs" / ids["basic"] / "manifest.json").write_text("{ not json")
+    src = Source(Store(store))
+    home = build(src, "home", {})
+    said = " ".join(getattr(b, "md", "") for b in home.blocks)
+    assert f"Run `{ids['full']}` cannot be analysed (" in said                   # in place, the rest stands
+    assert f"Run `{ids['basic']}` cannot be read" in said
+    runs = build(src, "runs", {})
+    assert ids["basic"] not in {r for b in runs.blocks if hasattr(b, "frame") for r in b.frame["run_id"].to_list()}
+    build(src, "compare", {"a": ids["m1_eager"], "b": ids["m1_graph"]})
+    build(src, "gpus", {})
