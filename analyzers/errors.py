@@ -16,11 +16,11 @@ class AnalysisError(Exception):
 class UnknownName(AnalysisError, LookupError):
     """A GPU, case, claim, page, device ... that is not known. `what` says which registry, `hint` where to look."""
 
-    def __init__(self, what: str, name, hint: str = ""):
+    def __init__(self, what: str, name, hint: str = "", *, message: str | None = None):
         self.what = what
         self.name = name
         self.hint = hint
-        super().__init__(f"no {what} {name!r}" + (f" ({hint})" if hint else ""))
+        super().__init__(message or (f"no {what} {name!r}" + (f" ({hint})" if hint else "")))
 
 
 class ParameterError(AnalysisError, ValueError):

@@ -37,6 +37,8 @@ from analyzers.kernels import TENSOR_RATE
 from analyzers.units import fmt_ns
 
 SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
+#: a launch is at its bound when the busiest resource's time is at least this share of its duration
+AT_BOUND = 0.7
 SMEM_MODEL = ("shared memory serves one 128-byte wavefront (32 banks x 4 B) per SM per cycle: "
               "t_smem = wavefronts / (SMs x SM clock)")
 
@@ -187,7 +189,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
         model = ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_tensor = tensor FLOP / "
                  "(BF16 dense peak × type rate: TF32 ½, FP8 2), t_smem as above; time lost = duration − max(bounds)")
         model += "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES)
-        if util >= 0.7:
+        if util >= AT_BOUND:
             add("at_bound", f"{res}-bound at {util:.0%} of the ceiling",
                 f"The kernel spends {util:.0%} of its time at the {res} bound ({fmt_ns(t_bound)} of {fmt_ns(d)}). "
                 f"To go faster it must need less of it: " + {
@@ -230,12 +232,22 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
 
 
 TOP_FINDING_SCHEMA = {"id": "Int64", "top_finding_key": "String", "top_finding": "String", "lost_ns": "Float64",
-                      "lost_share": "Float64"}
+                      "lost_share": "Float64", "bound": "String"}
+def bound_of(row: dict, gpu: GPUSpec, measured: dict | None = None) -> str | None:
+    """What limits one launch, from the throughput bounds: the busiest resource ("dram", "fp32", "tensor",
+    "smem") when its time is >= AT_BOUND of the duration, else "latency"; None when no bound can be computed."""
+    d = _f(row, "duration_ns")
+    tb = {k: v for k, v in bounds(row, gpu, peaks_for(gpu, measured)).items() if k in RESOURCE_NAMES}
+    if not d or not tb:
+        return None
+    limiter = max(tb, key=tb.get)
+    return limiter if tb[limiter] / d >= AT_BOUND else "latency"
 
 
 def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
     """The biggest finding of every launch of an analyzed kernel table (a polars frame): id, top_finding_key,
-    top_finding (title), lost_ns (estimated time lost), lost_share (of the launch). Null where a launch has none.
+    top_finding (title), lost_ns (estimated time lost), lost_share (of the launch), and its bound (bound_of). Null
+    where a launch has none.
     The one place the per-launch ranking is computed: the CLI, the Kernels page and its export show this."""
     import polars as pl
     rows = []
@@ -243,5 +255,6 @@ def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
         fs = kernel_findings(r, gpu, measured)
         f = fs[0] if fs else None
         rows.append({"id": r["id"], "top_finding_key": f.key if f else None, "top_finding": f.title if f else None,
-                     "lost_ns": f.lost_ns if f else None, "lost_share": f.share if f else None})
+                     "lost_ns": f.lost_ns if f else None, "lost_share": f.share if f else None,
+                     "bound": bound_of(r, gpu, measured)})
     return pl.DataFrame(rows, schema={k: getattr(pl, v) for k, v in TOP_FINDING_SCHEMA.items()})

@@ -49,6 +49,7 @@ class GPUSpec:
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     from_registry: bool = True
     max_threads_per_block: int | None = None          # 1024 on every CC in scope
+    memory_clock_hz: float | None = None              # DRAM clock as ncu's "DRAM Frequency" reports it (measured)
 
     def source_of(self, field_name: str) -> str:
         return self.sources.get(field_name) or self.sources.get("*", "unknown source")
@@ -96,12 +97,30 @@ def _cc_limits(threads: int, blocks: int, smem_kib: int) -> dict[str, int]:
     )
 
 
+def _cc7_limits(threads: int, blocks: int, smem_kib: int) -> dict[str, int]:
+    """CC 7.x: as _cc_limits, but no shared memory is reserved per block (reservedSharedMemPerBlock is 0 before
+    CC 8.0), so the opt-in per-block limit is the whole carve-out."""
+    d = _cc_limits(threads, blocks, smem_kib)
+    d.update(smem_per_block_optin_bytes=smem_kib * KIB, reserved_smem_per_block_bytes=0)
+    return d
+
+
+_CC7_SOURCE = ("per-CC limits: CUDA Programming Guide 'Technical Specifications per Compute Capability' (7.0: 2048 "
+               "threads, 32 blocks, 96 KB shared memory per SM and per block opt-in; 7.5: 1024 threads, 16 blocks, "
+               "64 KB; no reserved shared memory before CC 8.0); blocks/SM and carve-outs as cuda_occupancy.h (CUDA "
+               "13.0); agrees with the device descriptions of the compatibility corpus (tests/corpus: V100 "
+               "computeProperties and ncu device attributes, T4 TARGET_INFO_GPU)")
+
 #: (major, minor) -> per-SM limits. The H200 row was confirmed on a device
 #: (sample_traces/h200/device_env.json: sharedMemPerMultiprocessor 233472, sharedMemPerBlockOptin
 #: 232448, reservedSharedMemPerBlock 1024, regsPerMultiprocessor 65536, maxThreadsPerMultiProcessor
-#: 2048, maxBlocksPerMultiProcessor 32).
+#: 2048, maxBlocksPerMultiProcessor 32); the others are checked against the corpus's device descriptions
+#: (tests/collectors/test_corpus_formats.py).
 CC_LIMITS: dict[tuple[int, int], dict[str, int]] = {
+    (7, 0): _cc7_limits(2048, 32, 96),
+    (7, 5): _cc7_limits(1024, 16, 64),
     (8, 0): _cc_limits(2048, 32, 164),
+    (8, 7): _cc_limits(2048, 32, 164),
     (8, 6): _cc_limits(1536, 16, 100),
     (8, 9): _cc_limits(1536, 24, 100),
     (9, 0): _cc_limits(2048, 32, 228),
@@ -122,6 +141,8 @@ def cc_limits(cc: tuple[int, int]) -> dict[str, int] | None:
 _PCIE4 = ("PCIe Gen4 x16", 32 * GB,
           "PCIe Gen4 x16 one direction = 32 GB/s nominal (16 GT/s x 16 lanes / 8); the reference "
           "(bench-anchors.md §2b) quotes 31.5 GB/s after 128b/130b encoding; 32 chosen to match the textbook's convention")
+_PCIE3 = ("PCIe Gen3 x16", 16 * GB,
+          "PCIe Gen3 x16 one direction = 16 GB/s nominal (8 GT/s x 16 lanes / 8), 15.75 GB/s after 128b/130b encoding")
 _PCIE5 = ("PCIe Gen5 x16", 64 * GB,
           "PCIe Gen5 x16 one direction = 64 GB/s, the textbook's figure (Example 5-1); the reference "
           "(bench-anchors.md §2b) quotes 63 GB/s after 128b/130b encoding")
@@ -131,8 +152,8 @@ _L2_MIB = "L2 '{n} MB' per bench-anchors.md §2b, read as MiB (NVIDIA cache MB a
 
 
 def _entry(name: str, cc: tuple[int, int], *, sm: int, boost_mhz: float, l2_mib: float, mem_gb: float,
-           mem_type: str, bw: float, bf16: float, fp32: float, link: tuple[str, float, str],
-           aliases: tuple[str, ...], sources: dict[str, str]) -> GPUSpec:
+           mem_type: str, bw: float, bf16: float | None, fp32: float, link: tuple[str, float, str],
+           aliases: tuple[str, ...], sources: dict[str, str], memory_clock_hz: float | None = None) -> GPUSpec:
     limits = CC_LIMITS[cc]
     src = {
         "*": _ML_ENG,
@@ -140,16 +161,24 @@ def _entry(name: str, cc: tuple[int, int], *, sm: int, boost_mhz: float, l2_mib:
         "memory_bytes": f"datasheet {mem_gb:g} GB (decimal) via bench-anchors.md §2b",
         "host_link": link[2], "host_link_bytes_per_s": link[2],
     }
-    src.update({f: _CC_TABLE_SOURCE + f" (CC {cc[0]}.{cc[1]})" for f in PER_SM_FIELDS})
+    src.update({f: (_CC7_SOURCE if cc[0] == 7 else _CC_TABLE_SOURCE) + f" (CC {cc[0]}.{cc[1]})"
+                for f in PER_SM_FIELDS})
     src.update(sources)
     return GPUSpec(
         name=name, cc=cc, sm_count=sm, **limits,
         l2_bytes=int(round(l2_mib * MIB)), memory_bytes=int(mem_gb * GB), memory_type=mem_type,
         dram_bandwidth_bytes_per_s=bw, bf16_dense_flop_per_s=bf16, fp32_flop_per_s=fp32,
         boost_clock_mhz=boost_mhz, host_link=link[0], host_link_bytes_per_s=link[1],
-        aliases=aliases, sources=src, from_registry=True,
+        aliases=aliases, sources=src, from_registry=True, memory_clock_hz=memory_clock_hz,
     )
 
+
+_V100_SRC = {"*": "NVIDIA V100 Tensor Core GPU datasheet (80 SMs, 900 GB/s HBM2, 6 MB L2; SXM2 15.7 / PCIe 14 "
+                   "TFLOP/s FP32, 125 / 112 TFLOP/s FP16 tensor, no BF16 tensor cores)",
+             "l2_bytes": "6 MB L2 (datasheet) read as MiB; l2_cache_size 6,291,456 B in the V100 reports of tests/corpus",
+             "memory_bytes": "V100 datasheet: 16 or 32 GB HBM2 (decimal)",
+             "bf16_dense_flop_per_s": "none: Volta tensor cores have no BF16 (datasheet)",
+             "host_link": _PCIE3[2], "host_link_bytes_per_s": _PCIE3[2]}
 
 _H200_DEV = "measured on the project H200: sample_traces/h200/device_env.json (cupy/torch device properties)"
 
@@ -157,8 +186,11 @@ REGISTRY: tuple[GPUSpec, ...] = (
     _entry("NVIDIA H200", (9, 0), sm=132, boost_mhz=1980, l2_mib=60, mem_gb=141, mem_type="HBM3e",
            bw=4.8 * TB, bf16=989 * TFLOP, fp32=67 * TFLOP, link=_PCIE5,
            aliases=("h200", "h200 sxm", "h200 sxm5", "h200 141gb hbm3e", "h200 sxm 141gb"),
+           memory_clock_hz=3201e6,
            sources={
                "*": "NVIDIA H200 SXM datasheet via bench-anchors.md §2b",
+               "memory_clock_hz": _H200_DEV + " memoryClockRate 3,201,000 kHz; nvidia-smi clocks.max.memory 3201 MHz; "
+                                  "ncu 'DRAM Frequency' 3.20 GHz in sample_traces/h200/chapter5_kernels",
                "sm_count": _H200_DEV + " multiProcessorCount 132",
                "l2_bytes": _H200_DEV + " l2CacheSize 62,914,560 B (= 60 MiB)",
                "boost_clock_mhz": _H200_DEV + " clockRate 1,980,000 kHz",
@@ -228,6 +260,35 @@ REGISTRY: tuple[GPUSpec, ...] = (
                     "host_link_bytes_per_s": "PCIe Gen5 x16 (u, bench-anchors.md §2b); " + _PCIE5[2],
                     "max_blocks_per_sm": "cuda_occupancy.h (CUDA 13.0): 32 on CC 10.0 "
                                          "(bench-anchors.md §2a marks it (u))"}),
+    # parts of the compatibility corpus (tests/corpus) whose files may not name the GPU
+    _entry("NVIDIA Tesla V100 SXM2 16GB", (7, 0), sm=80, boost_mhz=1530, l2_mib=6, mem_gb=16, mem_type="HBM2",
+           bw=900 * GB, bf16=None, fp32=15.7 * TFLOP, link=_PCIE3,
+           aliases=("v100 sxm2 16gb",), sources=_V100_SRC),
+    _entry("NVIDIA Tesla V100 SXM2 32GB", (7, 0), sm=80, boost_mhz=1530, l2_mib=6, mem_gb=32, mem_type="HBM2",
+           bw=900 * GB, bf16=None, fp32=15.7 * TFLOP, link=_PCIE3,
+           aliases=("v100 sxm2 32gb",), sources=_V100_SRC),
+    _entry("NVIDIA Tesla V100 PCIe 16GB", (7, 0), sm=80, boost_mhz=1380, l2_mib=6, mem_gb=16, mem_type="HBM2",
+           bw=900 * GB, bf16=None, fp32=14 * TFLOP, link=_PCIE3,
+           aliases=("v100 pcie 16gb",), sources=_V100_SRC),
+    _entry("NVIDIA T4", (7, 5), sm=40, boost_mhz=1590, l2_mib=4, mem_gb=16, mem_type="GDDR6",
+           bw=320 * GB, bf16=None, fp32=8.1 * TFLOP, link=_PCIE3,
+           aliases=("t4",), sources={"*": "NVIDIA T4 Tensor Core GPU datasheet (40 SMs, 320 GB/s GDDR6, 8.1 TFLOP/s "
+                                          "FP32, 65 TFLOP/s FP16 tensor, no BF16 tensor cores)",
+                                     "sm_count": "TARGET_INFO_GPU smCount 40 of tests/corpus/nsightful (a real T4 "
+                                                 "export) and the T4 datasheet",
+                                     "l2_bytes": "4 MB L2 read as MiB: l2CacheSize 4,194,304 B in TARGET_INFO_GPU of "
+                                                 "tests/corpus/nsightful",
+                                     "memory_bytes": "T4 datasheet: 16 GB GDDR6 (decimal)",
+                                     "bf16_dense_flop_per_s": "none: Turing tensor cores have no BF16 (datasheet)"}),
+    _entry("NVIDIA GeForce RTX 5090", (12, 0), sm=170, boost_mhz=2407, l2_mib=96, mem_gb=32, mem_type="GDDR7",
+           bw=1792 * GB, bf16=None, fp32=104.8 * TFLOP, link=_PCIE5,
+           aliases=("rtx 5090", "5090"),
+           sources={"*": "NVIDIA GeForce RTX 5090 specifications (170 SMs, 1792 GB/s GDDR7, 32 GB, 104.8 TFLOP/s "
+                         "FP32, boost 2.41 GHz); 1.792 TB/s also in bench-anchors.md §3",
+                    "l2_bytes": "96 MB L2 (GB202 as configured on the RTX 5090), read as MiB (u: no device query seen)",
+                    "memory_bytes": "32 GB GDDR7 (specifications, decimal)",
+                    "bf16_dense_flop_per_s": "not listed: GeForce BF16 tensor rate with FP32 accumulation is not "
+                                             "published for this card"}),
 )
 
 

@@ -165,19 +165,24 @@ def coalescing(k: pl.DataFrame) -> pl.DataFrame:
 def occupancy_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     """Theoretical occupancy from our calculator (analyzers.occupancy, the CUDA occupancy rules) for each
     launch's block size, registers, static + dynamic shared memory and the shared-memory configuration the
-    driver chose (launch__shared_mem_config_size), next to ncu's own theoretical and achieved occupancy."""
+    driver chose (launch__shared_mem_config_size), next to ncu's own theoretical and achieved occupancy. Null
+    where the rules do not apply: a GPU outside CC 7.0-12.x, or one whose per-SM limits are unknown."""
     preds, lims, blocks = [], [], []
     for r in k.select("block_size", "registers_per_thread", "smem_static_bytes", "smem_dynamic_bytes",
                       "smem_config_bytes", "barrier_count").iter_rows(named=True):
         if r["block_size"] is None or r["registers_per_thread"] is None:
             preds.append(None); lims.append(None); blocks.append(None)
             continue
-        res = occupancy(
-            gpu, int(r["block_size"]), int(r["registers_per_thread"]),
-            int(r["smem_static_bytes"] or 0), int(r["smem_dynamic_bytes"] or 0),
-            smem_config_bytes=int(r["smem_config_bytes"]) if r["smem_config_bytes"] else None,
-            barriers_per_block=int(r["barrier_count"]) if r["barrier_count"] is not None else 1,
-        )
+        try:
+            res = occupancy(
+                gpu, int(r["block_size"]), int(r["registers_per_thread"]),
+                int(r["smem_static_bytes"] or 0), int(r["smem_dynamic_bytes"] or 0),
+                smem_config_bytes=int(r["smem_config_bytes"]) if r["smem_config_bytes"] else None,
+                barriers_per_block=int(r["barrier_count"]) if r["barrier_count"] is not None else 1,
+            )
+        except ValueError:          # outside the rules' compute capabilities, or limits unknown
+            preds.append(None); lims.append(None); blocks.append(None)
+            continue
         preds.append(res.occupancy_pct); lims.append("+".join(res.limiters)); blocks.append(res.blocks_per_sm)
     return k.with_columns(
         predicted_occupancy_pct=pl.Series(preds, dtype=pl.Float64),

@@ -33,6 +33,8 @@ class NcuAnalysis:
     kernels: pl.DataFrame
     missing: list[dict]
     measured: dict[str, Ceiling] = field(default_factory=dict)
+    gpu_how: str | None = None          # how the GPU was identified (analyzers.gpu_identify)
+    gpu_warning: str | None = None      # an inference or ambiguity the user should know about
 
     @property
     def flagged(self) -> list[dict]:
@@ -46,7 +48,8 @@ class NcuAnalysis:
         return rows.row(0, named=True) if rows.height else None
 
 
-def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None) -> NcuAnalysis:
+def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling] | None = None, *,
+                gpu_how: str | None = None, gpu_warning: str | None = None) -> NcuAnalysis:
     """Every per-launch quantity of one ncu run, computed once (see the module docstring)."""
     measured = measured or {}
     a = analyze_kernels(kernels, gpu)
@@ -64,5 +67,4 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
     a = a.join(launch_flags(a, gpu), on="id", how="left")
-    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured))
-
+    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning)

@@ -44,3 +44,17 @@ class StoreError(InputError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+#: what ERR_NVGPUCTRPERM means and what to do, said once wherever it is recognised (a CSV or log, a bench run)
+COUNTER_PERMISSION = (
+    "the GPU's performance counters may not be read by this user (ERR_NVGPUCTRPERM), so Nsight Compute profiled "
+    "nothing; an administrator allows them with the NVIDIA driver option NVreg_RestrictProfilingToAdminUsers=0 "
+    "(`options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, then reload the driver or reboot; "
+    "in a container also --cap-add=SYS_ADMIN; https://developer.nvidia.com/ERR_NVGPUCTRPERM); until then use "
+    "event timing: `kernelscope bench` without --ncu, a PyTorch profiler trace or an Nsight Systems export")
+
+
+def counters_forbidden(text: str) -> bool:
+    """Whether ncu's output (a log, or a CSV export with its ==PROF== / ==ERROR== lines) reports ERR_NVGPUCTRPERM."""
+    return "ERR_NVGPUCTRPERM" in text

@@ -49,7 +49,7 @@ def detect_kind(data: bytes, name: str) -> str:
     lname = name.lower()
     if not data:
         raise ArtifactError(name, "empty file")
-    if lname.endswith(".ncu-rep"):
+    if lname.endswith((".ncu-rep", ".nsight-cuprof-report")):
         return "ncu"
     if lname.endswith(".nsys-rep") or lname.endswith(".qdrep"):
         return "nsys-rep"
@@ -63,8 +63,8 @@ def detect_kind(data: bytes, name: str) -> str:
             return "bench"
         return "kineto"
     text = head.decode("utf-8", errors="replace")
-    if '"Kernel Name"' in text or "==PROF==" in text or lname.endswith(".csv"):
-        return "ncu"
+    if '"Kernel Name"' in text or "==PROF==" in text or "ERR_NVGPUCTRPERM" in text or lname.endswith(".csv"):
+        return "ncu"                # an ncu log with the permission error is explained by the ncu reader
     raise ArtifactError(
         name,
         "not a recognised artifact: expected an Nsight Compute report (.ncu-rep) or CSV export, "

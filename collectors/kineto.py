@@ -16,8 +16,8 @@ The launch columns of `gpu_ops` (launch delay, queue time, graph launch) come fr
 
 Kineto timestamps (formats.md §5.1): `ts`/`dur` are microseconds with ns decimals; with
 `baseTimeNanoseconds` the `ts` are relative to it (unix_ns = base + ts*1000), without it they are absolute
-epoch microseconds. They are converted to integer ns after subtracting the trace's smallest whole
-microsecond, so no precision is lost beyond what the writer printed.
+epoch microseconds. They are converted to integer ns from the digits the writer printed
+(collectors.kineto_events.exact_ns), never through a float64, which holds an epoch µs value only to 0.25 µs.
 
 A folder of rank traces is one run: collectors.ingest.pack_rank_folder makes a deterministic tar of them
 ("<folder>.kineto.tar") and `parse` reads such a tar as one multi-rank run (`rank` column = `distributedInfo.rank`, 0 when absent).
@@ -36,15 +36,14 @@ from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (FastPathFailed, collect_events, event_frames, fast_chunks, json_error, loads,
                                       ndjson_frames)
 from collectors.launches import api_kind_columns, link_launches
+from collectors.trace_notes import check_kineto, kineto_lacks, trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, TIMELINE_SCHEMAS,
                                Parsed, conform, empty, finish_meta)
 
 
-def _to_ns(df: pl.DataFrame, base_ns: int, origin_us: int) -> pl.DataFrame:
-    """float µs ts/dur -> Int64 ns start/end/duration (see module docstring)."""
-    start = ((pl.col("ts") - origin_us) * 1000.0).round().cast(pl.Int64) + (origin_us * 1000 + base_ns)
-    dur = (pl.col("dur") * 1000.0).round().cast(pl.Int64)
-    return df.with_columns(start.alias("start_ns"), dur.alias("duration_ns")).with_columns(
+def _to_ns(df: pl.DataFrame, base_ns: int) -> pl.DataFrame:
+    """ts / dur in ns (kineto_events.exact_ns) -> Int64 ns start/end/duration on the trace's clock."""
+    return df.with_columns((pl.col("ts") + base_ns).alias("start_ns"), pl.col("dur").alias("duration_ns")).with_columns(
         (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns")).drop("ts", "dur")
 
 
@@ -65,24 +64,32 @@ def _parse_one(data: bytes, name: str, rank_override: int | None = None) -> tupl
     """One Kineto JSON document -> (tables, meta). Tier 1 (NDJSON via polars) first; on anything unexpected
     tier 2 (orjson, chunk by chunk, exact errors), then tier 3 (the whole document at once)."""
     try:
-        top, frames, n = ndjson_frames(data)
-        return _build(top, frames, name, rank_override, n)
+        top, frames, n, cats = ndjson_frames(data)
+        return _build(top, frames, name, rank_override, n, cats)
     except FastPathFailed:
         pass
     frames = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    cats: dict[str, int] = {}
     base_idx = 0
     try:
         top, chunks = fast_chunks(data)
         for events in chunks:
             if not isinstance(events, list):  # pragma: no cover - chunks are lists by construction
                 raise ArtifactError(name, "traceEvents is not an array")
-            for k, df in event_frames(collect_events(events, base_idx, name), name).items():
+            cols = collect_events(events, base_idx, name)
+            _add_counts(cats, cols.cats)
+            for k, df in event_frames(cols, name).items():
                 frames[k].append(df)
             base_idx += len(events)
     except FastPathFailed:
         # a split fell inside a string (or the file is broken): start again on the whole document
         return _parse_one_slow(data, name, rank_override)
-    return _build(top, frames, name, rank_override, base_idx)
+    return _build(top, frames, name, rank_override, base_idx, cats)
+
+
+def _add_counts(into: dict, more: dict) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0) + v
 
 
 def _parse_one_slow(data: bytes, name: str, rank_override: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
@@ -98,11 +105,14 @@ def _parse_one_slow(data: bytes, name: str, rank_override: int | None) -> tuple[
     if not isinstance(events, list):
         raise ArtifactError(name, "no 'traceEvents' array: not a PyTorch profiler (Chrome) trace")
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    cats: dict[str, int] = {}
     step = 50_000
     for i in range(0, len(events), step):
-        for k, df in event_frames(collect_events(events[i:i + step], i, name), name).items():
+        cols = collect_events(events[i:i + step], i, name)
+        _add_counts(cats, cols.cats)
+        for k, df in event_frames(cols, name).items():
             frames[k].append(df)
-    return _build(obj, frames, name, rank_override, len(events))
+    return _build(obj, frames, name, rank_override, len(events), cats)
 
 
 def _int_or_none(v) -> int | None:
@@ -114,7 +124,8 @@ def _int_or_none(v) -> int | None:
 
 
 def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_override: int | None,
-           n_events: int) -> tuple[dict[str, pl.DataFrame], dict]:
+           n_events: int, cats: dict[str, int]) -> tuple[dict[str, pl.DataFrame], dict]:
+    check_kineto(top, cats, n_events, name)
     dist = top.get("distributedInfo")
     rank = rank_override
     if rank is None:
@@ -130,13 +141,14 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     cat = {k: (pl.concat(v, how="diagonal_relaxed") if v else None) for k, v in frames.items()}
     for v in frames.values():
         v.clear()  # the caller's chunk frames are no longer needed
-    mins = [df["ts"].min() for df in cat.values() if df is not None and df.height]
-    origin_us = int(min(mins) // 1) if mins else 0
+    timed = [df for k, df in cat.items() if k in ("gpu", "api") and df is not None and df.height]
+    whole_us = bool(timed) and all(df.select(((pl.col("ts") % 1000 == 0) & (pl.col("dur") % 1000 == 0)).all()).item()
+                                   for df in timed)
     for k, df in cat.items():
         if df is not None:
             if df["dur"].min() is not None and df["dur"].min() < 0:
                 raise ArtifactError(name, f"negative 'dur' in a {k} event")
-            cat[k] = _to_ns(df, base_ns, origin_us).with_columns(pl.lit(rank, pl.Int32).alias("rank"))
+            cat[k] = _to_ns(df, base_ns).with_columns(pl.lit(rank, pl.Int32).alias("rank"))
 
     # api calls
     if cat["api"] is not None:
@@ -167,28 +179,35 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     gpu = link_launches(gpu_raw, api, cpu)
 
     meta = _meta(top, rank, base, name, n_events)
+    meta["categories"] = dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0])))
+    meta["whole_us_timestamps"] = whole_us
     return {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu.sort("start_ns"),
             "nvtx": nvtx.sort("start_ns")}, meta
 
 
+#: deviceProperties (Kineto >= PyTorch 1.9) and computeProperties (PyTorch 1.8/1.9, CUDA runtime field names)
 _DEVICE_KEYS = {
     "name": "name", "totalGlobalMem": "total_memory_bytes", "computeMajor": "cc_major", "computeMinor": "cc_minor",
+    "major": "cc_major", "minor": "cc_minor",
     "maxThreadsPerBlock": "max_threads_per_block", "maxThreadsPerMultiprocessor": "max_threads_per_sm",
+    "maxThreadsPerMultiProcessor": "max_threads_per_sm",
     "regsPerBlock": "regs_per_block", "regsPerMultiprocessor": "regs_per_sm", "warpSize": "warp_size",
     "sharedMemPerBlock": "smem_per_block_bytes", "sharedMemPerMultiprocessor": "smem_per_sm_bytes",
-    "numSms": "sm_count", "sharedMemPerBlockOptin": "smem_per_block_optin_bytes",
+    "maxSharedMemoryPerMultiProcessor": "smem_per_sm_bytes",
+    "numSms": "sm_count", "multiProcessorCount": "sm_count", "sharedMemPerBlockOptin": "smem_per_block_optin_bytes",
 }
 
 
 def _meta(top: dict, rank: int, base: int | None, name: str, n_events: int) -> dict:
     devices = []
-    props = top.get("deviceProperties")
-    if isinstance(props, list):
-        for d in props:
-            if isinstance(d, dict):
-                row = {"device": d.get("id")}
-                row.update({v: d[k] for k, v in _DEVICE_KEYS.items() if k in d})
-                devices.append(row)
+    for key in ("deviceProperties", "computeProperties"):
+        props = top.get(key)
+        if isinstance(props, list) and not devices:
+            for d in props:
+                if isinstance(d, dict):
+                    row = {"device": d.get("id"), "source": key}
+                    row.update({v: d[k] for k, v in _DEVICE_KEYS.items() if k in d})
+                    devices.append(row)
     dist = top.get("distributedInfo") if isinstance(top.get("distributedInfo"), dict) else None
     meta = {
         "source_format": "kineto",
@@ -228,6 +247,9 @@ def _finish_meta(tables: dict[str, pl.DataFrame], meta: dict) -> dict:
         used = g["device"].drop_nulls().mode().sort().to_list() if g.height else []
         gpu = names.get(used[0]) if used else None
         meta["gpu_name"] = gpu or next(iter(names.values()))
+    warnings, lacks = trace_notes(tables, meta, kineto_lacks(meta))
+    meta["warnings"] = meta.get("warnings", []) + warnings
+    meta["lacks"] = lacks
     return meta
 
 
@@ -275,4 +297,9 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
         "event_count": sum(m["event_count"] for m in metas),
     })
     meta["devices"] = [dict(d, rank=m["rank"]) for m in metas for d in m["devices"]]
+    cats: dict[str, int] = {}
+    for m in metas:
+        _add_counts(cats, m["categories"])
+    meta["categories"] = cats
+    meta["whole_us_timestamps"] = any(m["whole_us_timestamps"] for m in metas)
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))

@@ -26,9 +26,12 @@ loads = orjson.loads
 # --------------------------------------------------------------------------------------------------
 CHUNK_BYTES = 8 << 20
 _SEP = re.compile(rb"\}\s*,\s*\{")
+# PyTorch <= 1.9 (and some later Meta-internal builds) wrote "Kernel", "Memcpy", "Memset", "Runtime" and
+# "Operator", and the lower-case arg "external id" on GPU and runtime events (formats.md §5.2)
 _GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
              "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset"}
-_API_CATS = {"cuda_runtime", "cuda_driver"}
+_API_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+_CPU_CATS = {"cpu_op", "Operator"}
 
 
 class FastPathFailed(Exception):
@@ -116,14 +119,53 @@ def _chain_first(first, it):
 NDJSON_CHUNK_BYTES = 8 << 20
 _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
-                   "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64), "registers per thread": pl.Int64,
-                   "shared memory": pl.Int64, "bytes": pl.Int64})
+                   "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64),
+                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64})
 _EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
                  "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
+# Times to integer ns. Below 2**43 µs a float64 is within half a ns of the three-decimal µs value Kineto wrote
+# (its spacing there is at most 2**-10 µs = 0.98 ns), so rounding to the ns gives it back: every timestamp relative
+# to baseTimeNanoseconds (~5e12 µs in PyTorch 2.x traces) and every duration. An absolute epoch timestamp
+# (~1.7e15 µs, traces without baseTimeNanoseconds) is held only to 0.25 µs, so "1712195495705754.8" would read as
+# ...754.75: such a piece is read again with ts as text and converted from its digits (exact_ns).
+EXACT_FLOAT_US = float(2 ** 43)
+_TEXT_TS_SCHEMA = dict(_EVENT_SCHEMA, ts=pl.String)
 
 
-def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int]:
-    """Tier 1 reader: (top, typed frames per category, number of events).
+def float_ns(col: str) -> pl.Expr:
+    """µs as float64 -> Int64 ns: whole µs exactly, the fraction rounded to the ns (exact below EXACT_FLOAT_US and
+    for whole µs)."""
+    whole = pl.col(col).floor()
+    return ((pl.col(col) - whole) * 1000.0).round().cast(pl.Int64) + whole.cast(pl.Int64) * 1000
+
+
+def needs_text(ts: pl.Series) -> bool:
+    """Whether float64 cannot hold these timestamps to the ns: beyond EXACT_FLOAT_US with fractional values."""
+    t = ts.drop_nulls()
+    return bool(t.len()) and float(t.abs().max()) >= EXACT_FLOAT_US and not bool((t % 1 == 0).all())
+
+
+def exact_ns(col: str) -> pl.Expr:
+    """A decimal µs value written as text ("1712195495705754.8", "63.813", "-2") -> Int64 ns, exactly for up to
+    three decimals (Kineto writes ns as three decimals), rounded half up at the fourth; exponent forms (never
+    written by Kineto) through float64. Not a number -> null."""
+    s = pl.col(col).cast(pl.String).str.strip_chars()
+    neg = s.str.starts_with("-")
+    body = s.str.strip_prefix("-")
+    parts = body.str.split_exact(".", 1)
+    ip = parts.struct.field("field_0").cast(pl.Int64, strict=False)
+    fp = parts.struct.field("field_1").fill_null("")
+    digits_ok = fp.str.contains(r"^\d*$")
+    frac = (fp + "000").str.slice(0, 3).cast(pl.Int64, strict=False)
+    up = ((fp + "0000").str.slice(3, 1).cast(pl.Int64, strict=False) >= 5).cast(pl.Int64)
+    v = ip * 1000 + frac + up
+    exact = pl.when(neg).then(-v).otherwise(v)
+    approx = (s.cast(pl.Float64, strict=False) * 1000.0).round().cast(pl.Int64, strict=False)
+    return pl.when(ip.is_not_null() & digits_ok).then(exact).otherwise(approx)
+
+
+def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
+    """Tier 1 reader: (top, typed frames per category, number of events, events per category).
 
     JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
     separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
@@ -134,6 +176,7 @@ def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int
     m = _SEP.search(data, open_at + 1, close_at)
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
     n_events = 0
+    cats: dict[str, int] = {}
     if m is None:  # zero or one event: not worth a special path
         raise FastPathFailed
     sep = m.group(0)
@@ -148,13 +191,17 @@ def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int
         piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
         try:
             df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
+            if needs_text(df["ts"]):
+                df = pl.read_ndjson(io.BytesIO(piece), schema=_TEXT_TS_SCHEMA)
         except (pl.exceptions.PolarsError, ValueError, TypeError):
             raise FastPathFailed from None
         del piece
         n_events += df.height
+        for c, n in df["cat"].fill_null("<none>").value_counts().iter_rows():
+            cats[c] = cats.get(c, 0) + n
         for k, f in _split_events(df).items():
             frames[k].append(f)
-    return top, frames, n_events
+    return top, frames, n_events, cats
 
 
 def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -163,25 +210,27 @@ def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
     cat = pl.col("cat")
     a = pl.col("args")
     ident = lambda c: pl.col(c).cast(pl.Int64, strict=False)  # noqa: E731 - "Spans" etc. become null
-    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), pl.col("ts"), pl.col("dur")]
+    ts = exact_ns("ts") if df.schema["ts"] == pl.String else float_ns("ts")
+    base = [pl.col("name"), ident("pid").alias("pid"), ident("tid").alias("tid"), ts.alias("ts"),
+            float_ns("dur").alias("dur")]
+    ext = pl.coalesce(a.struct.field("External id"), a.struct.field("external id")).alias("external_id")
     out = {}
     g = x.filter(cat.is_in(list(_GPU_CATS)))
     if g.height:
         out["gpu"] = g.select(
             cat.replace_strict(_GPU_CATS, return_dtype=pl.String).alias("kind"), *base,
             a.struct.field("device").alias("device"), a.struct.field("stream").alias("stream"),
-            a.struct.field("correlation").alias("correlation"), a.struct.field("External id").alias("external_id"),
+            a.struct.field("correlation").alias("correlation"), ext,
             *[a.struct.field(f).list.get(i, null_on_oob=True).cast(pl.Int32).alias(f"{f}_{xyz}")
               for f in ("grid", "block") for i, xyz in enumerate("xyz")],
             a.struct.field("registers per thread").alias("registers_per_thread"),
             a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"))
     api = x.filter(cat.is_in(list(_API_CATS)))
     if api.height:
-        out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"),
-                                a.struct.field("External id").alias("external_id"))
-    cpu = x.filter(cat == "cpu_op")
+        out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"), ext)
+    cpu = x.filter(cat.is_in(list(_CPU_CATS)))
     if cpu.height:
-        out["cpu"] = cpu.select(*base, a.struct.field("External id").alias("external_id"))
+        out["cpu"] = cpu.select(*base, ext)
     ann = x.filter(cat == "user_annotation")
     if ann.height:
         out["ann"] = ann.select(*base)
@@ -203,6 +252,7 @@ class _Cols:
         self.api = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "correlation", "external_id", "idx")}
         self.cpu = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "external_id", "idx")}
         self.ann = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "idx")}
+        self.cats: dict[str, int] = {}
 
 
 def collect_events(events: list, base_idx: int, name: str) -> _Cols:
@@ -213,14 +263,17 @@ def collect_events(events: list, base_idx: int, name: str) -> _Cols:
     g_dev, g_str, g_cor, g_ext, g_grid, g_block = g["device"].append, g["stream"].append, g["correlation"].append, \
         g["external_id"].append, g["grid"].append, g["block"].append
     g_regs, g_smem, g_bytes, g_idx = g["regs"].append, g["smem"].append, g["bytes"].append, g["idx"].append
-    gpu_cats, api_cats = _GPU_CATS, _API_CATS
+    gpu_cats, api_cats, cpu_cats = _GPU_CATS, _API_CATS, _CPU_CATS
     empty_args: dict = {}
+    cats = c.cats
     for i, e in enumerate(events):
         if type(e) is not dict:
             raise ArtifactError(name, f"traceEvents[{base_idx + i}] is a {type(e).__name__}, expected an object")
+        cat = e.get("cat")
+        key = cat if isinstance(cat, str) else "<none>"
+        cats[key] = cats.get(key, 0) + 1
         if e.get("ph") != "X":
             continue
-        cat = e.get("cat")
         kind = gpu_cats.get(cat)
         if kind is not None:
             args = e.get("args", empty_args)
@@ -228,7 +281,7 @@ def collect_events(events: list, base_idx: int, name: str) -> _Cols:
                 raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
             g_kind(kind); g_name(e.get("name")); g_pid(e.get("pid")); g_tid(e.get("tid"))
             g_ts(e.get("ts")); g_dur(e.get("dur")); g_dev(args.get("device")); g_str(args.get("stream"))
-            g_cor(args.get("correlation")); g_ext(args.get("External id")); g_grid(args.get("grid"))
+            g_cor(args.get("correlation")); g_ext(_ext(args)); g_grid(args.get("grid"))
             g_block(args.get("block")); g_regs(args.get("registers per thread")); g_smem(args.get("shared memory"))
             g_bytes(args.get("bytes")); g_idx(base_idx + i)
         elif cat in api_cats:
@@ -237,18 +290,23 @@ def collect_events(events: list, base_idx: int, name: str) -> _Cols:
                 raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
             a["name"].append(e.get("name")); a["pid"].append(e.get("pid")); a["tid"].append(e.get("tid"))
             a["ts"].append(e.get("ts")); a["dur"].append(e.get("dur")); a["correlation"].append(args.get("correlation"))
-            a["external_id"].append(args.get("External id")); a["idx"].append(base_idx + i)
-        elif cat == "cpu_op":
+            a["external_id"].append(_ext(args)); a["idx"].append(base_idx + i)
+        elif cat in cpu_cats:
             args = e.get("args", empty_args)
             if type(args) is not dict:
                 raise ArtifactError(name, f"traceEvents[{base_idx + i}] ({cat}): 'args' is not an object")
             p["name"].append(e.get("name")); p["pid"].append(e.get("pid")); p["tid"].append(e.get("tid"))
-            p["ts"].append(e.get("ts")); p["dur"].append(e.get("dur")); p["external_id"].append(args.get("External id"))
+            p["ts"].append(e.get("ts")); p["dur"].append(e.get("dur")); p["external_id"].append(_ext(args))
             p["idx"].append(base_idx + i)
         elif cat == "user_annotation":
             n["name"].append(e.get("name")); n["pid"].append(e.get("pid")); n["tid"].append(e.get("tid"))
             n["ts"].append(e.get("ts")); n["dur"].append(e.get("dur")); n["idx"].append(base_idx + i)
     return c
+
+
+def _ext(args: dict):
+    v = args.get("External id")
+    return args.get("external id") if v is None else v
 
 
 def _series(values: list, dtype, field: str, idx: list, name: str, *, required: bool = False) -> pl.Series:
@@ -295,7 +353,8 @@ def _dim(values: list, k: int, field: str, idx: list, name: str) -> pl.Series:
 
 
 def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
-    """Typed (float µs) frames of one chunk."""
+    """Typed frames of one chunk (ts, dur: Int64 ns; ts beyond float64's ns range through the numbers' shortest
+    text, which is the text the writer printed, and exact_ns)."""
     out = {}
     g = c.gpu
     if g["ts"]:
@@ -337,4 +396,5 @@ def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
             series.append(_series(cols[f], pl.Int64, "correlation" if f == "correlation" else "External id",
                                   ix, name).alias(f))
         out[key] = pl.DataFrame(series)
-    return out
+    return {k: f.with_columns(exact_ns("ts").alias("ts") if needs_text(f["ts"]) else float_ns("ts").alias("ts"),
+                              float_ns("dur").alias("dur")) for k, f in out.items()}

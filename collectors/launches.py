@@ -4,6 +4,12 @@
 - `link_launches(gpu_raw, api_calls, cpu_ops)`: each GPU op joined to the API call with its correlation id within
   its rank / process (the outer call when a runtime and a driver call share it) and to the CPU op with its
   External id, with the derived launch delay (HTA) and queue time (Nsight Systems) -> the `gpu_ops` table.
+
+A graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) starts many ops with one call, all sharing
+its correlation id: they are matched to it (`launch_api`, `graph_launch_correlation`) and keep Nsight Systems'
+queue time, but have no launch delay: HTA defines the delay only for ops launched by a call of their own (its
+launch statistics join cudaLaunchKernel / cudaLaunchKernelExC / memcpy and memset calls, never a graph launch),
+and the 400th kernel of a replay is not "delayed" by the time since the replay's call returned.
 """
 from __future__ import annotations
 
@@ -13,10 +19,12 @@ import polars as pl
 
 from collectors.schema import GPU_OPS_SCHEMA, conform
 
-GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch")
+GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
 _SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-              "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"}
-_BLOCKING_COPY = re.compile(r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?)$")
+              "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+              "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize"}
+_BLOCKING_COPY = re.compile(r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?"
+                            r"|hipMemcpy(2D|3D|ToSymbol|FromSymbol|Peer|DtoH|HtoD|DtoD)?)$")
 
 
 def api_kind(name: str) -> tuple[str, bool]:
@@ -27,9 +35,9 @@ def api_kind(name: str) -> tuple[str, bool]:
         return "launch", False
     if name in _SYNC_APIS:
         return "sync", True
-    if name.startswith(("cudaMemcpy", "cuMemcpy")):
+    if name.startswith(("cudaMemcpy", "cuMemcpy", "hipMemcpy")):
         return "memcpy", bool(_BLOCKING_COPY.match(name))
-    if name.startswith(("cudaMemset", "cuMemset")):
+    if name.startswith(("cudaMemset", "cuMemset", "hipMemset")):
         return "memset", False
     return "other", False
 
@@ -85,14 +93,15 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
                                                      maintain_order="left").drop("rank", "correlation")
     g = pl.concat([gpu_raw, lk], how="horizontal")
     lag = pl.col("start_ns") - pl.col("api_end_ns")
+    graph = pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)
     g = g.with_columns(
         pl.coalesce("api_pid", "pid").alias("pid"),
         pl.coalesce("external_id", "api_external_id").alias("external_id"),
         (pl.col("api_end_ns") - pl.col("api_start_ns")).alias("api_duration_ns"),
         pl.when(lag >= 0).then(lag).otherwise(None).alias("queue_ns"),
-        pl.when(lag >= 0).then(lag).when(lag < 0).then(0).otherwise(None).alias("launch_delay_ns"),
-        pl.when(pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)).then(pl.col("correlation"))
-        .otherwise(None).alias("graph_launch_correlation"),
+        pl.when(graph).then(None).when(lag >= 0).then(lag).when(lag < 0).then(0).otherwise(None)
+        .alias("launch_delay_ns"),
+        pl.when(graph).then(pl.col("correlation")).otherwise(None).alias("graph_launch_correlation"),
     )
     ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
            .sort("start_ns")

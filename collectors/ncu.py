@@ -20,6 +20,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import tempfile
@@ -28,10 +29,13 @@ from pathlib import Path
 
 import polars as pl
 
-from collectors.errors import ArtifactError
+from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
+from collectors.kernel_names import canonical_name, display_names
 from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed,
                                finish_meta)
 
+#: report files: `.ncu-rep`, and `.nsight-cuprof-report` as Nsight Compute named them until 2020.1
+REPORT_SUFFIXES = (".ncu-rep", ".nsight-cuprof-report")
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
             "Block Size", "Grid Size", "Device", "CC"]
 
@@ -128,6 +132,25 @@ def _labels() -> dict[tuple[str, str, str], str]:
 
 
 
+#: section names of older details pages -> the current one (the labels inside are the same)
+_OLD_SECTIONS = {"GPU Speed Of Light": "GPU Speed Of Light Throughput"}
+#: labels of ncu 2019.5-2021.1 details pages that later versions renamed (section, label) -> metric; the same
+#: counters the current labels map to (formats.md §1.3: "SOL FB" is the frame-buffer = DRAM throughput)
+_OLD_LABELS = {
+    ("GPU Speed Of Light", "Memory Frequency"): "dram__cycles_elapsed.avg.per_second",
+    ("GPU Speed Of Light", "SOL FB"): "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ("GPU Speed Of Light", "SM [%]"): "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    ("GPU Speed Of Light", "Memory [%]"): "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+}
+
+
+def _metric_of_label(sec: str, body: str, label: str) -> str:
+    labels = _labels()
+    return (labels.get((sec, body, label)) or _OLD_LABELS.get((sec, label))
+            or labels.get((_OLD_SECTIONS.get(sec, sec), body, label)) or labels.get(("", "", label))
+            or f"label:{sec}/{label}")
+
+
 def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, name: str):
     """Wide raw page -> (identity dicts, long metric frame). Vectorised with polars: the per-value work
     (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
@@ -181,7 +204,6 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
             raise ArtifactError(name, f'details-page CSV without a "{need}" column')
     sec_i = idx.get("Section Name")
     body_i = idx.get("Body Item Label")
-    labels = _labels()
     launches: dict[str, tuple[dict, dict]] = {}
     width = idx["Metric Value"] + 1  # rows without rule text stop after "Metric Value"
     values = [r[idx["Metric Value"]] for r in rows[h + 1: h + 200] if len(r) >= width]
@@ -201,7 +223,7 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
         if "__" not in mname:  # a label: map it to the metric name
             sec = r[sec_i] if sec_i is not None else ""
             body = r[body_i] if body_i is not None else ""
-            mname = labels.get((sec, body, mname)) or labels.get(("", "", mname)) or f"label:{sec}/{mname}"
+            mname = _metric_of_label(sec, body, mname)
         if mname in metrics:
             continue  # the same metric shown again in another section
         unit = r[idx["Metric Unit"]]
@@ -219,6 +241,7 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
         if a[:2] == ["GPU ID", "GPU Name"] and len(b) >= 2:
             for ident, _ in launches.values():
                 ident["GPU Name"] = b[1]
+                ident["GPU Name Source"] = "NUMA Affinity section"
             break
     # complete truncated trailing rows are detected by the row-width check; a launch with no duration
     # means the file ended inside it
@@ -232,6 +255,8 @@ def _parse_csv(data: bytes, name: str):
         raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
     if "\x00" in text[:65536]:
         raise ArtifactError(name, "not an Nsight Compute CSV export (binary data)")
+    if counters_forbidden(text[: 1 << 20]):
+        raise ArtifactError(name, COUNTER_PERMISSION)
     # find the header line: the first whose fields include "ID" and "Kernel Name" (skips ==PROF== noise)
     pos, header = 0, None
     for _ in range(5000):
@@ -332,6 +357,8 @@ def read_report_file(path: str, name: str) -> list[tuple[dict, dict]]:
                     metrics[m] = (None, v, unit)
                 elif v is None:
                     metrics[m] = (None, None, unit)
+                elif not math.isfinite(float(v)):   # e.g. a duration of an incomplete collection
+                    metrics[m] = (None, None, unit)
                 else:
                     fv, u = ncu_to_base(float(v), unit)
                     metrics[m] = (fv, None, u)
@@ -354,11 +381,33 @@ def read_report_file(path: str, name: str) -> list[tuple[dict, dict]]:
                 "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
                 "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
                 "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
+                "NVTX": _nvtx_of(act),
             }
             out.append((ident, metrics))
     if not out:
         raise ArtifactError(name, "the report holds no profiled kernels")
     return out
+
+
+def _nvtx_of(act) -> str | None:
+    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/", start/end ranges
+    by name, "domain@" in front for a non-default domain; None without NVTX data."""
+    try:
+        st = act.nvtx_state()
+    except Exception:  # noqa: BLE001 - reports without NVTX support
+        return None
+    if st is None:
+        return None
+    parts = []
+    for d in st.domains():
+        dom = st.domain_by_id(d)
+        name = dom.name()
+        pre = "" if name in (None, "", "<default domain>") else f"{name}@"
+        pp = [str(x) for x in (dom.push_pop_ranges() or ())]
+        if pp:
+            parts.append(pre + "/".join(pp) + "/")
+        parts += [pre + str(x) for x in (dom.start_end_ranges() or ())]
+    return "; ".join(parts) or None
 
 
 def _fmt_int(v) -> str:
@@ -381,7 +430,9 @@ def _dims(s: str) -> tuple[int | None, int | None, int | None]:
 
 
 def short_name(name: str) -> str:
-    """`void foo::bar<128>(float*, int)` -> `bar`; `ks_copy_u4` -> `ks_copy_u4`."""
+    """`void foo::bar<128>(float*, int)` -> `bar`; `ks_copy_u4` -> `ks_copy_u4` (the bare function name; the kernel
+    table's short_name column is collectors.kernel_names.display_names, which keeps template arguments where two
+    kernels of a run share the function name)."""
     s = name
     depth, cut = 0, len(s)
     for i, ch in enumerate(s):  # cut at the first '(' or '<' outside of nothing: function args / templates
@@ -398,18 +449,21 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
     values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
+    raw_names = [ident["Kernel Name"] for ident in idents]
+    shown = display_names(raw_names)
     krows = []
-    for ident in idents:
+    for ident, label in zip(idents, shown):
         kid = _int(ident["ID"])
-        kname = ident["Kernel Name"]
+        raw = ident["Kernel Name"]
+        kname = canonical_name(raw)
         bx, by, bz = _dims(ident["Block Size"])
         gx, gy, gz = _dims(ident["Grid Size"])
         row = {
-            "id": kid, "kernel_name": kname, "short_name": short_name(kname),
-            "kernel_key": hashlib.sha1(f"{kname}|{ident['Block Size']}|{ident['Grid Size']}".encode()).hexdigest()[:12],
+            "id": kid, "kernel_name": kname, "raw_name": raw, "short_name": label,
+            "kernel_key": hashlib.sha1(f"{kname}|{(bx, by, bz)}|{(gx, gy, gz)}".encode()).hexdigest()[:12],
             "process_id": _int(ident["Process ID"]), "process_name": ident["Process Name"] or None,
             "device": _int(ident["Device"]), "context": _int(ident["Context"]), "stream": _int(ident["Stream"]),
-            "cc": ident["CC"] or None,
+            "cc": ident["CC"] or None, "nvtx_range": ident.get("NVTX") or None,
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
         }
         for col, metric in NCU_METRIC_COLUMNS.items():
@@ -418,25 +472,65 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
         krows.append(row)
     kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
     if kernels.height == 0 or kernels["duration_ns"].null_count() == kernels.height:
-        raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum): not an Nsight Compute "
-                                  "export of kernel launches, or a truncated one")
+        raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum, or 'Duration' in the Speed Of "
+                                  "Light section): not an Nsight Compute export of kernel launches, a truncated one, "
+                                  "or an incomplete collection")
     first = kernels["id"][0]
     attrs_rows = long.filter((pl.col("id") == first) & pl.col("metric").str.starts_with("device__attribute_"))
     attrs = {}
     for m, v, text in attrs_rows.select("metric", "value", "text").iter_rows():
         attrs[m[len("device__attribute_"):]] = text if v is None else (int(v) if float(v).is_integer() else v)
     gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
+    source = ("device attributes" if attrs.get("display_name") else idents[0].get("GPU Name Source")
+              if gpu_name else None)
     counts = long.group_by("id").len()
-    meta = {"source_format": fmt, "gpu_name": gpu_name, "cc": kernels["cc"][0],
+    meta = {"source_format": fmt, "gpu_name": gpu_name, "gpu_name_source": source, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": int(counts["len"].max()) if counts.height else 0}
+    meta.update(_gpu_facts(long, attrs))
+    meta["lacks"] = _lacks(kernels, meta)
     return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
+
+
+def _median(long: pl.DataFrame, metric: str) -> float | None:
+    v = long.filter((pl.col("metric") == metric) & pl.col("value").is_not_null())["value"]
+    return float(v.median()) if v.len() else None
+
+
+def _gpu_facts(long: pl.DataFrame, attrs: dict) -> dict:
+    """What identifies the GPU beside its name: SM count (device attribute, else the details page's "# SMs") and
+    memory clock (device attribute memory_clock_rate [kHz], else the measured DRAM frequency)."""
+    sm = attrs.get("multiprocessor_count")
+    if not isinstance(sm, (int, float)):
+        sm = _median(long, "launch__sm_count")
+    clock = attrs.get("memory_clock_rate")
+    clock = clock * 1e3 if isinstance(clock, (int, float)) else _median(long, "dram__cycles_elapsed.avg.per_second")
+    return {"sm_count": int(sm) if sm is not None else None, "memory_clock_hz": clock}
+
+
+def _lacks(kernels: pl.DataFrame, meta: dict) -> list[str]:
+    """What this export does not provide that Kernelscope would use, each with its consequence."""
+    out = []
+    fmt = meta["source_format"]
+    if not meta.get("gpu_name"):
+        how = ("a details page names it only in the NUMA Affinity section: export with --print-details all, or "
+               "the raw page (--page raw), or give --gpu NAME" if fmt == "csv-details" else "give --gpu NAME")
+        out.append(f"the GPU's name: {how}")
+    if not meta.get("device_attributes"):
+        out.append("device attributes (the device__attribute_ metrics: only a .ncu-rep and the raw page have them): "
+                   "per-SM limits come from the registry or the per-CC table")
+    if meta.get("cc") is None:
+        out.append("the compute capability (CC column, absent before ncu 2020.x): the GPU cannot be inferred")
+    if kernels["block_x"].null_count() == kernels.height:
+        out.append("the launch configuration columns (Block Size, Grid Size): launches of one kernel with different "
+                   "configurations are told apart by their launch__block_size / launch__grid_size values only")
+    return out
 
 
 def parse(data: bytes, name: str) -> Parsed:
     """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
     base = (name[:-3] if name.endswith(".gz") else name).lower()
-    if base.endswith(".ncu-rep"):
+    if base.endswith(REPORT_SUFFIXES):
         return _build(*_long_from_launches(_parse_report(data, name)), name, "ncu-rep")
     (idents, long), fmt = _parse_csv(data, name)
     return _build(idents, long, name, fmt)

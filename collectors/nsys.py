@@ -29,6 +29,7 @@ import polars as pl
 from collectors.errors import ArtifactError
 from collectors.limits import MAX_ROWS, sqlite_seconds
 from collectors.launches import api_kind_columns, link_launches
+from collectors.trace_notes import trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, Parsed, conform, empty,
                                finish_meta)
 
@@ -203,11 +204,13 @@ def _nvtx_frame(con, tables: set[str], strings: pl.DataFrame, name: str) -> pl.D
 
 def _meta(con, tables: set[str], name: str) -> dict:
     meta: dict = {"source_format": "nsys", "trace_name": name, "clock": "nsys session clock ns", "devices": []}
-    if "META_DATA_EXPORT" in tables:
-        kv = dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall())
-        for k, out in (("EXPORT_SCHEMA_VERSION", "schema_version"), ("EXPORT_PRODUCT_VERSION", "nsys_version")):
-            if k in kv:
-                meta[out] = kv[k]
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):   # the second is the name before nsys 2022.4
+        if table in tables and {"name", "value"} <= _columns(con, table):
+            kv = dict(con.execute(f"SELECT name, value FROM {table}").fetchall())
+            for k, out in (("EXPORT_SCHEMA_VERSION", "schema_version"), ("EXPORT_PRODUCT_VERSION", "nsys_version")):
+                if k in kv:
+                    meta[out] = kv[k]
+            break
     if "TARGET_INFO_SESSION_START_TIME" in tables:
         cols = _columns(con, "TARGET_INFO_SESSION_START_TIME")
         if {"utcEpochNs", "systemClockNs"} <= cols:
@@ -224,9 +227,6 @@ def _meta(con, tables: set[str], name: str) -> dict:
         if sel:
             for row in con.execute(f"SELECT {', '.join(f'[{c}]' for c in sel)} FROM TARGET_INFO_GPU"):
                 meta["devices"].append({want[c]: v for c, v in zip(sel, row)})
-        names = [d.get("name") for d in meta["devices"] if d.get("name")]
-        if names:
-            meta["gpu_name"] = names[0]
     return meta
 
 
@@ -286,6 +286,8 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
     gpu_parts = _gpu_frames(con, tables, strings, name)
     api = _api_frame(con, tables, strings, name)
     nvtx = _nvtx_frame(con, tables, strings, name)
+    lacks: list[str] = []
+    gpu_parts = _own_process(gpu_parts, api, lacks)
 
     # process keys -> rank (processes with GPU ops first) and pid
     gpu_keys = sorted({int(k) for f in gpu_parts for k in (f["gpid"] // _P).drop_nulls().unique().to_list()})
@@ -323,7 +325,10 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
     gpu = link_launches(gpu_raw, api, cpu)
 
     meta = _meta(con, tables, name)
-    meta["ranks"] = list(range(len(gpu_keys)))
+    meta["gpu_name"] = _gpu_name(meta["devices"], gpu)
+    if "TARGET_INFO_GPU" not in tables:
+        lacks.append("the GPU table (TARGET_INFO_GPU): the GPU is not named; give --gpu NAME")
+    meta["ranks"] = list(range(max(len(gpu_keys), 1 if gpu.height else 0)))
     meta["processes"] = [{"rank": ranks[k], "pid": k % _P} for k in gpu_keys]
     meta["source_tables"] = sorted(t for t in tables if t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS")))
     k = gpu.filter(pl.col("kind") == "kernel")
@@ -335,7 +340,39 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
     meta["item_count"] = k.height
     if gpu.height:
         meta["window_ns"] = [int(gpu["start_ns"].min()), int(gpu["end_ns"].max())]
+    tabs = {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}
+    meta["warnings"], meta["lacks"] = trace_notes(tabs, meta, lacks)
     return Parsed("nsys", {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}, finish_meta("nsys", meta))
+
+
+def _own_process(parts: list[pl.DataFrame], api: pl.DataFrame, lacks: list[str]) -> list[pl.DataFrame]:
+    """GPU ops of an export whose tables lack globalPid: attributed to the one process that made API calls; with
+    several processes their correlation ids (per process) cannot be told apart, so they are not joined."""
+    lacking = [f for f in parts if f["gpid"].null_count() == f.height and f.height]
+    if not lacking:
+        return parts
+    keys = (api["gtid"] // _P).drop_nulls().unique().to_list() if api.height else []
+    if len(keys) <= 1:
+        key = keys[0] * _P if keys else 0
+        lacks.append("globalPid in the GPU activity tables: GPU ops are attributed to the export's only process")
+        return [f.with_columns(pl.col("gpid").fill_null(key)) for f in parts]
+    lacks.append(f"globalPid in the GPU activity tables of a {len(keys)}-process export: correlation ids are per "
+                 "process, so GPU ops cannot be matched to their launch calls (no launch delays)")
+    ids = {id(f) for f in lacking}
+    return [f.with_columns(pl.col("gpid").fill_null(0), pl.lit(None, _INT).alias("correlation")) if id(f) in ids
+            else f for f in parts]
+
+
+def _gpu_name(devices: list[dict], gpu: pl.DataFrame) -> str | None:
+    """The name of the GPU the kernels ran on (the device with most ops, by TARGET_INFO_GPU id), else the first."""
+    names = {d.get("device"): d.get("name") for d in devices if d.get("name")}
+    if not names:
+        return None
+    if gpu.height:
+        used = gpu["device"].drop_nulls().mode().sort().to_list()
+        if used and used[0] in names:
+            return names[used[0]]
+    return next(iter(names.values()))
 
 
 def export_command(report: str, out: str | None = None) -> str:

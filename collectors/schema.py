@@ -23,7 +23,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 3, "kineto": 3, "nsys": 3, "bench": 3}
+TABLE_VERSIONS = {"ncu": 5, "kineto": 4, "nsys": 4, "bench": 3}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -40,10 +40,16 @@ class CommonMeta(TypedDict, total=False):
     gpu_name: str | None         # the GPU as the file names it (None when it names none)
     item_count: int              # launches (ncu), kernels (traces) or results (bench)
     warnings: list[str]          # problems the file has that do not stop its analysis (shown with the run)
+    lacks: list[str]             # what the file's format / version does not provide, with the consequence
+    gpu_override: str | None     # the GPU given with --gpu (kept in the store's manifest, applied on read)
 
 
 class NcuMeta(CommonMeta, total=False):
     cc: str | None
+    gpu_name_source: str | None  # where gpu_name comes from ("device attributes", "NUMA Affinity section")
+    sm_count: int | None         # device attribute or "# SMs" (launch__sm_count)
+    memory_clock_hz: float | None  # device attribute memory_clock_rate, or the measured DRAM frequency
+    lacks: list[str]             # what this export does not provide, each with its consequence
     device_attributes: dict      # ncu device__attribute_* without the prefix
     kernel_count: int
     metric_count: int
@@ -78,6 +84,7 @@ def finish_meta(kind: str, meta: dict) -> dict:
     meta["item_count"] = int(meta["item_count"])
     meta.setdefault("gpu_name", None)
     meta.setdefault("warnings", [])
+    meta.setdefault("lacks", [])
     return meta
 
 
@@ -173,15 +180,18 @@ NCU_ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
 KERNEL_SCHEMA = pl.Schema(
     {
         "id": pl.Int64,                 # ncu's launch ID within the report
-        "kernel_name": pl.String,       # demangled
-        "short_name": pl.String,        # function name without template arguments and parameters
-        "kernel_key": pl.String,        # stable key: hash of name + launch configuration
+        "kernel_name": pl.String,       # canonical name (collectors.kernel_names): the same from .ncu-rep and CSVs
+        "raw_name": pl.String,          # the name as the file gives it (demangled)
+        "short_name": pl.String,        # display label: the function name, or the canonical name where that is
+                                        # shared by two kernels of the run
+        "kernel_key": pl.String,        # stable key: hash of canonical name + launch configuration
         "process_id": pl.Int64,
         "process_name": pl.String,
         "device": pl.Int64,
         "context": pl.Int64,
         "stream": pl.Int64,
         "cc": pl.String,
+        "nvtx_range": pl.String,        # the NVTX ranges the launch was profiled in (ncu --nvtx; .ncu-rep only)
         "block_x": pl.Int64, "block_y": pl.Int64, "block_z": pl.Int64,
         "grid_x": pl.Int64, "grid_y": pl.Int64, "grid_z": pl.Int64,
     }

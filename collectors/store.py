@@ -29,7 +29,6 @@ import tempfile
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 
@@ -124,9 +123,8 @@ class Run:
     @cached_property
     def meta(self) -> dict:
         d = self._tables_dir
-        if d is None:
-            return self._memory.meta
-        return json.loads((d / META).read_text())
+        meta = self._memory.meta if d is None else json.loads((d / META).read_text())
+        return with_gpu_override(meta, self.manifest.get("gpu_override"))
 
     @property
     def tables(self) -> list[str]:
@@ -213,6 +211,18 @@ def _safe_name(name: str) -> str:
     base = Path(str(name).replace("\\", "/")).name
     base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\x00")[-200:].strip()
     return base if base and base not in (".", "..") else "artifact"
+
+
+def with_gpu_override(meta: dict, gpu: str | None) -> dict:
+    """The metadata as read with a GPU given by the user (`--gpu`, kept in the run's manifest): gpu_name becomes that
+    GPU, the file's own name stays in gpu_name_in_file. Without one, the metadata unchanged."""
+    if not gpu:
+        return meta
+    out = dict(meta)
+    out.setdefault("gpu_name_in_file", meta.get("gpu_name"))
+    out["gpu_override"] = gpu
+    out["gpu_name"] = gpu
+    return out
 
 
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
@@ -334,26 +344,26 @@ class Store:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
 
     # ---- writing ----------------------------------------------------------------------------
-    def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None,
-                     check: Callable[[Parsed], None] | None = None) -> tuple[Run, bool]:
+    def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None, *,
+                     gpu: str | None = None) -> tuple[Run, bool]:
         """Parse and store one artifact. Returns (run, created). Raises ArtifactError on bad input;
-        nothing is written unless parsing (and `check`, which raises ArtifactError to refuse) succeeded."""
+        nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`), kept in the
+        manifest (the tables stay what the file says, so a re-derived run keeps it). The same bytes are one run:
+        a second ingest returns the stored run as it is. dashboard.source.Source.ingest_bytes checks that the run
+        can be analysed before it stores it; use that. The name is kept as a plain file name (`_safe_name`)."""
         name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
             return Run(self.runs_dir / rid), False
         if parsed is None:
             parsed = parse_bytes(data, name)
-        if check is not None:
-            check(parsed)
-        return self._write(rid, data, name, parsed)
+        return self._write(rid, data, name, parsed, gpu)
 
-    def ingest_path(self, path: str | os.PathLike,
-                    check: Callable[[Parsed], None] | None = None) -> tuple[Run, bool]:
+    def ingest_path(self, path: str | os.PathLike, *, gpu: str | None = None) -> tuple[Run, bool]:
         """A file, or a folder of rank traces (one run); errors name the path as given."""
         data, name = read_path(path)
         try:
-            return self.ingest_bytes(data, name, check=check)
+            return self.ingest_bytes(data, name, gpu=gpu)
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
@@ -386,7 +396,7 @@ class Store:
                 continue
         return n
 
-    def _write(self, rid: str, data: bytes, name: str, parsed: Parsed) -> tuple[Run, bool]:
+    def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
@@ -405,6 +415,8 @@ class Store:
                 "created": time.time(),
                 "format": STORE_FORMAT,
             }
+            if gpu:
+                manifest["gpu_override"] = gpu
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             final = self.runs_dir / rid
             try:

@@ -8,6 +8,14 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
     src.ceilings()          every measured ceiling of the store's bench runs (analyzers.ceilings.CEILING_SCHEMA)
     src.best_ceilings(gpu)  the best measured value per resource of a GPU
     src.launch_floor_ns(gpu)
+    src.identify(run)       analyzers.gpu_identify.Identified: the GPU and how it was identified
+    src.ingest_bytes(data, name, gpu=None) / src.ingest_path(path, gpu=None)
+                            parse, check that the run can be analysed, then store it: `kernelscope ingest`, the
+                            Upload page and the bundled samples all go through here, so ingest and analyze accept
+                            exactly the same files (a file whose GPU cannot be identified is refused, not stored)
+
+`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu` of analyze and export); a run
+stored with `ingest --gpu` carries its GPU in its manifest (collectors.store.with_gpu_override).
 
 A run is given as a stored `Run` or a run id, or as a `Parsed` (a file analysed without storing it: the same
 analysis, with the store's ceilings). Analyses of stored runs are cached by run id and the set of bench runs
@@ -23,14 +31,16 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from analyzers import ceilings as C
-from analyzers.cases.bench_verdicts import attach
-from analyzers.gpus import GPUSpec, find_gpu, resolve_gpu
+from analyzers.cases.bench_verdicts import attach, skipped_checks
+from analyzers.errors import AnalysisError
+from analyzers.gpu_identify import Evidence, Identified, identify_gpu
+from analyzers.gpus import GPUSpec, find_gpu, get_gpu
 from analyzers.ncu_run import NcuAnalysis, analyze_ncu
 from analyzers.timeline import TimelineSummary, summarize
-from analyzers.errors import AnalysisError
 from collectors.errors import ArtifactError, InputError, RunNotFound
+from collectors.ingest import parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
-from collectors.store import Run, Store
+from collectors.store import Run, Store, with_gpu_override
 
 #: the page that shows a run of each kind
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
@@ -52,18 +62,51 @@ class BenchAnalysis:
     results: pl.DataFrame              # BENCH_SCHEMA + derived records + predicted, predicted_unit, verdict, ...
     ceilings: pl.DataFrame             # the run's ceilings table as stored
     failures: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)   # counter-based checks not made (analyzers...skipped_checks)
 
 
-def gpu_for(meta: dict) -> GPUSpec:
-    """The GPUSpec of a run's device: the registry entry by name, refined by the file's device attributes."""
-    attrs = meta.get("device_attributes") or (meta.get("gpu") or {}).get("attributes")
-    return resolve_gpu(meta.get("gpu_name"), attrs)
+def _cc(value) -> tuple[int, int] | None:
+    try:
+        major, _, minor = str(value).partition(".")
+        return (int(major), int(minor or 0)) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def evidence_for(meta: dict) -> Evidence:
+    """What a run's metadata says about its GPU (ncu: name, device attributes, CC column, SM count, memory clock;
+    traces: the first device description; bench: the device attributes)."""
+    attrs = meta.get("device_attributes") or (meta.get("gpu") or {}).get("attributes") or {}
+    name = meta.get("gpu_name_in_file", meta.get("gpu_name"))
+    dev = next((d for d in meta.get("devices") or [] if d.get("name") == name), None) \
+        or next(iter(meta.get("devices") or []), None) or {}
+    cc = _cc(meta.get("cc"))
+    if cc is None and dev.get("cc_major") is not None:
+        cc = (int(dev["cc_major"]), int(dev.get("cc_minor") or 0))
+    source = meta.get("gpu_name_source") or {"kineto": "deviceProperties", "nsys": "TARGET_INFO_GPU",
+                                              "bench": "the device", "ncu-rep": "device attributes",
+                                              "csv-raw": "device attributes"}.get(meta.get("source_format"))
+    return Evidence(name=name, name_source=source, attributes=attrs, cc=cc,
+                    sm_count=meta.get("sm_count") or dev.get("sm_count"),
+                    memory_bytes=dev.get("total_memory_bytes"), memory_clock_hz=meta.get("memory_clock_hz"))
+
+
+def identify(meta: dict, gpu: str | None = None) -> Identified:
+    """The GPU of a run (analyzers.gpu_identify.identify_gpu); `gpu` (the --gpu of this command) beats the one the
+    run was stored with."""
+    return identify_gpu(evidence_for(meta), gpu or meta.get("gpu_override"))
+
+
+def gpu_for(meta: dict, gpu: str | None = None) -> GPUSpec:
+    """The GPUSpec of a run's device (see `identify`)."""
+    return identify(meta, gpu).spec
 
 
 class Source:
-    def __init__(self, store: Store, cache_entries: int = 32):
+    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None):
         self.store = store
         self.root = str(store.root)
+        self.gpu = get_gpu(gpu).name if gpu else None   # UnknownName for a name the registry lacks
         self._cache: OrderedDict = OrderedDict()
         self._max = cache_entries
         self._lock = threading.Lock()
@@ -96,27 +139,6 @@ class Source:
         with self._lock:
             out = sorted(self._broken.items())
         return out + [(rid, p) for rid, p in self.store.unreadable()]
-
-    # ---- ingesting: nothing enters the store that analyze cannot analyse ---------------------------------
-    def check_analysable(self, parsed: Parsed, name: str = "") -> None:
-        """Analyse a parsed artifact as `analyze` would (with the store's ceilings); an analysis that fails refuses
-        the file (ArtifactError naming the problem), so no stored run can break the analyses or the pages."""
-        try:
-            self.analysis(parsed)
-        except InputError:
-            raise
-        except AnalysisError as e:
-            raise ArtifactError(name or "artifact", f"cannot be analysed: {e}") from None
-        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, with what it was
-            first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
-            raise ArtifactError(name or "artifact", f"cannot be analysed ({type(e).__name__}: {first}); "
-                                                    "nothing was stored") from None
-
-    def ingest_bytes(self, data: bytes, name: str) -> tuple[Run, bool]:
-        return self.store.ingest_bytes(data, name, check=lambda p: self.check_analysable(p, name))
-
-    def ingest_path(self, path) -> tuple[Run, bool]:
-        return self.store.ingest_path(path, check=lambda p: self.check_analysable(p, str(path)))
 
     def get(self, run_id: str) -> Run:
         """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for a run whose
@@ -209,40 +231,67 @@ class Source:
     def _resolve(self, run: Run | Parsed | str) -> Run | Parsed:
         return self.get(run) if isinstance(run, str) else run
 
+    def meta(self, run: Run | Parsed) -> dict:
+        """A run's metadata as this Source reads it (with its `gpu` applied)."""
+        return with_gpu_override(run.meta, self.gpu)
+
+    def identify(self, run: Run | Parsed | str) -> Identified:
+        """The GPU of a run and how it was identified (UnknownName when nothing identifies it)."""
+        run = self._resolve(run)
+        return identify(run.meta, self.gpu)
+
+    def gpu_label(self, run: Run | Parsed) -> str | None:
+        """The GPU as listings show it: the name the file (or --gpu) gives, else the identified one marked
+        "(inferred)" or "unknown GPU (CC x.y ...)", else None."""
+        meta = self.meta(run)
+        if meta.get("gpu_name"):
+            return meta["gpu_name"]
+        if run.kind not in ("ncu", "bench"):
+            return None
+        try:
+            ident = identify(run.meta, self.gpu)
+        except AnalysisError:
+            return None
+        return f"{ident.spec.name} (inferred)" if ident.inferred else ident.spec.name
+
     def ncu(self, run: Run | Parsed | str) -> NcuAnalysis:
         run = self._resolve(run)
 
         def make():
-            gpu = gpu_for(run.meta)
-            return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name))
+            ident = identify(run.meta, self.gpu)
+            gpu = ident.spec
+            return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
+                               gpu_warning=ident.warning)
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("ncu", run.run_id, self._ceilings_key()), make)
+        return self._cached(("ncu", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
         run = self._resolve(run)
 
         def make():
             g = run.table("gpu_ops")
-            floor = self.launch_floor_ns(run.meta.get("gpu_name"))
-            return TraceAnalysis(run.kind, run.meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
+            meta = self.meta(run)
+            floor = self.launch_floor_ns(meta.get("gpu_name"))
+            return TraceAnalysis(run.kind, meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("trace", run.run_id, self._ceilings_key()), make)
+        return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
 
         def make():
             try:
-                gpu = gpu_for(run.meta)
+                gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
                 gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
-            return BenchAnalysis(run.meta, gpu, attach(run.table("results"), gpu), run.table("ceilings"),
-                                 list(run.meta.get("failures") or []))
+            res = attach(run.table("results"), gpu)
+            return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
+                                 skipped_checks(run.meta, res))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("bench", run.run_id), make)
+        return self._cached(("bench", run.run_id, self.gpu), make)
 
     def bench_results(self) -> pl.DataFrame:
         """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
@@ -258,6 +307,25 @@ class Source:
                 "verdict": pl.String, "gpu_name": pl.String, "gpu": pl.String, "run_id": pl.String})
         return self._cached(("bench_results", self._bench_key()), make)
 
+    def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str):
+        """analyzers.join.join of an ncu run with a timeline of the same program (cached for stored runs)."""
+        from analyzers.join import join
+        a, t = self._resolve(ncu_run), self._resolve(trace_run)
+        if a.kind != "ncu":
+            raise RunNotFound(getattr(a, "run_id", "?"), f"a {a.kind} run, not an Nsight Compute run",
+                              message=f"{getattr(a, 'run_id', 'the first run')} is a {a.kind} run, not an Nsight "
+                                      "Compute run")
+        if t.kind not in TRACE_KINDS:
+            raise RunNotFound(getattr(t, "run_id", "?"), f"a {t.kind} run, not a timeline",
+                              message=f"{getattr(t, 'run_id', 'the second run')} is a {t.kind} run, not a PyTorch "
+                                      "profiler trace or Nsight Systems export")
+
+        def make():
+            return join(self.ncu(a).kernels, self.trace(t).gpu_ops, t.table("nvtx"))
+        if isinstance(a, Parsed) or isinstance(t, Parsed):
+            return make()
+        return self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key()), make)
+
     def analysis(self, run: Run | Parsed | str):
         """The analysis of any run, by kind."""
         run = self._resolve(run)
@@ -268,6 +336,41 @@ class Source:
         if run.kind == "bench":
             return self.bench(run)
         raise RunNotFound(getattr(run, "run_id", "?"), f"has an unknown kind {run.kind!r}")
+
+    # ---- ingest: parse, check that it can be analysed, store ------------------------------------------
+    def check(self, parsed: Parsed, name: str, gpu: str | None = None) -> None:
+        """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
+        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
+        stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
+        probe = Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
+        try:
+            probe.analysis(parsed)
+        except InputError:
+            raise
+        except AnalysisError as e:
+            raise ArtifactError(name, str(e)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, never stored
+            first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
+            raise ArtifactError(name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored") from None
+
+    def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None) -> tuple[Run, bool]:
+        """Parse, check (`check`), store: (run, created). A file already stored is returned as stored."""
+        gpu = get_gpu(gpu).name if gpu else self.gpu
+        from collectors.store import run_id_for
+        rid = run_id_for(data)
+        if rid in self.store:
+            return self.store.get(rid), False
+        parsed = parse_bytes(data, name)
+        self.check(parsed, name, gpu)
+        return self.store.ingest_bytes(data, name, parsed, gpu=gpu)
+
+    def ingest_path(self, path, gpu: str | None = None) -> tuple[Run, bool]:
+        """A file, or a folder of rank traces (one run); errors name the path as given."""
+        data, name = read_path(path)
+        try:
+            return self.ingest_bytes(data, name, gpu)
+        except ArtifactError as e:
+            raise ArtifactError(str(path), e.problem) from None
 
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str) -> list:

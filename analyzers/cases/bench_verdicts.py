@@ -270,3 +270,39 @@ def attach(results: pl.DataFrame, gpu: GPUSpec | None) -> pl.DataFrame:
     extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String,
                                         "verdict_explanation": pl.String})
     return pl.concat([full, extra], how="horizontal")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks that need Nsight Compute counters
+# ---------------------------------------------------------------------------------------------------
+
+#: per case, the checks that need Nsight Compute counters (`kernelscope bench --ncu`): record metric -> what it checks
+COUNTER_CHECKS = {
+    "bank.column_read": {"bank_conflict_degree": "the bank-conflict degree at every stride (model: gcd(stride, 32))"},
+    "transpose.tile": {"bank_conflict_degree": "the transposes' shared-memory read conflicts",
+                       "dram_read_bytes": "the bytes the transposes read from DRAM"},
+    "tiling.traffic": {"l2_read_from_l1_bytes": "the tile model's L2 read traffic",
+                       "dram_read_bytes": "the tiles' DRAM reads", "theoretical_occupancy": "the tiles' occupancy"},
+    "littles_law": {"achieved_occupancy": "the occupancy each bandwidth point ran at"},
+    "occupancy.sm": {"theoretical_occupancy": "ncu's theoretical occupancy vs the calculator",
+                     "achieved_occupancy": "the achieved occupancy under the calculator's bound"},
+}
+
+
+def skipped_checks(meta: dict, results: pl.DataFrame) -> list[dict]:
+    """The counter-based checks a bench run could not make: for every case the run measured that has checks in
+    COUNTER_CHECKS but no Nsight Compute counter record, {case, checks: [what it checks], reason} — the reason is
+    the run's ncu status (not requested, not found, ERR_NVGPUCTRPERM ...). Event-timed results are unaffected."""
+    ran = set(results["case"].unique().to_list())
+    counted = set(results.filter(pl.col("source") == COUNTER_SOURCE)["case"].unique().to_list())
+    ncu = meta.get("ncu") or {}
+    options = meta.get("options") or {}
+    if not ncu and not options.get("ncu"):
+        reason = "Nsight Compute was not requested (kernelscope bench --ncu)"
+    else:
+        reason = f"Nsight Compute: {ncu.get('status') or 'no counters recorded'}"
+        perm = [f for f in meta.get("failures") or [] if "ERR_NVGPUCTRPERM" in str(f.get("error"))]
+        if perm:
+            reason = "no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM)"
+    return [{"case": case, "checks": list(COUNTER_CHECKS[case].values()), "metrics": list(COUNTER_CHECKS[case]),
+             "reason": reason} for case in COUNTER_CHECKS if case in ran and case not in counted]

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from collectors.bench.harness import make_record
+from collectors.errors import COUNTER_PERMISSION, counters_forbidden
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -262,10 +263,9 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
         rc, out = _run(cmd, budget, env)
         (rep_dir / f"{stem}.log").write_text(out)
         took = time.monotonic() - t0
-        if "ERR_NVGPUCTRPERM" in out:
+        if counters_forbidden(out):
             info["status"] = "counters forbidden (ERR_NVGPUCTRPERM)"
-            doc["failures"].append({"case": "ncu", "error": "ERR_NVGPUCTRPERM: this user may not read the GPU's "
-                                    "performance counters; results carry event timing only"})
+            doc["failures"].append({"case": "ncu", "error": "ERR_NVGPUCTRPERM: " + COUNTER_PERMISSION})
             save()
             log("  ncu: counters forbidden (ERR_NVGPUCTRPERM); stopping the ncu stage")
             return

@@ -28,6 +28,7 @@ from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export
 from dashboard.cli import bench  # noqa: E402,F401  bench
+from dashboard.cli import join  # noqa: E402,F401  join
 
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2

@@ -41,6 +41,14 @@ StoreOpt = Annotated[
 ]
 
 
+GpuOpt = Annotated[
+    Optional[str],
+    typer.Option("--gpu", help="The GPU the file was recorded on, for files that do not name it (a `kernelscope gpus` "
+                               "name, e.g. H200, T4); it also replaces the GPU a file names."),
+]
+
+
+
 MaxMBOpt = Annotated[
     Optional[int],
     typer.Option("--max-decompressed-mb", min=1, envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
@@ -70,12 +78,12 @@ def open_store(store: Optional[Path]):
     return st
 
 
-def open_source(store: Optional[Path]):
+def open_source(store: Optional[Path], gpu: Optional[str] = None):
     from dashboard.source import Source
-    return Source(open_store(store))
+    return Source(open_store(store), gpu=gpu)
 
 
-def load(path_or_run: str, store: Optional[Path]):
+def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None):
     """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
     ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
     store (a run that cannot be read is `RunNotFound`)."""
@@ -86,7 +94,7 @@ def load(path_or_run: str, store: Optional[Path]):
     p = Path(path_or_run)
     if p.exists():
         parsed = parse_path(p)
-        open_source(store).check_analysable(parsed, path_or_run)
+        open_source(store, gpu).check(parsed, path_or_run)
         return parsed, p.name
     if p.suffix or os.sep in path_or_run:
         raise ArtifactError(path_or_run, "no such file")

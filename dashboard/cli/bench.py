@@ -124,6 +124,7 @@ def bench(
             nf = len(meta.get("failures", []))
             typer.echo(f"GPU {i}: {meta.get('gpu_name')}: {meta.get('result_count')} results, "
                        f"{meta.get('ceiling_count')} ceilings, {nf} failures (log: {log})")
+            echo_skipped(open_source(store).bench(run).skipped)
             run_ids.append(run.run_id)
     if n_gpus == 0 or all_cpu:
         from collectors.bench.cpu_cases import run_cpu_cases
@@ -133,6 +134,14 @@ def bench(
         typer.echo(rid)
     if failed:
         raise typer.Exit(1)
+
+
+def echo_skipped(skipped: list[dict]) -> None:
+    """Say which counter-based checks a run could not make (and why), once per reason."""
+    if not skipped:
+        return
+    typer.echo(f"  not measured: {skipped[0]['reason']}; event-timed results are complete. Checks skipped: "
+               + "; ".join(f"{s['case']} ({', '.join(s['checks'])})" for s in skipped))
 
 
 # ---- `kernelscope analyze RUN` for bench runs (called from core.report_for) ------------------------
@@ -169,6 +178,7 @@ def report(ba) -> dict:
         "ceilings": _record_rows(ba.ceilings),
         "results": _record_rows(ba.results),
         "failures": m.get("failures", []),
+        "skipped_checks": ba.skipped,
     }
 
 

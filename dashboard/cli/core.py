@@ -6,12 +6,14 @@ import math
 import os
 import sys
 from pathlib import Path
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
+from analyzers.errors import AnalysisError
 from collectors.errors import ArtifactError, InputError, StoreError
-from dashboard.cli._app import (Format, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
+from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
                                 open_source, open_store, repo_root)
 from dashboard.cli.render import print_table, to_csv
 
@@ -20,14 +22,16 @@ from dashboard.cli.render import print_table, to_csv
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
     store: StoreOpt = None,
+    gpu: GpuOpt = None,
     max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Parse artifacts (ncu .ncu-rep/CSV, PyTorch traces, nsys SQLite, bench results) into the run store
-    and print one line per file: run id, kind, file. Bad files are reported and skipped; nothing of them
-    is stored. Exit code 1 if any file failed."""
+    and print one line per file: run id, kind, file. A file is stored only if `kernelscope analyze` can analyse
+    it (an Nsight Compute export whose GPU cannot be identified needs --gpu); bad files are reported and skipped,
+    nothing of them is stored. Warnings a run is stored with follow its line. Exit code 1 if any file failed."""
     from collectors.ingest import expand_paths
     apply_limits(max_decompressed_mb)
-    src = open_source(store)
+    src = open_source(store, gpu)
     failed = 0
     for p in expand_paths(paths):
         try:
@@ -41,14 +45,23 @@ def ingest(
             failed += 1
             continue
         typer.echo(f"{run.run_id}\t{run.kind}\t{p}\t{'new' if created else 'already stored'}")
+        stored_gpu = run.manifest.get("gpu_override")
+        if not created and src.gpu and stored_gpu != src.gpu:
+            typer.echo(f"kernelscope: {p}: already stored {'with GPU ' + stored_gpu if stored_gpu else 'without --gpu'}"
+                       f"; --gpu {src.gpu} applies to `analyze {run.run_id} --gpu ...` only (a run is its file's "
+                       "content)", err=True)
+        if created:
+            for w in run.meta.get("warnings") or []:
+                typer.echo(f"  warning: {w}", err=True)
     if failed:
         raise typer.Exit(1)
 
 
-def run_summary(run) -> dict:
+def run_summary(run, src=None) -> dict:
     info = run.info
+    gpu = src.gpu_label(run) if src is not None else info.gpu_name
     return {
-        "run_id": info.run_id, "kind": info.kind, "source_name": info.source_name, "gpu_name": info.gpu_name,
+        "run_id": info.run_id, "kind": info.kind, "source_name": info.source_name, "gpu_name": gpu,
         "items": info.item_count, "item_label": info.item_label,
         "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ"),
         "size_bytes": info.size_bytes, "warnings": list(info.warnings),
@@ -59,11 +72,22 @@ def run_summary(run) -> dict:
 def runs(store: StoreOpt = None,
          format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
     """List the runs in the store, newest first: id, kind, file, GPU, item count (launches, kernels or results)."""
-    rows = [run_summary(r) for r in open_store(store).runs()]
+    src = open_source(store)
+    rows = [run_summary(r, src) for r in src.runs()]
     if format is ListFormat.json:
         echo_json({"runs": rows})
     else:
-        print_table(rows, ["run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created"])
+        for r in rows:
+            r["warn"] = len(r["warnings"]) or None
+        print_table(rows, ["run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created",
+                           ("warn", "warnings", None)])
+        for r in rows:
+            for w in r["warnings"]:
+                typer.echo(f"{r['run_id']}: warning: {w}")
+
+
+class Compat(str, Enum):
+    hta = "hta"
 
 
 # ---- Nsight Compute -------------------------------------------------------------------------------------
@@ -71,7 +95,7 @@ def runs(store: StoreOpt = None,
 #: keys of the per-kernel JSON (`kernelscope analyze --format json`) with their units; values come from
 #: analyzers.ncu_run.NcuAnalysis.kernels unchanged
 NCU_COLUMNS: dict[str, str] = {
-    "id": "", "name": "", "duration_ns": "ns", "dram_read_bytes": "bytes", "dram_write_bytes": "bytes",
+    "id": "", "name": "canonical (collectors.kernel_names)", "raw_name": "as in the file", "duration_ns": "ns", "dram_read_bytes": "bytes", "dram_write_bytes": "bytes",
     "dram_bandwidth_gbps": "GB/s", "dram_peak_fraction": "fraction of spec peak",
     "dram_measured_fraction": "fraction of the measured copy ceiling",
     "achieved_occupancy_pct": "%", "theoretical_occupancy_pct": "% (ncu)", "predicted_occupancy_pct": "% (ours)",
@@ -110,36 +134,42 @@ def ncu_report(a, source: str) -> dict:
     rows = _clean(a.kernels.rename({"kernel_name": "name"}).select(list(NCU_COLUMNS)).to_dicts())
     return {
         "source": source, "kind": "ncu",
-        "gpu": {"name": gpu.name, "cc": f"{gpu.cc[0]}.{gpu.cc[1]}", "sm_count": gpu.sm_count,
+        "gpu": {"name": gpu.name, "cc": f"{gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else None, "sm_count": gpu.sm_count,
                 "dram_bandwidth_bytes_per_s": gpu.dram_bandwidth_bytes_per_s,
                 "dram_bandwidth_source": gpu.source_of("dram_bandwidth_bytes_per_s"),
-                "from_registry": gpu.from_registry},
+                "from_registry": gpu.from_registry, "identified": a.gpu_how},
         "measured_ceilings": {k: {"value": c.value, "source": c.source} for k, c in a.measured.items()},
         "kernels": rows, "missing": a.missing, "units": NCU_COLUMNS, "flagged": a.flagged,
     }
 
 
 def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
-    """(JSON report, rows for table/csv, table columns) for any run kind; `warnings` are the run's own (what its
-    file lacks or holds oddly), `flagged` what is implausible for its GPU."""
-    rep, rows, cols = _report_for(src, run, source)
-    rep["warnings"] = list(run.meta.get("warnings") or [])
-    return rep, rows, cols
-
-
-def _report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
+    """(JSON report, rows for table/csv, table columns) for any run kind; every report carries the run's
+    `warnings` and what its file `lacks` (collectors: the format or version does not provide it). A file whose
+    GPU cannot be identified is an ArtifactError naming it (as `ingest` says it)."""
     if run.kind == "ncu":
-        rep = ncu_report(src.ncu(run), source)
-        return rep, rep["kernels"], NCU_TABLE
-    if run.kind in ("kineto", "nsys"):
+        try:
+            a = src.ncu(run)
+        except AnalysisError as e:
+            raise ArtifactError(source, str(e)) from None
+        rep, cols = ncu_report(a, source), NCU_TABLE
+        rows = rep["kernels"]
+        warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
+    elif run.kind in ("kineto", "nsys"):
         from dashboard.cli import timeline
         rep = timeline.report(src.trace(run))
-        return rep, rep["kernels"], timeline.TABLE_COLUMNS
-    if run.kind == "bench":
+        rows, cols = rep["kernels"], timeline.TABLE_COLUMNS
+        warnings = list(run.meta.get("warnings") or [])
+    elif run.kind == "bench":
         from dashboard.cli import bench
         rep = bench.report(src.bench(run))
-        return rep, rep["results"], bench.TABLE_COLUMNS
-    raise ArtifactError(source, f"no analysis for runs of kind {run.kind!r}")
+        rows, cols = rep["results"], bench.TABLE_COLUMNS
+        warnings = list(run.meta.get("warnings") or [])
+    else:
+        raise ArtifactError(source, f"no analysis for runs of kind {run.kind!r}")
+    rep["warnings"] = warnings
+    rep["lacks"] = list(run.meta.get("lacks") or [])
+    return rep, rows, cols
 
 
 @app.command()
@@ -147,15 +177,27 @@ def analyze(
     path_or_run: Annotated[str, typer.Argument(help="An artifact file, or a run id (or unique prefix) in the store.")],
     store: StoreOpt = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+    gpu: GpuOpt = None,
     max_decompressed_mb: MaxMBOpt = None,
+    compat: Annotated[Optional[Compat], typer.Option(
+        "--compat", help="Also give a trace's launch and idle statistics as another tool defines them (hta: "
+                         "Holistic Trace Analysis), next to Kernelscope's, with the difference.")] = None,
 ) -> None:
     """Analyze one artifact or stored run: per-kernel duration, DRAM bandwidth and its fraction of the
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing, the biggest
     finding; or, for traces, launch delays and GPU idle time; or, for bench runs, measurements next to
-    predictions. Measured ceilings of the store's bench runs are used as in the dashboard."""
+    predictions. Measured ceilings of the store's bench runs are used as in the dashboard. Warnings and what
+    the file lacks (its format or version does not record it) are printed after the table."""
     apply_limits(max_decompressed_mb)
-    run, source = load(path_or_run, store)
-    rep, rows, cols = report_for(open_source(store), run, source)
+    run, source = load(path_or_run, store, gpu)
+    src = open_source(store, gpu)
+    rep, rows, cols = report_for(src, run, source)
+    if compat is not None:
+        if run.kind not in ("kineto", "nsys"):
+            raise typer.BadParameter(f"--compat {compat.value} compares trace statistics; {source} is a {run.kind} run")
+        from analyzers.hta_compat import compare
+        rep["compat"] = {"hta": compare(run.table("gpu_ops"), int(run.meta.get("base_time_ns") or 0)),
+                         "definitions": "analyzers/hta_compat.py (README: Numbers next to HTA and TraceLens)"}
     if format is Format.json:
         echo_json(rep)
     elif format is Format.csv:
@@ -163,7 +205,9 @@ def analyze(
     else:
         head = rep.get("gpu", {})
         if isinstance(head, dict) and head.get("name"):
-            typer.echo(f"{source}: {run.kind}, GPU {head['name']}")
+            typer.echo(f"{source}: {run.kind}, GPU {head.get('identified') or head['name']}")
+        elif run.kind in ("kineto", "nsys"):
+            typer.echo(f"{source}: {run.kind}, GPU {src.meta(run).get('gpu_name') or 'not named in the file'}")
         print_table(rows, cols)
         for d in rep.get("summary", {}).get("devices", []):
             typer.echo(
@@ -176,8 +220,39 @@ def analyze(
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
         for f in rep.get("flagged", []):
             typer.echo(f"FLAGGED launch {f['id']} ({f['name']}): {'; '.join(f['flags'])}")
-        for w in rep.get("warnings", []):
+        if rep.get("skipped_checks"):
+            from dashboard.cli.bench import echo_skipped
+            echo_skipped(rep["skipped_checks"])
+        for c in (rep.get("compat") or {}).get("hta", []):
+            _print_hta(c)
+        for w in rep["warnings"]:
             typer.echo(f"warning: {w}")
+        for x in rep["lacks"]:
+            typer.echo(f"the file lacks {x}")
+
+
+def _print_hta(c: dict) -> None:
+    h, k, d = c["hta"], c["kernelscope"], c["difference"]
+    left = ", ".join(f"{n} {why}" for why, n in d["kernels_left_out_by_hta"].items() if n) or "none"
+    typer.echo(f"rank {c['rank']} as HTA computes it: {h['kernels_with_launch']} kernels joined to "
+               f"cudaLaunchKernel/ExC ({h['ops_with_launch']} ops with memcpy/memset), launch delay median "
+               f"{_fmt(h['launch_delay_median_us'])} µs (whole µs), idle {_fmt(h['idle_time_us'])} of "
+               f"{_fmt(h['kernel_time_us'])} µs (fraction {_fmt(h['idle_fraction'])})")
+    typer.echo(f"rank {c['rank']} Kernelscope: {k['kernels_with_launch']} of {k['kernels']} kernels with their launch "
+               f"call, launch delay median {_fmt(k['launch_delay_median_us'])} µs (ns resolution), idle fraction "
+               f"{_fmt(k['idle_fraction'])}")
+    typer.echo(f"rank {c['rank']} difference: kernels HTA leaves out: {left}; on HTA's ops (those kernels and the "
+               "memcpy/memset of cudaMemcpyAsync/cudaMemsetAsync) at ns resolution the median is "
+               f"{_fmt(d['hta_definition_at_ns_launch_delay_median_us'])} µs (rounding to whole µs: "
+               f"{_fmt(d['rounding_effect_on_median_us'], signed=True)} µs); idle fraction HTA - Kernelscope "
+               f"{_fmt(d['idle_fraction_hta_minus_kernelscope'], signed=True)} (HTA rounds each op inward to whole "
+               "µs, which adds up to 2 µs of idle per op of a ns-resolution trace)")
+
+
+def _fmt(x, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x:+.6g}" if signed else f"{x:.6g}"
 
 
 @app.command()

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from dashboard.cli._app import StoreOpt, app, open_source
+from dashboard.cli._app import GpuOpt, StoreOpt, app, open_source
 
 
 @app.command()
@@ -15,13 +15,14 @@ def export(
                                                    "or just kernels?run=…) or a run id: its page is exported.")],
     html: Annotated[Path, typer.Option("--html", help="The HTML file to write.")],
     store: StoreOpt = None,
+    gpu: GpuOpt = None,
 ) -> None:
     """Write the page a dashboard link shows (the same tables and charts) into one HTML file that opens
     offline: charts inline (no CDN), every name escaped. Exportable pages: home, runs, kernels, compare, gpus,
     timeline, cases, claims. A link naming an unknown run, case, GPU, claim or device is refused."""
     from dashboard.render_html import render_html, vega_bundle
     from dashboard.reports import build_target
-    rep, shown, base = build_target(open_source(store), url_or_run)
+    rep, shown, base = build_target(open_source(store, gpu), url_or_run)
     text = render_html([rep], source=shown, base_url=base)
     try:
         html.write_text(text, encoding="utf-8")

@@ -51,11 +51,13 @@ def pick_run(src: Source, wanted: str | None, kinds: tuple[str, ...], problems: 
     return runs[min(default_index, len(runs) - 1)]
 
 
-def run_warnings(run: Run | None) -> list:
-    """The run's own warnings (what its file lacks or holds oddly, from the parser) as warning blocks."""
-    if run is None:
-        return []
-    return [Text(f"Run {run.run_id}: {w}", "warning") for w in (run.meta.get("warnings") or [])]
+def notes_blocks(meta: dict, extra_warnings: list[str] | tuple = ()) -> list[Text]:
+    """A run's warnings (what to know before trusting its numbers) and what its file lacks, one block each."""
+    out = [Text(f"Warning: {w}", "warning") for w in [*extra_warnings, *(meta.get("warnings") or [])] if w]
+    lacks = meta.get("lacks") or []
+    if lacks:
+        out.append(Text("The file lacks " + "; ".join(lacks) + ".", "caption"))
+    return out
 
 
 def run_label(run: Run) -> str:
@@ -71,18 +73,21 @@ def runs_table(runs: list[Run], name: str = "runs") -> Table:
             "open": link(PAGE_FOR_KIND.get(r.kind, "runs"), run=r.run_id),
             "run_id": r.run_id, "kind": r.kind, "source_name": info.source_name, "gpu_name": info.gpu_name,
             "items": info.item_count, "item_label": info.item_label,
-            "size_mib": info.size_bytes / 2**20,
+            "size_mib": info.size_bytes / 2**20, "warnings": " · ".join(info.warnings) or None,
             "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         })
     frame = pl.DataFrame(rows, schema={"open": pl.String, "run_id": pl.String, "kind": pl.String,
                                        "source_name": pl.String, "gpu_name": pl.String, "items": pl.Int64,
-                                       "item_label": pl.String, "size_mib": pl.Float64, "created": pl.String})
+                                       "item_label": pl.String, "size_mib": pl.Float64, "warnings": pl.String,
+                                       "created": pl.String})
     return Table(name, frame, {
         "open": Col("open", kind="link", link_text="open"), "run_id": text("run id"), "kind": text("kind"),
         "source_name": text("file"), "gpu_name": text("GPU"),
         "items": num("items", help="profiled launches (ncu), kernels (traces) or results (bench)"),
         "item_label": text("counting"),
         "size_mib": num("artifact", "MiB", "%.2f"), "created": text("stored"),
+        "warnings": text("warnings", help="problems the run was stored with (no GPU activity, kernels without their "
+                                          "launch call ...)"),
     })
 
 

@@ -18,7 +18,8 @@ from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
-from dashboard.reports.common import pick_run, run_warnings
+from dashboard.reports import join_blocks
+from dashboard.reports.common import notes_blocks, pick_run
 from dashboard.source import Source
 
 #: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
@@ -81,7 +82,7 @@ def display_frame(a: NcuAnalysis) -> pl.DataFrame:
     k = a.kernels
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
              for name, (src, scale) in DISPLAY.items()]
-    keep = [c for c in ("kernel_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
+    keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
     return k.select(*shown, *[c for c in keep if c not in DISPLAY],
@@ -98,11 +99,12 @@ class KernelsView:
     desc: bool = False
     q: str = ""
     problems: list[str] = field(default_factory=list)
+    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
                 "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
-                "q": self.q or None}
+                "q": self.q or None, "trace": self.trace}
 
 
 def resolve(src: Source, params: dict) -> KernelsView:
@@ -125,12 +127,14 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if sort not in SORT_KEYS:
         problems.append(f"Unknown sort column {code(sort)}; sorted by launch id.")
         sort = "id"
-    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "", problems)
+    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "", problems,
+                       params.get("trace") or None)
 
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
     peak = gpu.dram_bandwidth_bytes_per_s
-    parts = [f"GPU **{gpu.name}** (CC {gpu.cc[0]}.{gpu.cc[1]}, {gpu.sm_count} SMs"]
+    cc = f"CC {gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else "CC unknown"
+    parts = [f"GPU **{gpu.name}** ({cc}, {gpu.sm_count} SMs"]
     if peak:
         parts.append(f", DRAM spec {fmt_rate(peak, 'B/s')}")
     if gpu.fp32_flop_per_s:
@@ -193,10 +197,12 @@ def overview(src: Source, view: KernelsView) -> Report:
     frame = display_frame(a)
     rep.subtitle = f"{code(view.run.source_name)} · run {view.run.run_id}"
     rep.add(Text(gpu_caption(a.gpu, a.measured) + f" · {frame.height} profiled launches", "caption"))
+    if a.gpu_how:
+        rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
+    rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
     for m in a.missing:
         rep.add(Text(f"**{m['quantity']}** is not in this report (needs {', '.join(m['needs'])}); "
                      f"collect it with `{m['collect_with']}`.", "warning"))
-    rep.add(*run_warnings(view.run))
     for f in a.flagged:
         rep.add(Text(f"**Implausible for {a.gpu.name}: launch {f['id']}** ({code(f['name'])}): "
                      + "; ".join(f["flags"]) + ". Its findings and rates are shown but should not be trusted.",
@@ -216,6 +222,9 @@ def overview(src: Source, view: KernelsView) -> Report:
     rep.add(Heading("Launches"),
             Table("kernels", shown, cols, caption=f"sorted by {cols.get(view.sort, KERNEL_COLS['id']).header}"
                   + (" (descending)" if view.desc else "") + "; click a column header to re-sort in the browser."))
+    join_problems: list[str] = []
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
+    rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
     rep.add(*roofline_blocks(a, frame))
     bars = frame.select(pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("dram_gbps")).drop_nulls()
     rules = []
@@ -256,7 +265,7 @@ def detail(src: Source, view: KernelsView) -> list:
     smem = (row["smem_static_bytes"] or 0) + (row["smem_dynamic_bytes"] or 0)
     regs = row["registers_per_thread"] and int(row["registers_per_thread"])
     blocks: list = [Heading(f"Launch {row['id']}: {code(row['kernel'])}"),
-                    Text(f"Full name: {code(row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
+                    Text(f"Full name: {code(row.get('raw_name') or row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
                          f"{_dim(row, 'block')} · {regs} registers/thread · shared memory {fmt_bytes(smem)}/block",
                          "caption"),
                     Metrics([
@@ -291,6 +300,8 @@ def detail(src: Source, view: KernelsView) -> list:
         blocks.append(Text(
             f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, [])
+    blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
     blocks.extend(case_blocks(arow, a.gpu, src, view.run.run_id))
     blocks.append(Heading("Every metric of this launch", 3))
     metrics = src.launch_metrics(view.run.run_id, view.kernel)

@@ -19,6 +19,8 @@ from collectors.schema import TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
+from dashboard.reports import join_blocks
+from dashboard.reports.common import notes_blocks
 from dashboard.source import Source
 
 MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
@@ -32,10 +34,11 @@ class TimelineView:
     kernel: str = ""                # what-if: regex searched in kernel names
     speedup: float = 2.0
     problems: list[Text] = field(default_factory=list)
+    ncu: str | None = None          # ?ncu=RUN: an Nsight Compute run of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
-                "kernel": self.kernel, "speedup": f"{self.speedup:g}"}
+                "kernel": self.kernel, "speedup": f"{self.speedup:g}", "ncu": self.ncu}
 
 
 def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -61,7 +64,7 @@ def resolve(src: Source, params: dict) -> TimelineView:
         if run is None or run.kind not in TRACE_KINDS:
             problems.append(Text(f"No trace run {code(wanted)} in this store.", "error"))
             run = None
-    view = TimelineView(run or (runs[0] if runs else None), problems=problems)
+    view = TimelineView(run or (runs[0] if runs else None), problems=problems, ncu=params.get("ncu") or None)
     if view.run is None:
         return view
     devs = src.trace(view.run).summary.devices.select("rank", "device").rows()
@@ -85,14 +88,15 @@ def resolve(src: Source, params: dict) -> TimelineView:
     return view
 
 
-def header(view: TimelineView) -> list:
-    run, meta = view.run, view.run.meta
+def header(view: TimelineView, meta: dict | None = None) -> list:
+    run, meta = view.run, meta or view.run.meta
     counts = meta.get("counts", {})
     source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
               else f"Nsight Systems export {meta.get('nsys_version', '')}")
     return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
                  f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
-                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption")]
+                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')}", "caption"),
+            *notes_blocks(meta)]
 
 
 def definitions(run: Run) -> list:
@@ -122,7 +126,7 @@ def overview(src: Source, view: TimelineView) -> list:
         return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
     out: list = []
     tr = src.trace(view.run)
-    gpu_name = view.run.meta.get("gpu_name")
+    gpu_name = tr.meta.get("gpu_name")
     floor_ns = tr.summary.launch_floor_ns
     if floor_ns:
         out.append(Text(f"Launch floor {floor_ns / 1e3:.1f} µs per kernel: back-to-back empty-kernel launches measured "
@@ -193,12 +197,24 @@ def overview(src: Source, view: TimelineView) -> list:
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
         (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
         (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
-        (pl.col("busy_share") * 100).alias("busy_pct"))
-    out.append(Table("top_kernels", ks, {
-        "kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
-        "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
-        "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
-        "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}))
+        (pl.col("busy_share") * 100).alias("busy_pct"), pl.col("name").alias("_name"))
+    cols = {"kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
+            "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
+            "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
+            "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}
+    problems: list[str] = []
+    ncu_run, joined = join_blocks.ncu_for(src, view.run, view.ncu, problems)
+    out += [Text(p, "warning") for p in problems]
+    if ncu_run is not None:
+        from analyzers.join import signature
+        b = join_blocks.timeline_bounds(src, ncu_run, joined)
+        ks = ks.with_columns(pl.col("_name").map_elements(signature, return_dtype=pl.String).alias("signature")) \
+            .join(b, on="signature", how="left")
+        cols.update(join_blocks.BOUND_COL)
+        out.append(Table("top_kernels", ks, cols, caption=f"Bound and detail from the Nsight Compute run "
+                         f"{code(ncu_run.source_name)} ({ncu_run.run_id}) of the same program (analyzers.join)."))
+    else:
+        out.append(Table("top_kernels", ks, cols))
     return out
 
 
@@ -223,11 +239,11 @@ def whatif(src: Source, view: TimelineView) -> list:
         "promise less than Amdahl.", "caption")]
 
 
-def report(view: TimelineView, overview_blocks: list, whatif_blocks: list) -> Report:
-    """The page's blocks in one report (definitions last)."""
+def report(view: TimelineView, overview_blocks: list, whatif_blocks: list, meta: dict | None = None) -> Report:
+    """The page's blocks in one report (definitions last); meta: the run's metadata as the Source reads it."""
     rep = Report("Timeline", subtitle=f"{code(view.run.source_name)} · run {view.run.run_id}"
                  + ("" if view.device == "all" else f" · device {view.device}"))
-    rep.add(*view.problems, *header(view), *overview_blocks)
+    rep.add(*view.problems, *header(view, meta), *overview_blocks)
     if whatif_blocks:
         rep.add(Heading("What if a kernel were faster?"), *whatif_blocks)
     return rep.add(Heading("Definitions (how every number on this page is computed)", 3), *definitions(view.run))
@@ -245,4 +261,4 @@ def build(src: Source, params: dict) -> Report:
         raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
                           + ", ".join(view.devices))
     ov = overview(src, view)
-    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [])
+    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from collectors.schema import TRACE_KINDS
 from dashboard import data, ui
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import kernels as page
@@ -33,6 +34,15 @@ sort_keys = list(page.SORT_KEYS)
 view.sort = c2.selectbox("Sort by", sort_keys, index=sort_keys.index(view.sort),
                          format_func=lambda k: page.KERNEL_COLS[k].header)
 view.desc = c3.toggle("descending", value=view.desc)
+traces = [""] + [r.run_id for r in src.runs(TRACE_KINDS)]
+tlabels = {r.run_id: run_label(r) for r in src.runs(TRACE_KINDS)}
+if view.trace and view.trace not in traces:
+    traces.append(view.trace)
+view.trace = st.selectbox("Timeline of the same program", traces, index=traces.index(view.trace or ""),
+                          format_func=lambda t: tlabels.get(t, t) if t else "found by matching kernels (automatic)",
+                          help="A PyTorch profiler trace or Nsight Systems export of the program this report "
+                               "profiled: the page then shows how often each kernel runs per step and what its "
+                               "findings cost per step (analyzers.join).") or None
 ui.sync(view.params())
 
 overview = page.overview(src, view)

@@ -10,6 +10,7 @@ import os
 
 import streamlit as st
 
+from analyzers.gpus import all_gpus
 from collectors.errors import ArtifactError, StoreError
 from dashboard import data
 from dashboard.reports.blocks import code
@@ -31,6 +32,7 @@ def cap_bytes() -> int:
 
 
 store = data.store()
+src = data.source()
 st.title("Upload")
 cap = cap_bytes()
 st.markdown(
@@ -42,12 +44,18 @@ st.markdown(
     "- `kernelscope bench` result files.\n\n"
     f"Files up to **{cap / 1e6:,.0f} MB**; for larger ones run `kernelscope ingest FILE` on the server "
     "(the store is shared, the run appears here).")
+AUTO = "the GPU the file names (or infers)"
+gpu_choice = st.selectbox(
+    "GPU", [AUTO] + [g.name for g in all_gpus()], key="upload_gpu",
+    help="For files that do not name their GPU (an ncu details-page CSV without its NUMA section, an old export, "
+         "a trace without deviceProperties): the GPU they were recorded on. `kernelscope gpus` lists the specs.")
+gpu = None if gpu_choice == AUTO else gpu_choice
 files = st.file_uploader("Artifacts", accept_multiple_files=True, key="uploads")
 done: dict = st.session_state.setdefault("ingested", {})
 if files:
     bar = st.progress(0.0, text=f"0 of {len(files)} files")
     for i, f in enumerate(files):
-        key = (f.file_id, f.name, f.size)
+        key = (f.file_id, f.name, f.size, gpu)
         if key not in done:
             bar.progress(i / len(files), text=f"Reading {f.name} ({i + 1} of {len(files)})")
             if f.size > cap:
@@ -55,20 +63,22 @@ if files:
                                       f"{cap / 1e6:,.0f} MB. Copy it to the server and run `kernelscope ingest FILE`.")
             else:
                 try:
-                    run, created = data.source().ingest_bytes(f.getvalue(), f.name)
-                    done[key] = ("ok", run.run_id, run.kind, created)
+                    run, created = src.ingest_bytes(f.getvalue(), f.name, gpu=gpu)
+                    done[key] = ("ok", run.run_id, run.kind, created, tuple(run.meta.get("warnings") or ()))
                 except ArtifactError as e:
                     done[key] = ("error", f"{e.problem}.")
                 except StoreError as e:
                     done[key] = ("error", f"the store could not be written ({e.problem}).")
         res = done[key]
         if res[0] == "ok":
-            _, rid, kind, created = res
+            _, rid, kind, created, warnings = res
             page = PAGE_FOR_KIND.get(kind, "runs")
             st.success(f"{code(f.name)} → run `{rid}` ({kind}, {'new' if created else 'already stored'}) — "
                        f"[open]({link(page, run=rid)})")
+            for w in warnings:
+                st.warning(f"{code(f.name)}: {w}")
         else:
             st.error(f"{code(f.name)}: {res[1]} Nothing was stored.")
-    ok = sum(1 for f in files if done[(f.file_id, f.name, f.size)][0] == "ok")
+    ok = sum(1 for f in files if done[(f.file_id, f.name, f.size, gpu)][0] == "ok")
     bar.progress(1.0, text=f"{len(files)} of {len(files)} files: {ok} stored, {len(files) - ok} refused")
 st.caption(f"Store: {len(store.runs())} runs. All of them: [Runs](runs).")

@@ -59,8 +59,13 @@ def test_case_is_well_formed(case):
 
 @pytest.mark.parametrize("case", [c for c in all_cases() if c.runnable], ids=lambda c: c.id)
 def test_every_model_evaluates_on_every_gpu(case):
+    from analyzers.cases import CaseError
     for g in all_gpus():
-        ev = evaluate(case, g)
+        try:
+            ev = evaluate(case, g)
+        except CaseError as e:  # a part without BF16 tensor cores (V100, T4): the case says what it lacks
+            assert g.bf16_dense_flop_per_s is None and "bf16_dense_flop_per_s" in str(e) and g.name in str(e)
+            continue
         assert ev.gpu is g and ev.predictions
         for key, p in ev.predictions.items():
             assert p.unit in BASE_UNITS, (key, p.unit)

@@ -112,7 +112,7 @@ def test_analyze_table_and_csv(capsys):
     assert "ks_matmul_128x128" in out and "duration [µs]" in out
     assert main(["analyze", str(H200_KERNELS / "full_raw.csv.gz"), "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("id,name,duration_ns") and len(lines) == 10
+    assert lines[0].startswith("id,name,raw_name,duration_ns") and len(lines) == 10
 
 
 # ---- tensor-core work: cuBLAS BF16 / FP16 / TF32 matmuls and flash attention (sample_traces/h200/tensor_kernels)

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES, store_snapshot
 
+from collectors.schema import TABLE_VERSIONS  # noqa: E402
+
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
 
 
@@ -64,19 +66,18 @@ def test_runs_of_the_first_store_format_are_re_derived_on_read(store):
     assert "frozen" not in set(res["verdict"].drop_nulls()) and "agrees" in set(res["verdict"])
     new_files = store_snapshot(store.root)
     assert {k: v for k, v in new_files.items() if k in old_files} == old_files     # nothing stored changed
-    from collectors.schema import TABLE_VERSIONS
     assert any(f"/tables-v{TABLE_VERSIONS['bench']}/" in k for k in new_files)          # the new version beside
 
 
 def test_a_newer_table_version_is_re_derived_once(store, monkeypatch):
     from collectors import schema, store as store_mod
     run, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
-    before = schema.TABLE_VERSIONS["ncu"]
+    current = schema.TABLE_VERSIONS["ncu"]
     monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
     monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
     again = store.get(run.run_id)
     assert again.table("kernels").height == 9 and (run.path / "tables-v99" / "meta.json").is_file()
-    assert (run.path / f"tables-v{before}" / "kernels.parquet").is_file()          # the older version is kept
+    assert (run.path / f"tables-v{current}" / "kernels.parquet").is_file()          # the older version is kept
 
 
 def test_runs_lists_the_item_count_of_every_kind(store, capsys, tmp_path):
@@ -135,3 +136,17 @@ def test_command_line_mistakes_give_usage_and_exit_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Usage:" in err and "Traceback" not in err
+
+
+def test_a_gpu_given_at_ingest_survives_re_derivation(store, monkeypatch):
+    """`ingest --gpu` is kept in the manifest, not in the derived tables: a newer table version keeps it."""
+    from collectors import schema, store as store_mod
+    from tests.conftest import REPO
+    f = REPO / "tests" / "corpus" / "physicell-fork" / "profile.old-details-layout.constructed.csv.gz"
+    run, _ = store.ingest_bytes(f.read_bytes(), f.name, gpu="NVIDIA Tesla V100 PCIe 16GB")
+    assert run.meta["gpu_name"] == "NVIDIA Tesla V100 PCIe 16GB" and run.meta["gpu_name_in_file"] is None
+    monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
+    monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
+    again = store.get(run.run_id)
+    assert again.meta["gpu_override"] == "NVIDIA Tesla V100 PCIe 16GB" and (run.path / "tables-v99").is_dir()
+    assert "gpu_override" not in json.loads((run.path / "tables-v99" / "meta.json").read_text())

@@ -1,0 +1,86 @@
+"""Kernel names: one canonical name per kernel whatever demangler wrote it, and a short display name per run.
+
+The same launch gets different demangled names from different tools: NVIDIA's `ncu-report` wheel reading a
+`.ncu-rep`, and the `ncu` command line exporting the same report to CSV, write `(int)8` or `8`, `false` or `0`,
+`(anonymous namespace)` or `<unnamed>`, `float *` or `float*`, qualify nested names fully
+(`at::native::<unnamed>::f`) or not (`at::<unnamed>::f`), and print parameter lists in full or as template-parameter
+references (`(int, T2, T3)`). `canonical_name` maps all of them to one form:
+
+    the function name with its template arguments, without its return type and parameter list, every
+    namespace / class qualifier removed (also inside template arguments), integer casts and suffixes and
+    true/false written as numbers, no spaces except one after each comma.
+
+    "void at::native::(anonymous namespace)::f<(int)8, true>(float *, int)"  ->  "f<8, 1>"
+
+Kernels compare (Compare page, `kernelscope` JSON key `name`) by this name; the file's own name is kept as
+`raw_name` and shown as the full name. `display_names` gives each canonical name the shortest label that tells it
+apart from the run's other kernels: the function name alone, else the canonical name.
+"""
+from __future__ import annotations
+
+import re
+
+_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|\{anonymous\}|[A-Za-z_]\w*)::")
+_INT_CAST = re.compile(r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long(?:\s+long)?|short|char|bool|unsigned|"
+                       r"(?:u?int\d+_t)|size_t)\)\s*(-?\d+)")
+_INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|lu|u|l)\b", re.IGNORECASE)
+_SPACE_AROUND = re.compile(r"\s*([<>(),*&\[\]])\s*")
+
+
+def _top_level(name: str) -> tuple[int, int]:
+    """(start of the function name, index of the parameter list's "(") at bracket depth 0; -1 when absent."""
+    depth = 0
+    start, paren = 0, -1
+    for i, ch in enumerate(name):
+        if ch in "<[{":
+            depth += 1
+        elif ch in ">]}":
+            depth = max(0, depth - 1)
+        elif ch == "(":
+            if depth == 0 and not name.startswith("(anonymous namespace)", i):
+                paren = i
+                break
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            start = i + 1
+    return start, paren
+
+
+def canonical_name(name: str) -> str:
+    """The canonical form of a (demangled) kernel name (module docstring). Idempotent."""
+    s = " ".join((name or "").split())
+    if not s:
+        return s
+    start, paren = _top_level(s)
+    if paren >= 0:
+        s = s[:paren]
+        start = min(start, len(s))
+    s = s[start:] if start < len(s) else s
+    s = _INT_CAST.sub(r"\1", s)
+    s = re.sub(r"\btrue\b", "1", s)
+    s = re.sub(r"\bfalse\b", "0", s)
+    s = _INT_SUFFIX.sub(r"\1", s)
+    prev = None
+    while prev != s:
+        prev, s = s, _QUALIFIER.sub("", s)
+    s = _SPACE_AROUND.sub(r"\1", s)
+    return s.replace(",", ", ").strip() or " ".join((name or "").split())
+
+
+def function_name(name: str) -> str:
+    """The bare function name: `void foo::bar<128>(float*, int)` -> `bar`; `ks_copy_u4` -> `ks_copy_u4`."""
+    c = canonical_name(name)
+    cut = c.find("<")
+    return (c[:cut] if cut > 0 else c) or c
+
+
+def display_names(raw_names: list[str]) -> list[str]:
+    """A label per launch (same order) that tells different kernels of one run apart: the function name when no
+    other kernel of the run has it, else the canonical name (with template arguments; distinct by construction)."""
+    canon = [canonical_name(n) for n in raw_names]
+    by_func: dict[str, set[str]] = {}
+    for c in set(canon):
+        by_func.setdefault(function_name(c), set()).add(c)
+    return [function_name(c) if len(by_func[function_name(c)]) == 1 else c for c in canon]
