@@ -285,7 +285,9 @@ def detail(src: Source, view: KernelsView) -> list:
                                                           ("smem_ld_conflict_degree", "smem_st_conflict_degree")),
                          "wavefronts / (wavefronts − conflicts)"),
                         ("ld sectors/request", "—" if row["global_ld_sectors_per_request"] is None else
-                         f"{row['global_ld_sectors_per_request']:.1f} (ideal {row['global_ld_ideal_sectors_per_request']:.0f})",
+                         f"{row['global_ld_sectors_per_request']:.1f} (ideal "
+                         + ("—" if row["global_ld_ideal_sectors_per_request"] is None
+                            else f"{row['global_ld_ideal_sectors_per_request']:.0f}") + ")",
                          "coalescing: l1tex__t_sectors / l1tex__t_requests, global loads"),
                     ])]
     if arow.get("flags"):

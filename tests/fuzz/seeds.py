@@ -5,8 +5,9 @@ where the seed was), by format.
 
 Nsight Systems exports are not bundled (they are large and not ours to ship): the `nsys` seeds are the real H200
 PyTorch traces' kernels, copies and launch calls written into the documented nsys SQLite schema (the same builder
-the nsys tests use), plus the real 2-GPU exports of ../shared/data/nsys where that folder exists. A compatibility
-corpus (KERNELSCOPE_FUZZ_CORPUS, a folder of real files of any format) adds seeds when given.
+the nsys tests use), plus the real 2-GPU exports of ../shared/data/nsys where that folder exists. The compatibility
+corpus of tests/corpus (real files of every vintage other projects published, with their licenses) adds seeds of
+every format; KERNELSCOPE_FUZZ_CORPUS names another folder instead.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from tests.conftest import SAMPLES, SHARED_NSYS
 
 H200 = SAMPLES / "h200"
+CORPUS = SAMPLES.parent / "tests" / "corpus"
 
 
 @dataclass(frozen=True)
@@ -85,19 +87,28 @@ def seeds() -> dict[str, list[Seed]]:
     if SHARED_NSYS.is_dir():
         out["nsys"] += [Seed("nsys", p.name, p.read_bytes(), False) for p in sorted(SHARED_NSYS.glob("*.sqlite"))
                         if p.stat().st_size < 8_000_000]
-    corpus = os.environ.get("KERNELSCOPE_FUZZ_CORPUS")
+    corpus = os.environ.get("KERNELSCOPE_FUZZ_CORPUS") or str(CORPUS)
     if corpus and Path(corpus).is_dir():
         from collectors.ingest import detect_kind
         for p in sorted(Path(corpus).rglob("*")):
             if not p.is_file() or p.stat().st_size > 20_000_000:
                 continue
-            raw = _gunzip(p)
+            if p.suffix in (".py", ".md", ".json") and "trace" not in p.name or p.name in ("LICENSE", "manifest.json"):
+                continue
+            try:
+                raw = _gunzip(p)
+            except (OSError, EOFError, gzip.BadGzipFile):
+                continue
+            if len(raw) > 8_000_000:
+                continue
             name = p.name[:-3] if p.name.endswith(".gz") else p.name
             try:
                 kind = detect_kind(raw, name)
             except Exception:  # noqa: BLE001 - not an artifact
                 continue
-            fmt = {"ncu": "ncu-rep" if name.endswith(".ncu-rep") else "ncu-csv"}.get(kind, kind)
+            fmt = {"ncu": "ncu-rep" if raw[:4] == b"NVR\x00" else "ncu-csv"}.get(kind, kind)
+            if fmt == "ncu-rep" and not name.endswith(".ncu-rep"):
+                name += ".ncu-rep"
             if fmt in out:
                 out[fmt].append(Seed(fmt, name, raw, p.name.endswith(".gz")))
     return out
