@@ -54,6 +54,12 @@ def run_task(task: dict, run, absurdities) -> dict:
         cmds.append(run([*argv, "--store", store]))
     if kind in ("kineto", "nsys"):
         cmds.append(run(["whatif", path, "--kernel", ".", "--speedup", "2", "--format", "json"]))
+        cmds.append(run(["analyze", rid, "--compat", "hta", "--format", "json", "--store", store]))
+    other = task.get("other") or {}
+    if kind == "ncu" and other.get("kineto"):
+        cmds.append(run(["join", rid, other["kineto"], "--format", "json", "--store", store]))
+    if kind in ("kineto", "nsys") and other.get("ncu"):
+        cmds.append(run(["join", other["ncu"], rid, "--format", "json", "--store", store]))
     for c in cmds[1:3]:
         if c["rc"] == 0:
             try:
