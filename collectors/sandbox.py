@@ -36,7 +36,7 @@ _RESULT = "result.json"
 _ERROR = "error.json"
 #: task -> (module, function): the function takes (path, name) and returns a JSON-serialisable result, or raises
 #: ArtifactError
-TASKS = {"ncu-rep": ("collectors.ncu", "read_report_file")}
+TASKS = {"ncu-rep": ("collectors.ncu_rep", "read_report_file")}
 
 
 def _limits(task: str, size: int) -> tuple[float, int]:
