@@ -90,6 +90,11 @@ def build(src: Source, params: dict) -> Report:
     if (a.kind in TRACE_KINDS) != (b.kind in TRACE_KINDS):
         return rep.add(Text(f"Run A is {a.kind} and run B is {b.kind}: only runs of the same kind compare "
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))
+    if a.kind == "ncu":
+        for label, r in (("A", a), ("B", b)):
+            for f in src.ncu(r).flagged:
+                rep.add(Text(f"Run {label}, launch {f['id']} ({code(f['name'])}) is implausible for its GPU: "
+                             + "; ".join(f["flags"]) + ".", "error"))
     la, per_launch = launches(src, a)
     lb, _ = launches(src, b)
     cmp = compare_runs(la, lb, per_launch=per_launch, noise_floor=view.noise_pct / 100)

@@ -122,3 +122,33 @@ def test_pin_and_exclude_a_runs_ceilings(store, capsys):
     assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == pytest.approx(4.283e12, rel=1e-3)
     assert main(["ceilings", "--clear", b, "--store", str(store.root)]) == 0
     assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == 4.6e12
+
+
+def test_a_flagged_launch_is_shown_on_every_page_it_appears(store):
+    """DRAM bytes 1000x too high (a bogus unit row): the run is stored, and Kernels (table column and an error note),
+    the launch detail, Home's findings and Compare all say that launch is implausible; `analyze` prints FLAGGED."""
+    import csv
+    import io
+    from dashboard.reports import build
+    from dashboard.reports.blocks import Table, Text
+    from dashboard.source import Source
+    raw = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).decode()
+    rows = list(csv.reader(io.StringIO(raw)))
+    c = rows[0].index("dram__bytes_read.sum")
+    rows[2][c] = str(float(rows[2][c].replace(",", "")) * 1000)
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    src = Source(store)
+    good = src.ingest_path(H200_KERNELS / "full_raw_base.csv.gz")[0].run_id
+    bad = src.ingest_bytes(buf.getvalue().encode(), "bogus_units.csv")[0].run_id
+    src = Source(store)
+
+    def said(rep) -> str:
+        texts = [b.md for b in rep.blocks if isinstance(b, Text)]
+        cells = [str(v) for b in rep.blocks if isinstance(b, Table) for col in ("flag", "implausible")
+                 if col in b.frame.columns for v in b.frame[col].drop_nulls().to_list()]
+        return " ".join(texts + cells)
+    for page, params in (("kernels", {"run": bad}), ("kernels", {"run": bad, "kernel": "0"}), ("home", {}),
+                         ("compare", {"a": good, "b": bad})):
+        assert "spec peak of 4,800 GB/s" in said(build(src, page, params)), page
+    assert "spec peak" not in said(build(src, "kernels", {"run": good}))
