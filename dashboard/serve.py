@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     from collectors.store import Store
     Store(os.environ.get("KERNELSCOPE_STORE") or None).housekeeping()   # leftovers of interrupted ingests
     app = build_app(token=token, allowed_hosts=extra, max_upload_mb=args.max_upload_mb)
+    base = os.environ.get("STREAMLIT_SERVER_BASE_URL_PATH", "").strip("/")   # `streamlit run` reads it; App.run not
     app.run(config={
+        **({"server.baseUrlPath": base} if base else {}),
         "server.address": args.host, "server.port": args.port, "server.headless": True,
         "server.maxUploadSize": args.max_upload_mb, "server.enableXsrfProtection": True, "server.enableCORS": True,
         "server.fileWatcherType": "none", "server.runOnSave": False,

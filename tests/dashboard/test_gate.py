@@ -103,3 +103,17 @@ def test_the_rate_limit_blocks_every_attempt_after_five_failures_per_client():
                                      ("http://evil.example/", "/"), ("kernels", "/"), ("/a b", "/a%20b")])
 def test_the_redirect_after_login_stays_on_the_server(nxt, out):
     assert _safe_next(nxt, "") == out
+
+
+def test_under_a_sub_path_the_login_and_the_cookie_stay_under_it():
+    """STREAMLIT_SERVER_BASE_URL_PATH=ks (behind a proxy at /ks/): the form posts to /ks/_ks/login, the cookie's
+    path is /ks, the health check under the sub-path passes."""
+    app = App()
+    token = "a-long-enough-token"
+    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, base_path="ks")
+    page = call(g, "/ks/kernels")
+    assert status(page) == 401 and b'action="/ks/_ks/login"' in page[1]["body"]
+    sent = call(g, "/ks/_ks/login", method="POST", body=f"token={token}&next=/ks/kernels".encode())
+    headers = dict(sent[0]["headers"])
+    assert sent[0]["status"] == 303 and headers[b"location"] == b"/ks/kernels" and b"Path=/ks;" in headers[b"set-cookie"]
+    assert status(call(g, "/ks/_stcore/health")) == 200
