@@ -8,7 +8,8 @@ imports paid once: `kernelscope ingest FILE` into the harness's store; then
   - refused (exit 1): exactly one line on stderr, `kernelscope: FILE: problem`, nothing else; `analyze FILE` must
     refuse the same way; the store must be unchanged (every path, size and modification time);
   - accepted (exit 0): `analyze RUN`, `analyze FILE` (JSON and table), `runs`, `gpus`, `ceilings`, for traces
-    `whatif FILE` and `analyze RUN --compat hta`, `join` with a bundled run of the other kind, must exit 0 with one JSON document on stdout and nothing on stderr; the numbers they
+    `whatif FILE` and `analyze RUN --compat hta`, `join` with a bundled run of the other kind, `export RUN --html`,
+    must exit 0 with one JSON document on stdout and nothing on stderr; the numbers they
     print must be physically possible or flagged (`absurdities`); every dashboard page built for the run (and
     Compare against a bundled run, the export of its page to HTML) must build without an exception.
 Statuses: accepted, refused, and the failures traceback (exit 70 or a Python traceback anywhere), signal (the

@@ -55,6 +55,8 @@ def run_task(task: dict, run, absurdities) -> dict:
     if kind in ("kineto", "nsys"):
         cmds.append(run(["whatif", path, "--kernel", ".", "--speedup", "2", "--format", "json"]))
         cmds.append(run(["analyze", rid, "--compat", "hta", "--format", "json", "--store", store]))
+    html = os.path.join(os.path.dirname(path), "export.html")
+    cmds.append(run(["export", rid, "--html", html, "--store", store]))
     other = task.get("other") or {}
     if kind == "ncu" and other.get("kineto"):
         cmds.append(run(["join", rid, other["kineto"], "--format", "json", "--store", store]))
