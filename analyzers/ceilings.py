@@ -3,7 +3,8 @@
 Pure functions over a ceilings frame (CEILING_SCHEMA: one row per measured ceiling of a bench run, newest run
 first), which dashboard.source builds from the store with `ceilings_frame`:
 
-- `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d, launch, graph);
+- `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d, host_memcpy,
+  launch, launch_cxx, sync, kernel, graph);
 - `judge_ceilings(ceilings, pinned, excluded)`: each ceiling's status — *trusted* (physically plausible for the GPU
   model it was measured on), *rejected* (with the reason: above the datasheet, below 5 % of it, outside the bounds
   of its resource), *excluded* (its run is excluded) or *not pinned* (another run is pinned for that GPU model);
@@ -38,7 +39,10 @@ SPEC_FRACTION = (0.05, 1.02)
 NO_DATASHEET = ("measured on a GPU the registry does not hold: no datasheet to check it against (`kernelscope "
                 "ceilings --pin RUN` trusts it)")
 #: costs (seconds): an empty-kernel launch and a graph node on any GPU the registry holds
-COST_BOUNDS = {"launch": (0.5e-6, 1e-3), "graph": (0.05e-6, 1e-3)}
+COST_BOUNDS = {"launch": (0.5e-6, 1e-3), "launch_cxx": (0.5e-6, 1e-3), "kernel": (0.5e-6, 1e-3),
+               "sync": (1e-6, 10e-3), "graph": (0.05e-6, 1e-3)}
+#: a host memcpy into pinned memory: between a slow laptop and any server's memory bandwidth
+HOST_MEMCPY_BOUNDS = (1e8, 1e12)
 RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "dram": ("dram_bandwidth_bytes_per_s", "DRAM bandwidth"),
     "l2": (None, "L2 bandwidth"),
@@ -47,7 +51,11 @@ RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "fp32": ("fp32_flop_per_s", "FP32 (CUDA cores)"),
     "h2d": ("host_link_bytes_per_s", "host ↔ device"),
     "launch": (None, "launch cost"),
+    "launch_cxx": (None, "launch cost from C++ (CUDA runtime)"),
+    "sync": (None, "launch + synchronize"),
+    "kernel": (None, "one kernel between two events"),
     "graph": (None, "graph replay per node"),
+    "host_memcpy": (None, "host memcpy into pinned memory"),
 }
 #: the ceiling metric of the launch floor (kernelscope bench, case "ceiling")
 LAUNCH_FLOOR_METRIC = "launch_back_to_back"
@@ -66,6 +74,8 @@ def classify_ceiling(name: str, unit: str) -> str | None:
             return "bf16"
         return "fp32" if any(w in n for w in ("fp32", "fma", "ffma", "float")) else None
     if unit == "B/s":
+        if "memcpy" in n and "host" in n:
+            return "host_memcpy"
         if any(w in n for w in ("h2d", "d2h", "host", "pinned", "pageable", "pcie")):
             return "h2d"
         if "l2" in n:
@@ -78,6 +88,12 @@ def classify_ceiling(name: str, unit: str) -> str | None:
     if unit == "s":
         if "graph" in n:
             return "graph"
+        if "kernel_event" in n:
+            return "kernel"
+        if "launch" in n and "sync" in n:
+            return "sync"
+        if "launch" in n and ("cxx" in n or "c++" in n):
+            return "launch_cxx"
         if "launch" in n:
             return "launch"
     return None
@@ -124,6 +140,9 @@ def implausible(resource: str | None, unit: str, value: float, gpu: GPUSpec | No
         if unit != "s" or not lo <= value <= hi:
             return f"{value * 1e6:.3g} µs is outside {lo * 1e6:g}–{hi * 1e6:g} µs, the range of a {RESOURCES[resource][1]}"
         return None
+    if resource == "host_memcpy":
+        lo, hi = HOST_MEMCPY_BOUNDS
+        return None if unit == "B/s" and lo <= value <= hi else f"{value:.3g} {unit} is outside {lo:g}–{hi:g} B/s"
     if gpu is None or not gpu.from_registry:
         return NO_DATASHEET
     peak = spec_peak(gpu, resource)

@@ -24,15 +24,30 @@ NOISE_FLOOR = 0.05
 SPREAD_K = 2.0
 
 
-def ncu_launches(kernels: pl.DataFrame, extra: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Launch rows from an (analyzed) ncu kernel table: name (demangled), config "grid (x,y,z) block (x,y,z)"."""
+def ncu_launches(kernels: pl.DataFrame, extra: tuple[str, ...] = (), *, dims: bool = True) -> pl.DataFrame:
+    """Launch rows from an (analyzed) ncu kernel table: name (canonical), config "grid (x,y,z) block (x,y,z)"; where
+    a launch has no grid and block dimensions, or with dims=False, "grid N blocks, block M threads" (its
+    launch__grid_size and launch__block_size); "—" when it has neither."""
+    has = set(kernels.columns)
+    by_dims = (pl.format("grid ({},{},{}) block ({},{},{})", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                         "block_z") if dims else pl.lit(None, pl.String))
+    by_size = (pl.format("grid {} blocks, block {} threads", pl.col("grid_size").cast(pl.Int64),
+                         pl.col("block_size").cast(pl.Int64))
+               if {"grid_size", "block_size"} <= has else pl.lit(None, pl.String))
     return kernels.sort("id").select(
         pl.col("kernel_name").alias("name"),
-        pl.format("grid ({},{},{}) block ({},{},{})", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-        .alias("config"),
+        pl.coalesce(by_dims, by_size, pl.lit("—")).alias("config"),
         pl.col("duration_ns").cast(pl.Float64),
-        *[pl.col(c) for c in extra if c in kernels.columns],
+        *[pl.col(c) for c in extra if c in has],
     )
+
+
+def has_dims(kernels: pl.DataFrame) -> bool:
+    """Every launch has its grid and block dimensions. Two ncu runs compare by dimensions when both have them, else
+    both by blocks per grid and threads per block (a `.ncu-rep` of ncu 2019.x-2020.1 has only those, its CSV exports
+    dimensions), so one report in two formats matches launch for launch."""
+    cols = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+    return kernels.height > 0 and all(c in kernels.columns and kernels[c].null_count() == 0 for c in cols)
 
 
 def trace_launches(gpu_ops: pl.DataFrame) -> pl.DataFrame:

@@ -332,13 +332,17 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
     values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
     raw_names = [ident["Kernel Name"] for ident in idents]
     shown = display_names(raw_names)
-    krows = []
+    krows, contradicted = [], []
     for ident, label in zip(idents, shown):
         kid = _int(ident["ID"])
         raw = ident["Kernel Name"]
         kname = canonical_name(raw)
         bx, by, bz = _dims(ident["Block Size"])
         gx, gy, gz = _dims(ident["Grid Size"])
+        bad = _contradiction(kid, ident, (gx, gy, gz), (bx, by, bz), values)
+        if bad:   # dimensions the launch's own size metrics disprove are not kept (see _contradiction)
+            contradicted.append(bad)
+            bx = by = bz = gx = gy = gz = None
         row = {
             "id": kid, "kernel_name": kname, "raw_name": raw, "short_name": label,
             "kernel_key": hashlib.sha1(f"{kname}|{(bx, by, bz)}|{(gx, gy, gz)}".encode()).hexdigest()[:12],
@@ -369,7 +373,12 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": int(counts["len"].max()) if counts.height else 0}
     meta.update(_gpu_facts(long, attrs))
-    meta["lacks"] = _lacks(kernels, meta)
+    if contradicted:
+        meta["warnings"] = [f"{len(contradicted)} of {kernels.height} launches have grid/block dimensions that "
+                            f"contradict their own size metrics ({contradicted[0]}): those dimensions are not used; "
+                            "the launches are told apart by blocks per grid and threads per block (seen in ncu 2025.3 "
+                            "exports of an ncu 2019.x-2020.1 report)"]
+    meta["lacks"] = _lacks(kernels, meta, bool(contradicted))
     return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
 
 
@@ -389,7 +398,21 @@ def _gpu_facts(long: pl.DataFrame, attrs: dict) -> dict:
     return {"sm_count": int(sm) if sm is not None else None, "memory_clock_hz": clock}
 
 
-def _lacks(kernels: pl.DataFrame, meta: dict) -> list[str]:
+def _contradiction(kid, ident: dict, grid: tuple, block: tuple, values: dict) -> str | None:
+    """Why a launch's grid and block dimensions cannot be right, or None: their product differs from the
+    launch's own launch__grid_size (blocks per grid) or launch__block_size (threads per block). Seen in ncu 2025.3's
+    CSV exports of a 2019.x-2020.1 report, whose Grid Size column repeats the block's dimensions (grid (128, 1, 1)
+    for a launch of 1 block of 128 threads: launch__grid_size 1, launch__thread_count 128)."""
+    for what, dims, metric, unit in (("grid", grid, "launch__grid_size", "blocks"),
+                                     ("block", block, "launch__block_size", "threads")):
+        size = values.get((kid, metric))
+        if None not in dims and size is not None and abs(dims[0] * dims[1] * dims[2] - size) > 0.5:
+            return (f"e.g. launch {kid}: {what} ({dims[0]}, {dims[1]}, {dims[2]}) but {metric} = {size:g} "
+                    f"{unit}")
+    return None
+
+
+def _lacks(kernels: pl.DataFrame, meta: dict, contradicted: bool = False) -> list[str]:
     """What this export does not provide that Kernelscope would use, each with its consequence."""
     out = []
     fmt = meta["source_format"]
@@ -402,9 +425,10 @@ def _lacks(kernels: pl.DataFrame, meta: dict) -> list[str]:
                    "per-SM limits come from the registry or the per-CC table")
     if meta.get("cc") is None:
         out.append("the compute capability (CC column, absent before ncu 2020.x): the GPU cannot be inferred")
-    if kernels["block_x"].null_count() == kernels.height:
-        out.append("the launch configuration columns (Block Size, Grid Size): launches of one kernel with different "
-                   "configurations are told apart by their launch__block_size / launch__grid_size values only")
+    if kernels["block_x"].null_count() == kernels.height and not contradicted:
+        out.append("the grid and block dimensions (launch__grid_dim_* / launch__block_dim_* metrics, or the Block "
+                   "Size and Grid Size columns): launches of one kernel with different configurations are told "
+                   "apart by their launch__grid_size / launch__block_size values only")
     return out
 
 

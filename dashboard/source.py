@@ -278,6 +278,15 @@ class Source:
             return make()
         return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
 
+    def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
+        """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
+        run's), overridden by the run's own (measured on the same host in the same session)."""
+        name = gpu_name or run.meta.get("gpu_name")
+        own = C.best_ceilings(C.ceilings_frame(run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
+                                               run_id=getattr(run, "run_id", None) or "this file", gpu_name=name),
+                              name or "unknown GPU")
+        return {**(self.best_ceilings(name) if name else {}), **own}
+
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
 
@@ -286,12 +295,12 @@ class Source:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
                 gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
-            res = attach(run.table("results"), gpu)
+            res = attach(run.table("results"), gpu, self.run_ceilings(run, gpu.name if gpu else None))
             return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
                                  skipped_checks(run.meta, res))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("bench", run.run_id, self.gpu), make)
+        return self._cached(("bench", run.run_id, self.gpu, self._bench_key()), make)
 
     def bench_results(self) -> pl.DataFrame:
         """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
@@ -374,24 +383,19 @@ class Source:
 
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str) -> list:
-        """Stored measurements of a textbook case on one GPU (analyzers.cases.Measurement): Nsight Compute
-        launches whose name says they run the case, from their counters, and bench results of the case whose
-        metric is a quantity the case predicts (spread = cv x value)."""
-        from analyzers.cases import Measurement, evaluate, measurements_from_ncu
+        """Stored Nsight Compute measurements of a textbook case on one GPU (analyzers.cases.Measurement): launches
+        whose name says they run the case, from their counters (each with the launch's other counters, for the
+        predictions' mechanisms), for the page to judge at its parameters."""
+        from analyzers.cases import evaluate, measurements_from_ncu
         from analyzers.cases.kernel_match import CASE_HINTS
         try:
             keys = set(evaluate(case_id, gpu_name).predictions)
         except (LookupError, ValueError):
             return []
-        want = find_gpu(gpu_name)
-
-        def same_gpu(name) -> bool:
-            return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
-
         out = []
         words = CASE_HINTS.get(case_id, ())
         for run in self.runs(("ncu",)):
-            if not words or not same_gpu(run.meta.get("gpu_name")):
+            if not words or not _same_gpu(run.meta.get("gpu_name"), gpu_name):
                 continue
             k = self.table(run.run_id, "kernels")
             hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
@@ -405,19 +409,26 @@ class Source:
                                                gpu=gpu_name):
                     if x.quantity in keys:
                         out.append(x)
-        res = self.bench_results()
-        res = res.filter((pl.col("case") == case_id) & pl.col("metric").is_in(list(keys)))
-        for r in res.iter_rows(named=True):
-            if not same_gpu(r["gpu_name"]) or r["value"] is None:
-                continue
-            spread = abs(r["cv"] * r["value"]) if r["cv"] is not None else None
-            out.append(Measurement(r["value"], r["unit"] or "", f"bench run {r['run_id']} {r['params'] or ''}".strip(),
-                                   spread=spread, quantity=r["metric"], gpu=gpu_name))
         return out
+
+    def case_bench_rows(self, case_id: str, gpu_name: str) -> pl.DataFrame:
+        """The store's bench results of a textbook case on one GPU that have a prediction: each judged at its own
+        parameters with the run's measured ceilings (the same verdict the bench run shows)."""
+        res = self.bench_results()
+        if not res.height or "predicted" not in res.columns:
+            return res
+        res = res.filter((pl.col("case") == case_id) & pl.col("predicted").is_not_null())
+        return res.filter(pl.col("gpu_name").map_elements(lambda n: _same_gpu(n, gpu_name), return_dtype=pl.Boolean)) \
+            if res.height else res
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
         return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
+
+
+def _same_gpu(name, gpu_name) -> bool:
+    want = find_gpu(gpu_name)
+    return bool(name) and (name == gpu_name or (want is not None and find_gpu(name) is want))
 
 
 def params_json(v) -> str:

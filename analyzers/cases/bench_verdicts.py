@@ -1,18 +1,26 @@
 """Bench results read with today's models: derived records and a prediction and verdict for every record.
 
-`attach(results, gpu)` takes a bench run's results table (collectors.schema.BENCH_SCHEMA, as stored) and the
-run's GPUSpec (None for a CPU-only run) and returns the table the CLI and the pages show:
+`attach(results, gpu, ceilings=None)` takes a bench run's results table (collectors.schema.BENCH_SCHEMA, as stored),
+the run's GPUSpec (None for a CPU-only run) and the GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling:
+the run's own, then the store's; the caller looks them up) and returns the table the CLI and the pages show:
 
 - derived records are computed from the stored ones, with the analyzers' single functions (never stored, so a
   stored run always shows today's definitions): from Nsight Compute counter records the bank-conflict degree
   (analyzers.kernels.conflict_degree), wavefronts per request and DRAM bandwidth
   (analyzers.kernels.dram_bandwidth_gbps); from the launch parameters of the occupancy and tiling kernels the
-  occupancy our calculator gives (analyzers.occupancy). Derived or calculated records an older kernelscope
-  stored are dropped first;
-- `predicted`, `predicted_unit`, `verdict`, `verdict_explanation`: the case's model (analyzers.cases) for this GPU
-  at the record's parameters (`MAPPERS[case](metric, params) -> (prediction key, case parameters, unit)`), and
-  its verdict (analyzers.cases.verdict). Records without a mapping keep them null. The occupancy case compares
-  Nsight Compute's and the driver's occupancy with the calculator's for the same launch.
+  occupancy our calculator gives (analyzers.occupancy); from pairs of timed kernels the time ratios the chapter's
+  claims are about (tiling: bigger tile ÷ 64×64; transpose: 16×16 tile ÷ larger tile at the same block size).
+  Derived or calculated records an older kernelscope stored are dropped first;
+- `predicted`, `predicted_unit`, `predicted_kind` (estimate, exact, lower_bound, ...), `verdict`,
+  `verdict_explanation`: the case's model (analyzers.cases) for this GPU
+  at the record's parameters, with the measured ceilings in place of the spec-derived rates
+  (`MAPPERS[case](metric, params, siblings) -> (prediction key, case parameters, unit)`), and its verdict
+  (analyzers.cases.verdict). The measurement carries the counters Nsight Compute recorded for the same kernel
+  and parameters (`Measurement.counters`), which the prediction's mechanisms read. One measurement gets one
+  verdict: a bandwidth or FLOP rate computed from a timed record's median is the same measurement as its time and
+  is not judged again. Records without a mapping keep null (the explanation says why when a model could not
+  answer). The occupancy case compares Nsight Compute's and the driver's occupancy with the calculator's for the
+  same launch.
 """
 from __future__ import annotations
 
@@ -24,96 +32,149 @@ from analyzers.gpus import GPUSpec
 from analyzers.kernels import conflict_degree, dram_bandwidth_gbps
 
 MIB = 1 << 20
-#: the suite's tiled matmul (ks_matmul_*): BF16 inputs (2 bytes), staged in shared memory as FP32 (4 bytes)
+#: the suite's tiled matmuls: BF16 inputs (2 bytes); the FP32 kernels (ks_matmul_*) stage them in shared memory as
+#: FP32 (4 bytes) with the accumulator in registers; the tensor-core kernels (ks_mma_*) stage BF16 and keep the
+#: chapter's FP32 accumulator tile in shared memory (S = 2mk + 2kn + 4mn)
 TILE_INPUT_BYTES = 2
 TILE_STAGE_BYTES = 4
+#: params a timing record gains from its byte / FLOP accounting (the same kernel's counter records lack them)
+_ACCOUNTING = ("bytes", "flop")
+#: the thread patch (rows x cols per thread) of the FP32 kernels ks_matmul_<m>x<n>
+FP32_PATCH = {(64, 64): (4, 4), (64, 128): (4, 8), (128, 128): (8, 8)}
 
 
-def _tiling(metric, p):
+def _tiling(metric, p, sib):
     key = {"time": "time", "l2_read_from_l1_bytes": "l2_read_bytes", "dram_read_bytes": "dram_read_bytes",
-           "calculated_occupancy": "occupancy", "theoretical_occupancy": "occupancy"}.get(metric)
+           "theoretical_occupancy": "occupancy", "time_ratio_vs_64x64": "time_ratio_vs_ref"}.get(metric)
     if key is None or "tile_m" not in p:
         return None
+    tensor = p.get("engine", "fp32") == "tensor" or str(p.get("kernel", "")).startswith("ks_mma")
     cp = {"M": p["m"], "K": p["k"], "N": p["n"], "m": p["tile_m"], "n": p["tile_n"], "k": p["tile_k"],
-          "elem": TILE_INPUT_BYTES,
-          "stage": TILE_STAGE_BYTES, "acc": 0, "threads": 256}    # FP32 staged tiles, registers accumulate
-    if key == "occupancy":
-        if "regs_per_thread" not in p:
-            return None
+          "elem": TILE_INPUT_BYTES, "threads": 256}
+    if tensor:
+        cp.update(engine="tensor", stage=2, acc=4)
+    else:
+        tm, tn = FP32_PATCH.get((p["tile_m"], p["tile_n"]), (0, 0))
+        cp.update(engine="fp32", stage=TILE_STAGE_BYTES, acc=0, tm=tm, tn=tn)
+    if "regs_per_thread" in p:
         cp["regs"] = p["regs_per_thread"]
-    return key, cp, {"time": "s", "occupancy": "%"}.get(key, "B")
+    elif key in ("occupancy", "time", "time_ratio_vs_ref"):
+        return None
+    if key == "time_ratio_vs_ref":
+        cp.update(ref_m=p["ref_tile_m"], ref_n=p["ref_tile_n"], ref_regs=p["ref_regs_per_thread"])
+        if not tensor:
+            cp["ref_tm"], cp["ref_tn"] = FP32_PATCH.get((p["ref_tile_m"], p["ref_tile_n"]), (0, 0))
+    return key, cp, {"time": "s", "occupancy": "%", "time_ratio_vs_ref": "×"}.get(key, "B")
 
 
-def _bank(metric, p):
+def _bank(metric, p, sib):
     if "stride_words" in p and metric == "bank_conflict_degree":
         return "degree", {"stride": p["stride_words"], "width": p["width_bytes"]}, "way"
+    if "stride_words" in p and metric == "time":
+        return "time", {"stride": p["stride_words"], "width": p["width_bytes"]}, "s"
     if metric == "time_ratio_unpadded_padded":
         return "time_ratio_vs_free", {"stride": 32, "width": p["width_bytes"]}, "×"
     return None
 
 
-def _transpose(metric, p):
-    key = {"time": "time", "bank_conflict_degree": "read_degree"}.get(metric)
+def _transpose(metric, p, sib):
+    key = {"time": "time", "bank_conflict_degree": "read_degree", "speedup_vs_tile16": "speedup_vs_ref"}.get(metric)
     if key is None or "tile" not in p:
         return None
-    return key, {"n": p["n"], "t": p["tile"], "pad": 1 if p["padded"] else 0}, "s" if key == "time" else "way"
+    cp = {"n": p["n"], "t": p["tile"], "pad": 1 if p["padded"] else 0}
+    if p.get("block_threads"):
+        cp["rows"] = p["block_threads"] // p["tile"]
+    if key == "speedup_vs_ref":
+        cp.update(ref_t=p["ref_tile"], ref_rows=p["ref_block_threads"] // p["ref_tile"])
+        return key, cp, "×"
+    return key, cp, "s" if key == "time" else "way"
 
 
-def _rmsnorm(metric, p):
+def _rmsnorm(metric, p, sib):
     if metric != "time":
         return None
     return "time", {"rows": p["rows"], "hidden": p["hidden"], "s": p["segments"]}, "s"
 
 
-def _fusion(metric, p):
+def _fusion(metric, p, sib):
     if metric != "time":
         return None
-    return ("unfused_time" if p["impl"].startswith("unfused") else "fused_time"), {"M": p["m"], "F": p["f"]}, "s"
+    key = "unfused_time" if p["impl"].startswith("unfused") else "fused_time"
+    # the suite flushes the L2 before each repetition when the working set could stay cached (< 4 x L2)
+    return key, {"M": p["m"], "F": p["f"], "flushed": 1}, "s"
 
 
-def _flash(metric, p):
+def _flash(metric, p, sib):
     if metric != "time":
         return None
     key = "standard_time" if p["backend"] == "math" else "flash_time"
     return key, {"L": p["length"], "d": p["head_dim"], "causal": 1 if p.get("causal") else 0}, "s"
 
 
-def _graph(metric, p):
+def _graph(metric, p, sib):
     fused = not p["activation"].startswith("unfused")
     mode = p["mode"]
     pre = "fused_" if fused else ""
+    cp = {"calls": 1, "hidden": p.get("hidden", 4096), "intermediate": p.get("intermediate", 12288)}
     if metric == "kernels_per_ffn":
-        return f"{pre}{mode}_kernels", {"calls": 1}, "count"
+        return f"{pre}{mode}_kernels", cp, "count"
     if metric == "time_per_ffn":
-        return f"{pre}{mode}_time", {"calls": 1}, "s"
+        return f"{pre}{mode}_time", cp, "s"
     if metric == "host_launches_per_ffn" and mode == "eager":
-        return f"{pre}eager_submissions", {"calls": 1}, "count"
+        return f"{pre}eager_submissions", cp, "count"
     return None
 
 
-def _littles(metric, p):
+def _littles(metric, p, sib):
     if metric != "bandwidth":
         return None
     return "achieved_bandwidth", {"occ": p["occupancy_pct"], "bytes_per_thread": 16 * p["unroll"]}, "B/s"
 
 
-def _h2d(metric, p):
-    pinned = p["memory"] == "pinned"
+def _h2d(metric, p, sib):
     cp = {"size": p["total_bytes"] / MIB, "k": p["chunks"]}
-    if metric == "copy_bandwidth":
-        return ("pinned_bandwidth" if pinned else "pageable_bandwidth"), cp, "B/s"
     if metric == "copy_time":
-        return ("serial_time" if pinned else "pageable_time"), cp, "s"
+        return ("pinned_time" if p["memory"] == "pinned" else "pageable_time"), cp, "s"
+    if metric == "staged_copy_time":
+        return "staged_time", {**cp, "bounce": p["bounce_bytes"] / MIB}, "s"
     return None
 
 
-def _launch(metric, p):
-    if metric == "back_to_back_time_per_launch":
-        return "launch_floor", {}, "s"
-    return None
+def _timing(metric, p, sib):
+    key = {"event_time": "event_time", "host_clock_async_call": "host_clock_async",
+           "host_clock_until_result": "host_clock_until_result"}.get(metric)
+    return None if key is None else (key, {"n": p["n_elements"], "flushed": 0}, "s")
 
 
-def _fp(metric, p):
+def _launch(metric, p, sib):
+    if metric != "back_to_back_time_per_launch":
+        return None
+    if p.get("launcher", "").startswith("C++"):
+        return "cxx_launch_time", {}, "s"
+    submit = sib.get("host_submit_time_per_launch")
+    return None if submit is None else ("back_to_back_time", {"t_submit": submit * 1e6}, "s")
+
+
+def _occupancy(metric, p, sib):
+    if metric != "time" or "regs_per_thread" not in p or "flop" not in p:
+        return None
+    cp = {"tile": 0, "smem_extra": p.get("smem_dynamic_bytes", 0) + p.get("smem_static_bytes", 0),
+          "regs": p["regs_per_thread"], "threads": p.get("block_size", 256), "gflop": p["flop"] / 1e9,
+          "chains": int(str(p["kernel"]).split("_r")[-1])}
+    if p.get("grid"):
+        cp["blocks"] = p["grid"]          # older runs: the case's default, the suite's full-run grid
+    return "fma_time", cp, "s"
+
+
+def _compile(metric, p, sib):
+    if metric != "steady_call_time":
+        return None
+    key = {"eager": "steady_eager_time", "triton": "steady_triton_time",
+           "torch.compile": "steady_compiled_time"}.get(p.get("impl"))
+    return None if key is None else (key, {"M": p["m"], "F": p["f"]}, "s")
+
+
+def _fp(metric, p, sib):
     if metric in ("left_grouping", "right_grouping"):
         return metric.split("_")[0], {}, ""
     if metric == "median_ulp":
@@ -129,25 +190,47 @@ MAPPERS = {
     "tiling.traffic": _tiling, "bank.column_read": _bank, "transpose.tile": _transpose, "rmsnorm.split": _rmsnorm,
     "fusion.activation_chain": _fusion, "flash.attention_traffic": _flash, "graph.replay": _graph,
     "littles_law": _littles, "h2d.chunked_copy": _h2d, "launch.overhead": _launch, "fp.non_associativity": _fp,
+    "timing.positions": _timing, "occupancy.sm": _occupancy, "compile.amortization": _compile,
 }
 GPU_FREE_CASES = {"fp.non_associativity"}    # their models do not depend on the GPU
+#: timed cases: their time records are judged against a predicted time (an estimate with terms and a tolerance)
+TIMED_CASES = ("h2d.chunked_copy", "timing.positions", "launch.overhead", "littles_law", "occupancy.sm",
+               "tiling.traffic", "bank.column_read", "transpose.tile", "rmsnorm.split", "fusion.activation_chain",
+               "flash.attention_traffic", "graph.replay", "compile.amortization")
 
 
 def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, float]) -> list[dict]:
+def kernel_key(case: str, params: dict) -> str:
+    """Records of one kernel configuration: the case and its params without the byte / FLOP accounting."""
+    return case + "|" + _key({k: v for k, v in params.items() if k not in _ACCOUNTING})
+
+
+def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, float],
+                 ceilings: dict | None = None) -> list[dict]:
     """For each row (case, metric, value, params (dict), cv, source): {"predicted", "predicted_unit",
     "verdict", "verdict_explanation"}, all None where no model applies or it cannot be evaluated.
-    calc_occ: JSON of an occupancy.sm launch's params -> the calculator's occupancy [%]."""
+    calc_occ: JSON of an occupancy.sm launch's params -> the calculator's occupancy [%]. ceilings: the GPU's
+    measured ceilings (resource -> Ceiling), which replace the spec-derived rates of the models."""
     from analyzers.cases import Measurement, evaluate, verdict
+    from analyzers.cases.counters import NCU_COUNTERS
     from analyzers.cases.model import Prediction
-    none = {"predicted": None, "predicted_unit": None, "verdict": None, "verdict_explanation": None}
+    none = {"predicted": None, "predicted_unit": None, "predicted_kind": None, "verdict": None,
+            "verdict_explanation": None}
+    siblings: dict[str, dict[str, float]] = {}
+    counters: dict[str, dict[str, float]] = {}
+    for r in rows:
+        k = kernel_key(r["case"], r["params"])
+        siblings.setdefault(k, {}).setdefault(r["metric"], r["value"])
+        if r["source"] == COUNTER_SOURCE and r["metric"] in NCU_COUNTERS:
+            counters.setdefault(k, {})[r["metric"]] = r["value"]
     evals: dict = {}
     out = []
     for r in rows:
         res = dict(none)
+        k = kernel_key(r["case"], r["params"])
         try:
             pr, unit = None, None
             if r["case"] == "occupancy.sm" and r["metric"] in ("theoretical_occupancy", "achieved_occupancy",
@@ -159,18 +242,19 @@ def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, floa
                                     "resident warps / max warps", kind=kind, rel_tol=0.01)
                     unit = "%"
             elif r["case"] in MAPPERS and (gpu is not None or r["case"] in GPU_FREE_CASES):
-                m = MAPPERS[r["case"]](r["metric"], r["params"])
+                m = MAPPERS[r["case"]](r["metric"], r["params"], siblings.get(k, {}))
                 if m is not None:
                     key, cparams, unit = m
                     ek = (r["case"], _key(cparams))
                     if ek not in evals:
-                        evals[ek] = evaluate(r["case"], gpu, cparams)
+                        evals[ek] = evaluate(r["case"], gpu, cparams, ceilings=ceilings)
                     pr = evals[ek].predictions.get(key)
             if pr is not None and pr.numeric:
                 spread = abs(r["cv"] * r["value"]) if r.get("cv") else None
-                v = verdict(pr, Measurement(r["value"], unit, r["source"], spread=spread, quantity=pr.key))
-                res = {"predicted": float(pr.value), "predicted_unit": pr.unit, "verdict": v.kind,
-                       "verdict_explanation": v.explanation}
+                v = verdict(pr, Measurement(r["value"], unit, r["source"], spread=spread, quantity=pr.key,
+                                            counters=counters.get(k, {})))
+                res = {"predicted": float(pr.value), "predicted_unit": pr.unit, "predicted_kind": pr.kind,
+                       "verdict": v.kind, "verdict_explanation": v.explanation}
         except Exception as e:  # noqa: BLE001 - a model that cannot answer leaves this row without a verdict
             res = dict(none, verdict_explanation=f"no prediction: {type(e).__name__}: {e}")
         out.append(res)
@@ -182,7 +266,9 @@ def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, floa
 # ---------------------------------------------------------------------------------------------------
 
 #: metrics an older kernelscope stored that are now derived on read
-DERIVED_METRICS = ("bank_conflict_degree", "shared_wavefronts_per_request", "dram_bandwidth", "calculated_occupancy")
+DERIVED_METRICS = ("bank_conflict_degree", "shared_wavefronts_per_request", "dram_bandwidth", "calculated_occupancy",
+                   "time_ratio_vs_64x64", "speedup_vs_tile16")
+RATIO_SOURCE = "event timing"
 COUNTER_SOURCE = "ncu counter"
 CALC_SOURCE = "calculated (analyzers.occupancy)"
 _LAUNCH_KEYS = ("kernel", "regs_per_thread", "smem_static_bytes", "smem_dynamic_bytes", "block_size")
@@ -254,20 +340,68 @@ def _calculated_occupancy(results: pl.DataFrame, gpu: GPUSpec | None) -> tuple[l
     return rows, calc
 
 
-def attach(results: pl.DataFrame, gpu: GPUSpec | None) -> pl.DataFrame:
-    """The stored results with today's derived records, predictions and verdicts (see the module docstring)."""
-    stale = pl.col("metric").is_in(list(DERIVED_METRICS)) & pl.col("source").is_in([COUNTER_SOURCE, "calculated"])
+def _ratio(rows: list[dict], num: dict, den: dict, metric: str, params: dict, note: str) -> None:
+    cvs = [x for x in (num["cv"], den["cv"]) if x is not None]
+    rows.append({"case": num["case"], "metric": metric, "value": num["value"] / den["value"], "unit": "1",
+                 "params": json.dumps(params, sort_keys=True),
+                 "cv": (sum(c * c for c in cvs) ** 0.5) if cvs else None, "n": 1, "source": RATIO_SOURCE,
+                 "notes": "derived from two event-timed records on read: " + note, "flags": []})
+
+
+def _claim_ratios(results: pl.DataFrame) -> list[dict]:
+    """The time ratios the chapter's timing claims are about, from pairs of event-timed records of one run:
+    tiling.traffic `time_ratio_vs_64x64` = T(tile) ÷ T(64×64) of the same engine ('half the traffic can be slower'
+    holds when > 1); transpose.tile `speedup_vs_tile16` = T(16×16 tile) ÷ T(tile) at the same threads per block
+    and padding (the chapter: 32×32 is 2.7× faster than 16×16)."""
+    t = results.filter((pl.col("metric") == "time") & (pl.col("source") == RATIO_SOURCE)
+                       & pl.col("case").is_in(["tiling.traffic", "transpose.tile"]))
+    recs = [{**r, "p": json.loads(r["params"])} for r in t.to_dicts()]
+    out: list[dict] = []
+    for engine in ("ks_matmul", "ks_mma"):
+        tiles = [r for r in recs if r["case"] == "tiling.traffic" and str(r["p"].get("kernel", "")).startswith(engine)]
+        ref = next((r for r in tiles if (r["p"]["tile_m"], r["p"]["tile_n"]) == (64, 64)), None)
+        for r in tiles:
+            if ref is None or r is ref or "regs_per_thread" not in ref["p"]:
+                continue
+            p = {k: v for k, v in r["p"].items() if k not in _ACCOUNTING}
+            p.update(ref_tile_m=64, ref_tile_n=64, ref_regs_per_thread=ref["p"]["regs_per_thread"])
+            _ratio(out, r, ref, "time_ratio_vs_64x64", p,
+                   f"time of {r['p']['kernel']} ÷ time of {ref['p']['kernel']} (> 1: the tile with less traffic is "
+                   "slower, the chapter's 'half the traffic can be slower')")
+    tr = [r for r in recs if r["case"] == "transpose.tile"]
+    for r in tr:
+        group = "block_threads" in r["p"]          # equal block size (256 threads) vs block = tile
+        ref = next((x for x in tr if x["p"]["tile"] == 16 and x["p"]["padded"] == r["p"]["padded"]
+                    and ("block_threads" in x["p"]) == group), None)
+        if ref is None or r["p"]["tile"] == 16:
+            continue
+        p = {k: v for k, v in r["p"].items() if k not in _ACCOUNTING}
+        p.update(ref_tile=16, ref_block_threads=ref["p"].get("block_threads", 256))
+        _ratio(out, ref, r, "speedup_vs_tile16", p,
+               f"time of {ref['p']['kernel']} ÷ time of {r['p']['kernel']} (the chapter, on an RTX PRO 6000: 32×32 "
+               "2.7× faster than 16×16)")
+    return out
+
+
+def attach(results: pl.DataFrame, gpu: GPUSpec | None, ceilings: dict | None = None) -> pl.DataFrame:
+    """The stored results with today's derived records, predictions and verdicts (see the module docstring);
+    `ceilings`: the GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling) for the models' rates."""
+    stale = pl.col("metric").is_in(list(DERIVED_METRICS)) & pl.col("source").is_in(
+        [COUNTER_SOURCE, "calculated", CALC_SOURCE, RATIO_SOURCE])
     base = results.filter(~stale)
     derived = _counter_derived(base)
     calc_rows, calc = _calculated_occupancy(base, gpu)
     parts = [base, derived]
-    if calc_rows:
-        parts.append(pl.DataFrame(calc_rows, schema=base.schema))
+    ratio_rows = _claim_ratios(base)
+    for extra_rows in (calc_rows, ratio_rows):
+        if extra_rows:
+            parts.append(pl.DataFrame(extra_rows, schema=base.schema))
     full = pl.concat([p.select(base.columns).cast(base.schema) for p in parts])
     rows = [{**r, "params": json.loads(r["params"])} for r in
             full.select("case", "metric", "value", "params", "cv", "source").to_dicts()]
-    preds = predict_rows(rows, gpu, calc)
-    extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String, "verdict": pl.String,
+    preds = predict_rows(rows, gpu, calc, ceilings)
+    extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String,
+                                        "predicted_kind": pl.String, "verdict": pl.String,
                                         "verdict_explanation": pl.String})
     return pl.concat([full, extra], how="horizontal")
 

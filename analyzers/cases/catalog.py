@@ -42,12 +42,14 @@ def get_case(case_id: str) -> Case:
 
 
 def evaluate(case_id: str | Case, gpu: str | GPUSpec | None = None,
-             params: Mapping[str, Any] | None = None) -> Evaluation:
+             params: Mapping[str, Any] | None = None, ceilings: Mapping[str, Any] | None = None) -> Evaluation:
     """Evaluate a case's model for a GPU (default: the GPU the chapter quoted it for, else the H200) with
-    parameter overrides. Unknown case or GPU → KeyError; bad parameters → CaseError (a ValueError)."""
+    parameter overrides. `ceilings` (resource -> analyzers.ceilings.Ceiling: the GPU's measured ceilings, looked up
+    by the caller) replace the spec-derived defaults of the rate parameters that name one. Unknown case or GPU →
+    KeyError; bad parameters → CaseError (a ValueError)."""
     case = case_id if isinstance(case_id, Case) else get_case(case_id)
     g = case.gpu(gpu)
-    p = case.resolve(g, params)
+    p = case.resolve(g, params, ceilings)
     return run_model(case, g, p)
 
 
@@ -86,8 +88,11 @@ def measurements_from_ncu(case_id: str, metrics: Mapping[str, float], source: st
                           gpu: str | None = None) -> list[Measurement]:
     """Measurements for a case from Nsight Compute metric values (metric name -> value in base units, as
     `--print-units base` exports). Metrics written as 'a + b' are summed; bank-conflict degrees are derived
-    from the wavefront and conflict counters."""
+    from the wavefront and conflict counters. Every measurement carries the launch's other counters
+    (analyzers.cases.counters), which the predictions' mechanisms read."""
+    from analyzers.cases.counters import from_ncu
     case = get_case(case_id)
+    counters = from_ncu(metrics)
     out = []
     for spec in case.measurements:
         if spec.kind != "ncu" or not spec.quantity:
@@ -98,7 +103,8 @@ def measurements_from_ncu(case_id: str, metrics: Mapping[str, float], source: st
         value = sum(float(metrics[n]) for n in names) * spec.factor
         unit = "%" if spec.name.endswith("_pct") or "pct_of_peak" in spec.name else (
             "count" if spec.name.startswith("launch__occupancy_limit") else "B")
-        out.append(Measurement(value, unit, f"{source}: {spec.name}", quantity=spec.quantity, gpu=gpu))
+        out.append(Measurement(value, unit, f"{source}: {spec.name}", quantity=spec.quantity, gpu=gpu,
+                               counters=counters))
     wf = metrics.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
     cf = metrics.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
     if wf and cf is not None and case_id in ("bank.column_read", "transpose.tile"):
@@ -108,7 +114,7 @@ def measurements_from_ncu(case_id: str, metrics: Mapping[str, float], source: st
         d = conflict_degree_of(wf, cf)
         if d is not None:
             out.append(Measurement(d, "way", f"{source}: wavefronts ÷ (wavefronts − bank conflicts)", quantity=q,
-                                   gpu=gpu))
+                                   gpu=gpu, counters=counters))
     return out
 
 
@@ -164,9 +170,49 @@ class FigureCheck:
                 "model_display": fmt(self.model_value, self.unit), **self.verdict.to_json()}
 
 
+#: the check of a chapter figure that only restates the model's inputs (not counted as reproduced)
+RESTATES = "restates-inputs"
+
+
+def restated_inputs(case: Case, fig: Figure) -> str | None:
+    """Why a chapter figure cannot check its model, or None. Found by perturbing every numeric parameter: the figure
+    restates its inputs when its quantity depends on a parameter whose default was solved from a chapter figure
+    (`Param.back_solved`), or when it equals one parameter or the plain sum of parameters (unit coefficients, no GPU
+    term: the chapter's '40 = 20 + 20', a '3 µs' submission that is the `submit` parameter itself)."""
+    ev = evaluate(case, fig.gpu, fig.params)
+    base = ev[fig.key].value
+    if not isinstance(base, (int, float)) or not math.isfinite(base):
+        return None
+    deps = []
+    for par in case.params:
+        v = ev.params[par.name]
+        if par.type not in ("int", "float") or isinstance(v, bool):
+            continue
+        bumped = v * 1.25 + (1 if v == 0 else 0)
+        try:
+            bumped = par.parse(int(round(bumped)) if par.type == "int" else bumped)
+            other = evaluate(case, ev.gpu, {**dict(ev.params), par.name: bumped}).predictions[fig.key].value
+        except (CaseError, ValueError, KeyError):
+            continue
+        if isinstance(other, (int, float)) and other != base:
+            deps.append((par, v, bumped, other))
+    solved = [par.name for par, *_ in deps if par.back_solved]
+    if solved:
+        return (f"its quantity depends on {', '.join(solved)}, whose default was solved from the chapter's own figures, "
+                f"so reproducing it is circular")
+    if deps and all(math.isclose(other - base, to_base(b - v, par.unit)[0], rel_tol=1e-9, abs_tol=1e-15)
+                    for par, v, b, other in deps):
+        total = sum(to_base(v, par.unit)[0] for par, v, *_ in deps)
+        if math.isclose(total, base, rel_tol=1e-9, abs_tol=1e-15):
+            names = " + ".join(par.name for par, *_ in deps)
+            return f"it is {'the parameter ' if len(deps) == 1 else ''}{names} itself, an input of the model, not a result"
+    return None
+
+
 def check_figure(case: Case, fig: Figure) -> FigureCheck | None:
     """Reproduce (or, for a measured figure, judge) one chapter figure with the case's model, at the
-    parameters and on the GPU the chapter quoted it for. None for narrative figures."""
+    parameters and on the GPU the chapter quoted it for. None for narrative figures. A computed figure that only
+    restates the model's inputs (`restated_inputs`) gets the check RESTATES, not "agrees"."""
     if fig.key is None or not case.runnable or fig.value is None:
         return None
     ev = evaluate(case, fig.gpu, fig.params)
@@ -174,8 +220,12 @@ def check_figure(case: Case, fig: Figure) -> FigureCheck | None:
     value, unit = fig.base_value(), to_base(1, fig.unit)[1]
     if unit != pr.unit:
         raise AssertionError(f"{case.id}: figure {fig.text!r} in {fig.unit} vs prediction in {pr.unit}")
+    circular = None if fig.measured else restated_inputs(case, fig)
     if fig.measured:
         v = verdict(pr, Measurement(fig.value, fig.unit, f"chapter, {ev.gpu.name}" if fig.gpu else "chapter"))
+    elif circular:
+        v = Verdict(RESTATES, f"the chapter's {_in_unit(fig.value, fig.unit, fig.unit)} ({fig.text}) is not "
+                              f"reproduced by the model: {circular}.", None)
     else:
         ok = math.isclose(pr.value, value, rel_tol=fig.tol, abs_tol=1e-12)
         shown = (f"the model gives {_in_unit(pr.value, pr.unit, fig.unit)} for the chapter's "

@@ -16,9 +16,9 @@ from analyzers.units import fmt, to_base
 
 DEFAULT_GPU = "NVIDIA H200"
 #: GPUSpec fields the case models read (shown with their sources next to every evaluation)
-GPU_FIELDS = ("sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s", "l2_bytes", "smem_per_sm_bytes",
-              "smem_per_block_optin_bytes", "reserved_smem_per_block_bytes", "max_threads_per_sm",
-              "max_blocks_per_sm", "regs_per_sm", "host_link_bytes_per_s")
+GPU_FIELDS = ("sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s", "fp32_flop_per_s", "l2_bytes",
+              "smem_per_sm_bytes", "smem_per_block_optin_bytes", "reserved_smem_per_block_bytes",
+              "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "host_link_bytes_per_s", "boost_clock_mhz")
 
 ParamValue = Any  # int | float | str | tuple[float, ...]
 
@@ -38,6 +38,11 @@ class Param:
     `default` is the chapter's value; `from_chapter=False` marks an assumption where the chapter gives
     none. `gpu_default(gpu)` (if set) gives the default from the GPU spec instead (e.g. its opt-in
     shared memory); the chapter's own value then appears in the case's figures.
+
+    `ceiling` names the measured ceiling (analyzers.ceilings resource: "dram", "bf16", "launch", ...) that
+    replaces the spec-derived default when the caller passes the GPU's measured ceilings to `evaluate`
+    (value in base units × `ceiling_scale` = the parameter's unit). `back_solved=True`: the default was solved
+    from one of the chapter's own figures, so that figure cannot check the model (see catalog.check_figure).
     """
     name: str
     unit: str
@@ -51,6 +56,10 @@ class Param:
     gpu_default: Callable[[GPUSpec], ParamValue] | None = None
     gpu_default_text: str = ""
     positive: bool = False                   # strictly > 0
+    ceiling: str | None = None
+    ceiling_scale: float = 1.0
+    back_solved: bool = False
+    default_source: str = ""                 # where a default that is not the chapter's comes from
 
     def default_for(self, gpu: GPUSpec) -> ParamValue:
         if self.gpu_default is not None:
@@ -93,7 +102,8 @@ class Param:
         return {"name": self.name, "unit": self.unit, "default": _jsonable(self.default),
                 "type": self.type, "description": self.description, "from_chapter": self.from_chapter,
                 "gpu_default": self.gpu_default_text or None, "min": self.min, "max": self.max,
-                "choices": list(self.choices) or None}
+                "choices": list(self.choices) or None, "measured_ceiling": self.ceiling,
+                "back_solved": self.back_solved}
 
 
 def _number(raw, name: str) -> float:
@@ -123,7 +133,9 @@ def _number(raw, name: str) -> float:
 
 
 class Params(dict):
-    """Parameter values with attribute access (`p.M`)."""
+    """Parameter values with attribute access (`p.M`); `sources` says where each value came from."""
+
+    sources: dict = {}
 
     def __getattr__(self, name):
         try:
@@ -138,20 +150,54 @@ class Params(dict):
 
 @dataclass(frozen=True)
 class Explanation:
-    """A known reason why a measurement may differ: applies when lo <= measured/predicted <= hi."""
+    """A known reason why a measurement may differ, stated by the model without counters: applies when
+    lo <= measured/predicted <= hi. The range must be narrow (hi/lo <= 3, lo > 0: the catalog tests check it) and
+    `why` says where its edges come from."""
     text: str
-    lo: float = 0.0
-    hi: float = math.inf
+    lo: float
+    hi: float
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A named mechanism that can account for a measurement's distance from the prediction, computed from the
+    measurement's own counters (`Measurement.counters`, names of analyzers.cases.counters). `predict(counters)`
+    gives the prediction with the mechanism accounted for (the prediction's base unit; None when the counters
+    do not allow it); the verdict says "differs-explained" only when the measurement is within `tol` (relative)
+    of it, and says how much of the gap it accounts for. `why` justifies the formula."""
+    name: str
+    needs: tuple[str, ...]
+    predict: Callable[[Mapping[str, float]], float | None]
+    tol: float = 0.15
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a predicted time (or rate): its value in `unit`, how it is computed, and where its inputs come
+    from (the GPU's measured ceiling, the spec with a stated derating, a parameter, the occupancy calculator)."""
+    name: str
+    value: float
+    unit: str
+    formula: str = ""
+    source: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "value": _jsonable(self.value), "unit": self.unit, "display": fmt(self.value, self.unit),
+                "formula": self.formula, "source": self.source}
 
 
 @dataclass(frozen=True)
 class Prediction:
     """A predicted quantity in a base unit.
 
-    kind: "estimate" (agrees within ±rel_tol), "lower_bound" (a measurement at or above agrees),
-    "upper_bound" (at or below agrees), "range" (agrees inside [lo, hi]), "exact" (counts, ±rel_tol),
-    "info" (shown, not compared). `max_physical`/`min_physical`: a measurement beyond them is
-    physically impossible on this GPU (`physical` says which limit).
+    kind: "estimate" (agrees within ±rel_tol), "exact" (counts, ±rel_tol), "lower_bound" (agrees from the bound up
+    to `bound_factor` × the bound: far above it the bound says nothing and the verdict is not "agrees"),
+    "upper_bound" (agrees from bound / bound_factor up to the bound), "range" (agrees inside [lo, hi]), "info"
+    (shown, never compared). `max_physical`/`min_physical`: a measurement beyond them is physically impossible on
+    this GPU (`physical` says which limit). `terms`: what a predicted time is made of (shown next to it);
+    `mechanisms`: named mechanisms computed from a measurement's counters; `explanations`: narrow stated ranges.
     """
     key: str
     label: str
@@ -166,6 +212,9 @@ class Prediction:
     min_physical: float | None = None
     physical: str = ""
     explanations: tuple[Explanation, ...] = ()
+    mechanisms: tuple[Mechanism, ...] = ()
+    terms: tuple[Term, ...] = ()
+    bound_factor: float = 2.0
 
     @property
     def display(self) -> str:
@@ -174,20 +223,39 @@ class Prediction:
         return fmt(self.value, self.unit)
 
     @property
+    def tolerance_text(self) -> str:
+        """The agreement band in words: '±20 %', 'bound … 2× bound', 'range'."""
+        if self.kind in ("estimate", "exact"):
+            return "exact" if self.rel_tol == 0 else f"±{100 * self.rel_tol:.3g} %"
+        if self.kind == "lower_bound":
+            return f"lower bound: agrees up to {self.bound_factor:g}× it"
+        if self.kind == "upper_bound":
+            return f"upper bound: agrees down to 1/{self.bound_factor:g} of it"
+        if self.kind == "range":
+            return "inside the range"
+        return "for information"
+
+    @property
     def numeric(self) -> bool:
         return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
 
     def to_json(self) -> dict:
         d = {"value": _jsonable(self.value), "unit": self.unit, "display": self.display, "label": self.label,
-             "kind": self.kind, "formula": self.formula}
+             "kind": self.kind, "formula": self.formula, "tolerance": self.tolerance_text}
         if self.kind in ("estimate", "exact"):
             d["rel_tol"] = self.rel_tol
+        if self.kind.endswith("bound"):
+            d["bound_factor"] = self.bound_factor
         if self.kind == "range":
             d["lo"], d["hi"] = _jsonable(self.lo), _jsonable(self.hi)
         if self.max_physical is not None:
             d["max_physical"] = _jsonable(self.max_physical)
         if self.min_physical is not None:
             d["min_physical"] = _jsonable(self.min_physical)
+        if self.terms:
+            d["terms"] = [t.to_json() for t in self.terms]
+        if self.mechanisms:
+            d["mechanisms"] = [{"name": m.name, "needs": list(m.needs), "tol": m.tol} for m in self.mechanisms]
         return d
 
 
@@ -293,15 +361,32 @@ class Case:
             return gpu
         return get_gpu(gpu or self.default_gpu or DEFAULT_GPU)
 
-    def resolve(self, gpu: GPUSpec, overrides: Mapping[str, Any] | None = None) -> Params:
+    def resolve(self, gpu: GPUSpec, overrides: Mapping[str, Any] | None = None,
+                ceilings: Mapping[str, Any] | None = None) -> Params:
+        """Parameter values: the overrides, else the GPU's measured ceiling for a parameter that names one (when
+        `ceilings` has it: resource -> object with `value` in base units and `source`), else the default. Where
+        each value came from is in `Params.sources`."""
         overrides = dict(overrides or {})
         for name in overrides:
             self.param(name)  # unknown names raise
         p = Params()
+        sources = {}
         for par in self.params:
-            p[par.name] = par.parse(overrides[par.name]) if name_in(par.name, overrides) else par.default_for(gpu)
+            c = (ceilings or {}).get(par.ceiling) if par.ceiling else None
+            if name_in(par.name, overrides):
+                p[par.name] = par.parse(overrides[par.name])
+                sources[par.name] = "set"
+            elif c is not None and getattr(c, "value", None) is not None:
+                p[par.name] = par.parse(float(c.value) * par.ceiling_scale)
+                sources[par.name] = f"measured ceiling: {c.source}"
+            else:
+                p[par.name] = par.default_for(gpu)
+                sources[par.name] = (par.gpu_default_text or "the GPU spec") if par.gpu_default is not None else (
+                    "the chapter" if par.from_chapter else
+                    f"default: {par.default_source}" if par.default_source else "assumption (the chapter gives none)")
         if self.validate is not None:
             self.validate(p, gpu)
+        p.sources = sources
         return p
 
     def to_json(self) -> dict:
@@ -343,6 +428,7 @@ class Evaluation:
         return {"case": self.case.id, "title": self.case.title, "section": self.case.section,
                 "gpu": self.gpu.name, "gpu_specs": self.gpu_specs(), "runnable": self.case.runnable,
                 "params": {k: _jsonable(v) for k, v in self.params.items()},
+                "param_sources": dict(getattr(self.params, "sources", {}) or {}),
                 "param_units": {p.name: p.unit for p in self.case.params},
                 "predictions": {k: p.to_json() for k, p in self.predictions.items()},
                 "tables": {k: [{c: _jsonable(v) for c, v in row.items()} for row in rows]

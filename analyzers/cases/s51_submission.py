@@ -3,55 +3,73 @@ from __future__ import annotations
 
 import math
 
-from analyzers.cases.model import (KIB, MIB, MS, US, Case, CaseError, Chart, Explanation, Figure, Measure, Param,
-                                   ceil_div, need, pipeline_time, pred)
+from analyzers.cases.model import (KIB, MIB, MS, US, Case, CaseError, Chart, Figure, Mechanism, Measure, Param,
+                                   Term, ceil_div, need, pipeline_time, pred)
+from analyzers.cases.timemodel import (KERNEL_FLOOR_US, LATENCY_IDLE_NS, LATENCY_NS, p_dram, p_fp32, p_graph_node,
+                                       p_h2d, p_host_memcpy, p_kernel_floor, p_l2, p_latency, p_launch, p_sync, src,
+                                       stream_time, time_estimate, waves)
 from analyzers.occupancy import occupancy
 
 H100 = "NVIDIA H100 SXM"
 H200 = "NVIDIA H200"
 
-PCIE_OVERHEAD = Explanation(
-    "PCIe packet headers and flow control leave roughly 85–90 % of the raw link rate for payload, "
-    "so a pinned copy runs at about that fraction of the model's rate", 0.75, 1.0)
-PCIE_OVERHEAD_TIME = Explanation(
-    "PCIe packet headers and flow control leave roughly 85–90 % of the raw link rate for payload, "
-    "so a pinned copy takes about 1.1–1.3× the raw-rate time", 1.0, 1.35)
-
-
 # ------------------------------------------------------------------------------------------------
 # h2d.chunked_copy — Example 5-1
 # ------------------------------------------------------------------------------------------------
 
+def staged_time(nbytes: float, bounce: float, staging: float, link: float) -> float:
+    """One copy from pageable memory through a pinned bounce buffer of `bounce` bytes, double-buffered: the host
+    memcpy of piece i+1 (bounce / staging) overlaps the DMA of piece i (bounce / link) — pipeline_time with the host
+    copy as the move stage and the DMA as the compute stage. The last piece may be short."""
+    if nbytes <= 0:
+        return 0.0
+    n = max(1, math.ceil(nbytes / bounce))
+    piece = nbytes / n
+    return pipeline_time(n, piece / staging, piece / link, slots=2)
+
+
 def _h2d(p, gpu):
     size = p.size * MIB
-    bw = p.link * 1e9
-    t_raw = size / bw
-    t_chunk = p.t0 * US + size / p.k / bw
+    raw = p.link * 1e9
+    bw = p.link_bw * 1e9
+    st = p.staging * 1e9
+    t0 = p.t0 * US
+    chunk = size / p.k
+    t_raw = size / raw
+    t_chunk = t0 + chunk / bw
     t_c = p.compute * US / p.k
+    pinned = p.k * t0 + size / bw
+    staged_one = staged_time(chunk, p.bounce * MIB, st, bw)
+    pageable = p.k * (t0 + staged_one)
     serial = p.k * t_chunk + p.compute * US
     piped = pipeline_time(p.k, t_chunk, t_c, slots=2)
-    staged = size / bw + size / (p.staging * 1e9)
+    pin_terms = [Term("per-copy cost", p.k * t0, "s", "k · t0", src(p, "t0")),
+                 Term("transfer", size / bw, "s", "bytes / pinned bandwidth", src(p, "link_bw"))]
+    page_terms = [Term("per-copy cost", p.k * t0, "s", "k · t0", src(p, "t0")),
+                  Term("host memcpy into the bounce buffer", size / st, "s", "bytes / host memcpy bandwidth",
+                       src(p, "staging")),
+                  Term("DMA not hidden behind the memcpy", pageable - p.k * t0 - size / st, "s",
+                       "pipeline of ceil(chunk / bounce) pieces: staging overlapped with the DMA",
+                       src(p, "bounce") + "; " + src(p, "link_bw"))]
     return [
-        pred("copy_time", "copy time at the link rate", t_raw, "s", "bytes / link bandwidth",
-             rel_tol=0.05, min_physical=t_raw, physical="the link's raw rate",
-             explanations=(PCIE_OVERHEAD_TIME,)),
-        pred("pinned_bandwidth", "pinned copy bandwidth (k chunks, t0 each)", size / (p.k * t_chunk), "B/s",
-             "bytes / (k·t0 + bytes/BW)", rel_tol=0.05, max_physical=bw, physical="the link's raw rate",
-             explanations=(PCIE_OVERHEAD,)),
+        pred("copy_time", "copy time at the link's raw rate", t_raw, "s", "bytes / link bandwidth",
+             kind="lower_bound", min_physical=t_raw, physical="the link's raw rate"),
+        pred("pinned_time", f"pinned copy in {p.k} chunk(s)", pinned, "s", "k·t0 + bytes / pinned bandwidth",
+             rel_tol=0.05, min_physical=t_raw, physical="the link's raw rate", terms=tuple(pin_terms)),
+        pred("pinned_bandwidth", "pinned copy bandwidth (k chunks, t0 each)", size / pinned, "B/s",
+             "bytes / pinned time (the same measurement as pinned_time)", kind="info"),
         pred("chunk_time", "time per chunk copy", t_chunk, "s", "t0 + bytes/(k·BW)"),
         pred("serial_time", "copy all, then compute", serial, "s", "k·(t0 + bytes/(k·BW)) + compute"),
         pred("pipelined_time", "chunks overlapped with compute", piped, "s",
              "t_chunk + (k-1)·max(t_chunk, compute/k) + compute/k"),
-        pred("pageable_time", "pageable copy (CPU staging pass first)", staged, "s",
-             "bytes/BW + bytes/staging bandwidth", rel_tol=0.3, min_physical=t_raw,
-             physical="the link's raw rate",
-             explanations=(Explanation("drivers stage pageable memory in pieces and overlap the CPU copy "
-                                       "with the DMA, so pageable can come closer to pinned than this serial "
-                                       "model", 0.4, 1.0),
-                           Explanation("the CPU copy into the staging buffer is slower than assumed "
-                                       "(NUMA placement, page faults on first touch)", 1.0, 10.0))),
-        pred("pageable_bandwidth", "pageable copy bandwidth", size / staged, "B/s", "bytes / pageable time",
-             rel_tol=0.3, max_physical=bw, physical="the link's raw rate"),
+        pred("pageable_time", f"pageable copy in {p.k} chunk(s), staged through a {p.bounce:g} MiB pinned buffer",
+             pageable, "s", "k · (t0 + staging pipeline of the chunk)", rel_tol=0.15, min_physical=t_raw,
+             physical="the link's raw rate", terms=tuple(page_terms)),
+        pred("staged_time", f"explicit staging through a {p.bounce:g} MiB pinned buffer", pageable, "s",
+             "the same staging pipeline, run by the program instead of the driver", rel_tol=0.15,
+             min_physical=t_raw, physical="the link's raw rate", terms=tuple(page_terms)),
+        pred("pageable_bandwidth", "pageable copy bandwidth", size / pageable, "B/s", "bytes / pageable time",
+             kind="info"),
     ]
 
 
@@ -59,18 +77,25 @@ H2D = Case(
     id="h2d.chunked_copy", title="Copying 64 MiB host→device in k chunks", section="5.1 · Example 5-1",
     summary=("A host→device copy takes bytes / link bandwidth. Pageable memory is first copied by the CPU "
              "into a pinned staging buffer (an extra pass), so pageable is slower. Splitting into k chunks "
-             "lets compute start on the first chunk early, at a fixed cost per copy."),
+             "lets compute start on the first chunk early, at a fixed cost per copy. Predicted here: the pinned "
+             "copy from the achievable pinned bandwidth (the GPU's measured ceiling, else 86 % of the link) and "
+             "the per-copy cost; the pageable copy from a model of the staging path — the host memcpy into a pinned "
+             "bounce buffer (bandwidth measured on the same host) overlapped with the DMA of the previous piece."),
     params=(
         Param("size", "MiB", 64, "bytes to copy", positive=True),
         Param("k", "count", 1, "number of chunks", type="int", min=1, max=1 << 20),
-        Param("link", "GB/s", 64, "host link bandwidth, one direction (chapter: PCIe Gen5 x16 = 64 GB/s)",
+        Param("link", "GB/s", 64, "host link raw bandwidth, one direction (chapter: PCIe Gen5 x16 = 64 GB/s)",
               positive=True, gpu_default=lambda g: g.host_link_bytes_per_s and g.host_link_bytes_per_s / 1e9,
               gpu_default_text="the GPU's host link, one direction"),
-        Param("t0", "µs", 10, "fixed cost per copy call (the chapter gives none; public anchors 10–30 µs "
-              "per synchronous call)", min=0, from_chapter=False),
+        p_h2d(),
+        Param("t0", "µs", KERNEL_FLOOR_US, "device-side cost of each copy on the stream (the chapter gives none; "
+              "an operation between two events costs ≈2.5 µs on an H200)", min=0, from_chapter=False,
+              ceiling="kernel", ceiling_scale=1e6),
         Param("compute", "µs", 0, "compute on the copied data (0 = copy only)", min=0, from_chapter=False),
-        Param("staging", "GB/s", 20, "CPU memcpy bandwidth into the pinned staging buffer (pageable copies)",
-              positive=True, from_chapter=False),
+        p_host_memcpy(),
+        Param("bounce", "MiB", 2, "pinned bounce buffer the staging path copies through (the driver does not "
+              "document its size; the suite measures explicit staging with 1–16 MiB)", positive=True,
+              from_chapter=False),
     ),
     model=_h2d,
     figures=(
@@ -78,10 +103,12 @@ H2D = Case(
                params={"link": 64}),
     ),
     measurements=(
-        Measure("bench", "h2d.chunked_copy/pinned_bandwidth", "pinned_bandwidth",
-                "event-timed cudaMemcpyAsync from pinned memory, chunks 1/4/16/64"),
-        Measure("bench", "h2d.chunked_copy/pageable_bandwidth", "pageable_bandwidth",
+        Measure("bench", "h2d.chunked_copy/copy_time (pinned)", "pinned_time",
+                "event-timed torch copies from pinned memory, chunks 1/4/16/64"),
+        Measure("bench", "h2d.chunked_copy/copy_time (pageable)", "pageable_time",
                 "event-timed copies from pageable memory"),
+        Measure("bench", "h2d.chunked_copy/staged_copy_time", "staged_time",
+                "pageable memory copied through an explicit pinned bounce buffer (numpy memcpy + async DMA)"),
         Measure("trace", "nsys CUPTI_ACTIVITY_KIND_MEMCPY bytes / (end - start)", "pinned_bandwidth",
                 "per-copy bandwidth of HtoD copies in an Nsight Systems export"),
     ),
@@ -95,8 +122,32 @@ H2D = Case(
 # timing.positions — Example 5-2
 # ------------------------------------------------------------------------------------------------
 
+def elementwise_time(p, gpu, nbytes: float, working_set: float, kernels: int = 1) -> tuple[float, list[Term]]:
+    """Predicted event time of `kernels` elementwise kernels moving `nbytes`: the per-kernel floor (t_kernel, an
+    empty kernel between two events) plus streaming the bytes at the DRAM rate — or at the L2 rate when the working
+    set fits in the L2 and the caller did not flush it — limited by Little's law: every resident thread keeps one
+    16-byte access in flight, for `latency` ns."""
+    l2 = gpu.l2_bytes or 0
+    cached = not getattr(p, "flushed", 1) and working_set <= l2
+    rate = (p.l2bw if cached else p.bw) * 1e9
+    inflight = gpu.sm_count * gpu.max_threads_per_sm * 16
+    lat = p.latency * 1e-9
+    t_mem = stream_time(nbytes, inflight, lat, rate)
+    terms = [Term("kernel floor", kernels * p.t_kernel * US, "s", f"{kernels} × t_kernel", src(p, "t_kernel")),
+             Term("memory", t_mem, "s",
+                  f"{'L2' if cached else 'DRAM'}: latency + bytes / min(rate, bytes in flight / latency); "
+                  f"{inflight / MIB:.1f} MiB in flight (16 B per resident thread)",
+                  src(p, "l2bw" if cached else "bw") + "; " + src(p, "latency"))]
+    return kernels * p.t_kernel * US + t_mem, terms
+
+
 def _timing(p, gpu):
     k, f, s = p.k * US, p.f * US, p.s
+    nbytes = 8 * p.n
+    ev, terms = elementwise_time(p, gpu, nbytes, nbytes)
+    sync_terms = [Term("launch + synchronize", p.t_sync * US, "s", "t_sync (a tiny kernel)", src(p, "t_sync")),
+                  Term("kernel beyond a tiny one", ev - p.t_kernel * US, "s", "event time − t_kernel", "the event-time "
+                       "estimate above")]
     return [
         pred("host_clock_time", "host clock around the async call (submission only)", p.submit * US, "s",
              "submission time", rel_tol=0.5),
@@ -107,6 +158,13 @@ def _timing(p, gpu):
         pred("call_speedup", "speedup the caller sees", (f + k) / (f + k / s), "×", "(f + k) / (f + k/s)"),
         pred("kernel_speedup", "kernel speedup", s, "×", "s"),
         pred("fixed_fraction", "fixed cost / old kernel time", f / k if k else math.inf, "×", "f / k"),
+        time_estimate("event_time", f"device events around y = 1.0001·x ({p.n} FP32 elements)", terms, ev,
+                      "t_kernel + memory time", 0.20),
+        time_estimate("host_clock_async", "host clock around the asynchronous call", [
+            Term("one launch", p.t_launch * US, "s", "t_launch", src(p, "t_launch"))], p.t_launch * US,
+            "t_launch: the host returns once the kernel is submitted", 0.25),
+        time_estimate("host_clock_until_result", "host clock until the result is back", sync_terms,
+                      p.t_sync * US + ev - p.t_kernel * US, "t_sync + (event time − t_kernel)", 0.20),
     ]
 
 
@@ -116,13 +174,20 @@ TIMING = Case(
     summary=("A host clock around an asynchronous call measures only submission (~3 µs); device events "
              "around the kernel measure the kernel; stopping after the result is back measures what the "
              "caller waits. With call = fixed + kernel, a 4× faster kernel gives a 1.75× faster call when "
-             "fixed = 0.75 × the old kernel time: speedup = (f + k) / (f + k/s)."),
+             "fixed = 0.75 × the old kernel time: speedup = (f + k) / (f + k/s). For the suite's kernel (y = 1.0001·x "
+             "over n FP32 elements) the three clocks are predicted from the GPU's measured launch floor, its "
+             "launch + synchronize cost and the kernel's memory time."),
     params=(
         Param("k", "µs", 20, "old kernel time (the 20 µs kernel of Figure 5-3)", positive=True),
         Param("f", "µs", 15, "fixed cost around the kernel (0.75 × 20 µs, implied by 4× → 1.75×)",
-              min=0),
+              min=0, back_solved=True),
         Param("s", "×", 4, "kernel speedup", positive=True),
         Param("submit", "µs", 3, "submission time seen by a host clock", min=0),
+        Param("n", "count", 1 << 20, "elements of the measured kernel y = 1.0001·x (FP32)", type="int", positive=True,
+              from_chapter=False),
+        Param("flushed", "count", 0, "1: the L2 is flushed before the kernel (the suite does not, here)",
+              type="choice", choices=(0, 1), from_chapter=False),
+        p_dram(), p_l2(), p_kernel_floor(), p_launch(), p_sync(), p_latency(),
     ),
     model=_timing,
     figures=(
@@ -130,9 +195,10 @@ TIMING = Case(
         Figure("a host clock around the async call sees only submission: 3 µs", 3, "µs", key="host_clock_time"),
     ),
     measurements=(
-        Measure("bench", "timing.positions/host_clock_time", "host_clock_time", "perf_counter around the launch"),
-        Measure("bench", "timing.positions/kernel_time", "kernel_time_old", "CUDA events around the kernel"),
-        Measure("bench", "timing.positions/call_time", "call_time_old", "perf_counter around launch + sync"),
+        Measure("bench", "timing.positions/host_clock_async_call", "host_clock_async", "perf_counter around the launch"),
+        Measure("bench", "timing.positions/event_time", "event_time", "CUDA events around the kernel"),
+        Measure("bench", "timing.positions/host_clock_until_result", "host_clock_until_result",
+                "perf_counter around launch + sync"),
     ),
     chart=Chart("s", (1, 1.5, 2, 4, 8, 16, 32), ("call_speedup", "kernel_speedup"),
                 title="call speedup vs kernel speedup", log_x=True),
@@ -143,9 +209,25 @@ TIMING = Case(
 # compile.amortization
 # ------------------------------------------------------------------------------------------------
 
+def _steady(p, gpu, host: float, kernels: int, nbytes: float, host_terms: list[Term]) -> tuple[float, list[Term]]:
+    """Per call, back to back, with one synchronisation at the end: the slower of the host (its submissions) and
+    the device (each kernel one graph-node-like gap after the previous plus its memory time at the DRAM rate)."""
+    dev = kernels * p.t_node * US + nbytes / (p.bw * 1e9)
+    terms = host_terms + [Term("device", dev, "s", f"{kernels} × t_node + bytes / bw",
+                               src(p, "t_node") + "; " + src(p, "bw"))]
+    return max(host, dev), terms
+
+
 def _compile(p, gpu):
     gain = p.t_eager - p.t_run
     n_star = p.T_compile / gain if gain > 0 else math.inf
+    t = p.M * p.F * 2
+    eager, e_terms = _steady(p, gpu, 2 * p.t_launch * US, 2, 5 * t, [
+        Term("host", 2 * p.t_launch * US, "s", "2 launches (SiLU, multiply) × t_launch", src(p, "t_launch"))])
+    trit, t_terms = _steady(p, gpu, p.t_triton * US, 1, 3 * t, [
+        Term("host", p.t_triton * US, "s", "one Triton launch", src(p, "t_triton"))])
+    comp, c_terms = _steady(p, gpu, p.t_compiled * US, 1, 3 * t, [
+        Term("host", p.t_compiled * US, "s", "one torch.compile call (guards, launcher)", src(p, "t_compiled"))])
     return [
         pred("mean_cost_per_call", "mean cost per call after N calls", (p.t_run + p.T_compile / p.N) * MS, "s",
              "t_run + T_compile / N"),
@@ -153,6 +235,12 @@ def _compile(p, gpu):
         pred("eager_total", "N eager runs", p.N * p.t_eager * MS, "s", "N·t_eager"),
         pred("break_even_calls", "calls until compiling pays off", n_star, "count",
              "N* = T_compile / (t_eager − t_compiled); never if the compiled run is not faster", kind="info"),
+        time_estimate("steady_eager_time", f"eager SiLU·mul per call at M = {p.M} (back to back)", e_terms, eager,
+                      "max(host submissions, device)", 0.30),
+        time_estimate("steady_triton_time", f"one Triton kernel per call at M = {p.M}", t_terms, trit,
+                      "max(host submission, device)", 0.30),
+        time_estimate("steady_compiled_time", f"torch.compile per call at M = {p.M}", c_terms, comp,
+                      "max(host call, device)", 0.30),
     ]
 
 
@@ -167,6 +255,14 @@ COMPILE = Case(
         Param("t_eager", "ms", 2, "uncompiled run time per call (the chapter gives none)", min=0,
               from_chapter=False),
         Param("N", "count", 100, "number of calls", type="int", min=1),
+        Param("M", "count", 1024, "rows of the measured SiLU·mul ([M, F] BF16)", type="int", positive=True,
+              from_chapter=False),
+        Param("F", "count", 12288, "columns of the measured SiLU·mul", type="int", positive=True, from_chapter=False),
+        p_launch(), p_graph_node(), p_dram(),
+        Param("t_triton", "µs", 4.7, "host cost of one Triton launch (CompiledKernel.run ≈ 4.7 µs, bench-anchors "
+              "§3.5)", min=0, from_chapter=False),
+        Param("t_compiled", "µs", 44, "host cost of one torch.compile call (≈ 44 µs end to end, bench-anchors §3.5)",
+              min=0, from_chapter=False),
     ),
     model=_compile,
     figures=(
@@ -175,8 +271,10 @@ COMPILE = Case(
         Figure("… after 10 calls 11 ms per call", 11, "ms", key="mean_cost_per_call", params={"N": 10}),
     ),
     measurements=(
-        Measure("bench", "compile.amortization/first_call_time", None, "torch.compile first call vs eager"),
-        Measure("bench", "compile.amortization/steady_call_time", None, "compiled steady-state per call"),
+        Measure("bench", "compile.amortization/first_call_time", None, "torch.compile first call vs eager: an "
+                "input (T_compile) of this model, not a prediction"),
+        Measure("bench", "compile.amortization/steady_call_time", "steady_compiled_time",
+                "per call, back to back (eager, Triton and torch.compile)"),
     ),
     chart=Chart("N", (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000), ("mean_cost_per_call",),
                 title="mean cost per call vs number of calls", log_x=True),
@@ -191,6 +289,7 @@ def _launch(p, gpu):
     k, l = p.t_k * US, p.t_l * US
     total = l + (p.n - 1) * max(l, k) + k
     busy = p.n * k / total
+    sub, dev = p.t_submit * US, p.t_node * US
     return [
         pred("total_time", "n kernels submitted back to back", total, "s", "t_l + (n−1)·max(t_l, t_k) + t_k"),
         pred("gpu_busy", "GPU busy fraction", 100 * busy, "%", "n·t_k / total", max_physical=100.0,
@@ -198,6 +297,14 @@ def _launch(p, gpu):
         pred("gpu_idle_time", "GPU idle time", total - p.n * k, "s", "total − n·t_k"),
         pred("bound", "who sets the pace", "host" if l > k else "GPU", "text", "host if t_l > t_k"),
         pred("launch_floor", "per-kernel time floor", max(l, k), "s", "max(t_l, t_k)", kind="lower_bound"),
+        time_estimate("back_to_back_time", "empty kernels back to back, time per launch", [
+            Term("host submission", sub, "s", "t_submit: the host clock when the last launch returned, per launch",
+                 src(p, "t_submit")),
+            Term("device per kernel", dev, "s", "t_node: an empty kernel's device time", src(p, "t_node"))],
+            max(sub, dev), "max(t_submit, t_node): the GPU waits for the CPU when t_submit > t_node", 0.10),
+        time_estimate("cxx_launch_time", "empty kernel launched back to back from C++ (CUDA runtime)", [
+            Term("the chapter's figure", p.t_cxx * US, "s", "t_cxx", src(p, "t_cxx"))], p.t_cxx * US,
+            "t_cxx (the chapter's C++ launch floor)", 0.25),
     ]
 
 
@@ -211,11 +318,18 @@ LAUNCH = Case(
         Param("t_k", "µs", 2, "GPU time per kernel", min=0, from_chapter=False),
         Param("t_l", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37)",
               min=0),
+        Param("t_submit", "µs", 5, "host submission time per launch of the measured launcher (its own host clock at "
+              "the end of the launch loop)", min=0, from_chapter=False),
+        p_graph_node(),
+        Param("t_cxx", "µs", 4.4, "empty-kernel launch back to back from C++ (H200: 4.4 µs)", min=0,
+              from_chapter=True),
     ),
     model=_launch,
     measurements=(
-        Measure("bench", "launch.overhead/empty_kernel_launch_time", "launch_floor",
-                "empty kernels launched back to back; time per kernel"),
+        Measure("bench", "launch.overhead/back_to_back_time_per_launch", "back_to_back_time",
+                "empty kernels launched back to back from Python (CuPy, Triton, torch) and from C++; time per kernel"),
+        Measure("bench", "launch.overhead/back_to_back_time_per_launch (C++)", "cxx_launch_time",
+                "an empty kernel launched back to back through the CUDA runtime from a C++ program"),
         Measure("trace", "timeline launch gaps (GPU idle between kernels)", "gpu_busy",
                 "GPU busy fraction from a PyTorch/Nsight Systems trace"),
     ),
@@ -229,7 +343,19 @@ LAUNCH = Case(
 # ------------------------------------------------------------------------------------------------
 
 def _occ_smem(p) -> int:
-    return int(p.elem * p.m * p.k + p.elem * p.k * p.n + p.acc * p.m * p.n)
+    tile = int(p.elem * p.m * p.k + p.elem * p.k * p.n + p.acc * p.m * p.n) if p.tile else 0
+    return tile + int(p.smem_extra)
+
+
+def carveout_mechanism(gpu, threads: int, regs: int, smem_static: int, smem_dynamic: int, what: str) -> Mechanism:
+    """The driver's shared-memory carve-out (ncu: launch__shared_mem_config_size) instead of the maximum the model
+    assumes: the calculator re-run with that carve-out gives `what` (blocks_by_smem, blocks_per_sm or occupancy)."""
+    def f(c):
+        r = occupancy(gpu, threads, regs, smem_static, smem_dynamic, smem_config_bytes=int(c["smem_config_bytes"]))
+        return {"blocks_by_smem": r.limits["shared_mem"], "blocks_per_sm": r.blocks_per_sm,
+                "occupancy": r.occupancy_pct}[what]
+    return Mechanism("the driver's shared-memory carve-out", ("smem_config_bytes",), f, tol=0.0,
+                     why="the occupancy rules with the carve-out the driver chose for this launch")
 
 
 def _occupancy(p, gpu):
@@ -237,8 +363,9 @@ def _occupancy(p, gpu):
     r = occupancy(gpu, p.threads, p.regs, smem_dynamic_bytes=smem)
     lim = ", ".join(r.limiters) if r.blocks_per_sm else "does not fit"
     bw = need(gpu, "dram_bandwidth_bytes_per_s")
-    return [
-        pred("smem_per_block", "shared memory per block", smem, "B", "elem·m·k + elem·k·n + acc·m·n",
+    carve = lambda what: (carveout_mechanism(gpu, p.threads, p.regs, 0, smem, what),)  # noqa: E731
+    out = [
+        pred("smem_per_block", "shared memory per block", smem, "B", "elem·m·k + elem·k·n + acc·m·n (+ extra)",
              kind="exact", rel_tol=0),
         pred("smem_alloc_per_block", "allocated per block (+ reserved, 128 B granules)",
              r.smem_per_block_alloc_bytes, "B", "roundup(S + reserved, 128)", kind="exact", rel_tol=0),
@@ -249,20 +376,31 @@ def _occupancy(p, gpu):
         pred("blocks_by_regs", "blocks allowed by registers", r.limits["registers"], "count",
              "per sub-partition: floor(regs/4 ÷ roundup(regs·32, 256)) warps", kind="exact", rel_tol=0),
         pred("blocks_by_smem", "blocks allowed by shared memory", r.limits["shared_mem"], "count",
-             "floor(smem per SM ÷ alloc)", kind="exact", rel_tol=0,
-             explanations=(Explanation("the driver chose a smaller shared-memory carve-out than the maximum the "
-                                       "model assumes (ncu: launch__shared_mem_config_size)", 0.0, 1.0),)),
+             "floor(smem per SM ÷ alloc)", kind="exact", rel_tol=0, mechanisms=carve("blocks_by_smem")),
         pred("blocks_per_sm", "resident blocks per SM", r.blocks_per_sm, "count",
-             "min(threads, registers, shared memory, block limit)", kind="exact", rel_tol=0),
+             "min(threads, registers, shared memory, block limit)", kind="exact", rel_tol=0,
+             mechanisms=carve("blocks_per_sm")),
         pred("occupancy", "theoretical occupancy", r.occupancy_pct, "%", "resident warps ÷ max warps per SM",
-             kind="exact", rel_tol=0.005, max_physical=100.0, physical="100 %",
-             explanations=(Explanation("below the model: an achieved occupancy is lower than the theoretical one "
-                                       "(tail of the grid, uneven blocks), or the driver chose a smaller "
-                                       "shared-memory carve-out than the maximum the model assumes", 0.0, 1.0),)),
+             kind="exact", rel_tol=0.005, max_physical=100.0, physical="100 %", mechanisms=carve("occupancy")),
+        pred("achieved_occupancy", "achieved occupancy (at most the theoretical one)", r.occupancy_pct, "%",
+             "resident warps ÷ max warps per SM", kind="upper_bound", max_physical=100.0, physical="100 %"),
         pred("limiter", "limited by", lim, "text", "every limit equal to the minimum"),
         pred("bandwidth_per_sm", "DRAM bandwidth per SM", bw / gpu.sm_count, "B/s", "bandwidth ÷ SMs",
              kind="info"),
     ]
+    # an FMA loop with `chains` independent chains per thread: the SM issues one FMA per scheduler per cycle
+    # once 4 schedulers × 4 cycles of FMA latency are covered by resident warps × chains
+    w = waves(p.blocks, gpu.sm_count, r.blocks_per_sm)
+    warps = r.active_warps_per_sm
+    ilp = min(1.0, warps * p.chains / 16) if warps else 0.0
+    rate = p.fp32 * 1e12 * ilp * w.fill
+    t = p.t_kernel * US + p.gflop * 1e9 / rate if rate else math.nan      # nan: the block does not fit
+    out.append(time_estimate("fma_time", "FMA loop time at this occupancy", [
+            Term("kernel floor", p.t_kernel * US, "s", "t_kernel", src(p, "t_kernel")),
+            Term("FMA work", t - p.t_kernel * US, "s",
+                 f"FLOP / (fp32 × min(1, resident warps × chains / 16) × fill); {w.text}, {warps} warps/SM",
+                 src(p, "fp32"))], t, "t_kernel + FLOP / achievable FP32 rate", 0.10))
+    return out
 
 
 def _occ_validate(p, gpu):
@@ -287,6 +425,16 @@ OCCUPANCY = Case(
         Param("elem", "B", 2, "bytes per input element (BF16)", type="int", positive=True),
         Param("acc", "B", 4, "bytes per accumulator element in shared memory (0 = accumulator in registers)",
               type="int", min=0),
+        Param("tile", "count", 1, "1: the block keeps the chapter's tiles in shared memory; 0: none (only "
+              "smem_extra)", type="choice", choices=(0, 1), from_chapter=False),
+        Param("smem_extra", "B", 0, "more dynamic shared memory per block (an unused 'spoiler' allocation)",
+              type="int", min=0, from_chapter=False),
+        Param("gflop", "GFLOP", 35.43, "work of the measured FMA loop (the suite's ks_occ kernels: 35.4 GFLOP)",
+              positive=True, from_chapter=False),
+        Param("chains", "count", 8, "independent FMA chains per thread of that loop", type="int", positive=True,
+              from_chapter=False),
+        Param("blocks", "count", 4224, "blocks of that loop's grid", type="int", positive=True, from_chapter=False),
+        p_fp32(), p_kernel_floor(),
     ),
     model=_occupancy, validate=_occ_validate,
     figures=(
@@ -303,6 +451,7 @@ OCCUPANCY = Case(
         Measure("ncu", "sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy",
                 "achieved occupancy (at most the theoretical one)"),
         Measure("bench", "occupancy.sm/occupancy", "occupancy", "kernel with swept registers/shared memory"),
+        Measure("bench", "occupancy.sm/time", "fma_time", "the FMA loop timed at each occupancy"),
     ),
     default_gpu=H100,
     chart=Chart("regs", (16, 32, 40, 48, 64, 96, 128, 168, 255), ("occupancy",),
@@ -315,25 +464,37 @@ OCCUPANCY = Case(
 # ------------------------------------------------------------------------------------------------
 
 def _little(p, gpu):
-    bw = need(gpu, "dram_bandwidth_bytes_per_s")
-    lat = p.latency * 1e-9
-    needed = bw * lat
+    peak = need(gpu, "dram_bandwidth_bytes_per_s")
+    bw = p.bw * 1e9
+    lat, idle = p.latency * 1e-9, p.latency_idle * 1e-9
+    needed = peak * lat
     threads = gpu.sm_count * gpu.max_threads_per_sm * p.occ / 100
     avail = threads * p.bytes_per_thread
     achieved = min(bw, avail / lat)
+    lo, hi = min(p.copy_eff * bw, avail / lat), min(bw, avail / idle)
     occ_needed = 100 * needed / (gpu.sm_count * gpu.max_threads_per_sm * p.bytes_per_thread)
+
+    def with_achieved(c):
+        a, t = c["achieved_occupancy"], c["theoretical_occupancy"]
+        return min(bw, avail * a / t / lat) if t else None
     return [
         pred("bytes_in_flight_needed", "bytes in flight to sustain the bandwidth", needed, "B",
              "bandwidth × latency", kind="info"),
         pred("bytes_in_flight", "bytes in flight at this occupancy", avail, "B",
              "SMs × threads/SM × occupancy × bytes per thread", kind="info"),
-        pred("achieved_bandwidth", "achievable DRAM bandwidth", achieved, "B/s",
-             "min(peak, bytes in flight / latency)", rel_tol=0.15, max_physical=bw,
-             physical="the DRAM peak",
-             explanations=(Explanation("DRAM efficiency (refresh, row switches, read/write turnarounds) caps "
-                                       "streaming at roughly 80–93 % of the datasheet peak", 0.7, 1.0),
-                           Explanation("fewer bytes are in flight than assumed (dependent loads, narrow "
-                                       "accesses)", 0.0, 0.7))),
+        pred("achieved_bandwidth", "achievable DRAM bandwidth (range: latency under load … unloaded)", achieved,
+             "B/s", "min(ceiling, bytes in flight / latency), latency between its unloaded and loaded values",
+             kind="range", lo=lo, hi=hi, max_physical=peak, physical="the DRAM peak",
+             terms=(Term("bytes in flight", avail, "B", "SMs × threads/SM × occupancy × bytes per thread",
+                         "occupancy calculator / the launch"),
+                    Term("at the loaded latency", avail / lat, "B/s", "bytes in flight / latency", src(p, "latency")),
+                    Term("at the unloaded latency", avail / idle, "B/s", "bytes in flight / latency_idle",
+                         src(p, "latency_idle")),
+                    Term("ceiling", bw, "B/s", "achievable DRAM bandwidth; a plain copy kernel at least copy_eff × it",
+                         src(p, "bw") + "; " + src(p, "copy_eff"))),
+             mechanisms=(Mechanism("the achieved occupancy (fewer warps resident than launched)",
+                                   ("achieved_occupancy", "theoretical_occupancy"), with_achieved, tol=0.15,
+                                   why="Little's law with the warps ncu saw resident on average"),)),
         pred("occupancy_needed", "occupancy needed to saturate DRAM", occ_needed, "%",
              "needed ÷ (SMs × threads/SM × bytes per thread)", kind="info"),
     ]
@@ -350,6 +511,12 @@ LITTLE = Case(
         Param("occ", "%", 100, "occupancy (resident threads ÷ max threads)", positive=True, max=100),
         Param("bytes_per_thread", "B", 16, "bytes each resident thread keeps in flight", positive=True,
               from_chapter=False),
+        p_dram(),
+        p_latency("latency_idle", LATENCY_IDLE_NS, "DRAM latency unloaded",
+                  "484 cycles ≈ 244 ns on an H100 SXM, HBM3 (bench-anchors §3.2)"),
+        Param("copy_eff", "×", 0.85, "share of the DRAM ceiling a plain load/store copy reaches at full occupancy "
+              "(copy kernels reach 85–93 % of the spec; the ceiling is the best of several methods)", positive=True,
+              max=1, from_chapter=False),
     ),
     model=_little,
     figures=(

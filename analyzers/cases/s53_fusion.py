@@ -4,9 +4,13 @@ from __future__ import annotations
 import math
 
 from analyzers.cases import numerics
-from analyzers.cases.model import (KIB, MIB, US, Case, CaseError, Chart, Explanation, Figure, Measure, Param,
+from analyzers.cases.model import (KIB, MIB, US, Case, CaseError, Chart, Explanation, Figure, Measure, Param, Term,
                                    ceil_div, need, pipeline_time, pred)
+from analyzers.units import fmt
 from analyzers.cases.s51_submission import warpspec_times
+from analyzers.cases.s52_operator import grid_time
+from analyzers.cases.timemodel import (p_dram, p_kernel_floor, p_l2, p_latency, p_tensor, src, time_estimate,
+                                       waves)
 
 RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 H100 = "NVIDIA H100 SXM"
@@ -67,6 +71,38 @@ def _fusion_tables(p, gpu):
     return {"tensor_lifetimes": rows}
 
 
+def chain_time(p, gpu, kernels: list[tuple[str, float, float]], working_set: float,
+               cached: bool | None = None) -> tuple[float, list[Term]]:
+    """Elementwise kernels, each (name, bytes moved, bytes loaded per element): Σ (t_kernel + grid_time) with
+    `block_elems` elements per program. From the L2 when the working set fits in it and it was not flushed."""
+    l2 = gpu.l2_bytes or 0
+    if cached is None:
+        cached = not p.flushed and working_set <= l2
+    rate = p.l2bw if cached else p.bw
+    pp = _Rate(p, rate)
+    blocks = ceil_div(p.M * p.F, p.block_elems)
+    terms = [Term("kernel floor", len(kernels) * p.t_kernel * US, "s", f"{len(kernels)} × t_kernel",
+                  src(p, "t_kernel"))]
+    total = len(kernels) * p.t_kernel * US
+    for name, nbytes, per_elem in kernels:
+        t = grid_time(pp, gpu, nbytes, blocks, p.block_elems * per_elem)
+        total += t
+        terms.append(Term(name, t, "s", f"max(stream, {blocks} programs' lifetimes) from "
+                      f"{'L2' if cached else 'DRAM'}", src(p, "l2bw" if cached else "bw") + "; " + src(p, "latency")))
+    return total, terms
+
+
+class _Rate(dict):
+    """The parameters with `bw` replaced by the rate the data come from (DRAM or L2)."""
+
+    def __init__(self, p, rate):
+        super().__init__(p)
+        self["bw"] = rate
+
+    def __getattr__(self, name):
+        return self[name]
+
+
 def _fusion(p, gpu):
     bw = need(gpu, "dram_bandwidth_bytes_per_s")
     l2 = gpu.l2_bytes or 0
@@ -78,24 +114,32 @@ def _fusion(p, gpu):
     saved_row = (unq - fuq) / p.M
     t_row = saved_row / bw
     overhead = p.overhead * US
+    e = p.elem
 
-    def time_pred(key, label, traffic, touched, extra=0.0, formula="traffic / DRAM BW"):
+    def bound(key, label, traffic, touched, extra=0.0, formula="traffic / DRAM BW"):
         floor = max(0.0, traffic - l2) / bw + extra
         fits = touched <= l2
-        ex = (Explanation(f"the {touched / MIB:.0f} MiB working set fits in the {l2 / MIB:.0f} MiB L2, so the "
-                          f"data can be served from L2 faster than DRAM", 0.0, 1.0),) if fits else (
-              Explanation(f"up to the {l2 / MIB:.0f} MiB L2 of the traffic (e.g. an intermediate written and "
-                          f"read back at once) can be served from L2", 0.0, 1.0),)
         return pred(key, label, traffic / bw + extra, "s", formula, kind="lower_bound",
                     min_physical=None if fits else floor,
-                    physical="the DRAM time of the traffic that cannot fit in L2", explanations=ex)
+                    physical="the DRAM time of the traffic that cannot fit in L2")
 
+    un_k, fu_k = [("SiLU", 2 * t, e), ("multiply", 3 * t, 2 * e)], [("SiLU·multiply", 3 * t, 2 * e)]
+    t_un, un_terms = chain_time(p, gpu, un_k, un_touched)
+    t_fu, fu_terms = chain_time(p, gpu, fu_k, fu_touched)
+
+    def from_l2(kernels, touched, est):
+        """A run that found its working set in the L2 (not flushed): the model with the L2 rate."""
+        if not p.flushed or touched > l2:
+            return ()
+        t_l2 = chain_time(p, gpu, kernels, touched, cached=True)[0]
+        return (Explanation(f"the {touched / MIB:.0f} MiB working set fits in the {l2 / MIB:.0f} MiB L2: a run that "
+                            f"did not flush it reads at the L2 rate ({fmt(t_l2, 's')} with l2bw = {p.l2bw:g} GB/s)",
+                            t_l2 / est * 0.8, 1.0, why="the same model with the L2 bandwidth instead of DRAM's, "
+                            "less the model's ±20 %"),)
     return [
         pred("tensor_bytes", "G, U, Z each", t, "B", "M·F·e", kind="exact", rel_tol=0),
         pred("unfused_traffic", "SiLU then multiply: traffic", un, "B", "(G→S) + (S, U→Z) = 5 tensors",
-             kind="exact", rel_tol=0.05,
-             explanations=(Explanation("part of the reads hit in L2 (S is read right after it is written)",
-                                       0.5, 1.0),)),
+             kind="exact", rel_tol=0.05),
         pred("fused_traffic", "fused SiLU·multiply: traffic", fu, "B", "G, U → Z = 3 tensors", kind="exact",
              rel_tol=0.05),
         pred("traffic_ratio", "fused ÷ unfused", fu / un, "×", "72 / 120"),
@@ -108,11 +152,18 @@ def _fusion(p, gpu):
         pred("fused_peak_memory", "peak memory, fully fused", fuq_peak, "B", "G + U + Zq", kind="exact", rel_tol=0),
         pred("unfused_working_set", "bytes touched, SiLU then multiply", un_touched, "B", "G + U + S + Z",
              kind="info"),
-        time_pred("unfused_time", "SiLU then multiply: time at DRAM peak", un, un_touched),
-        time_pred("fused_time", "fused: time at DRAM peak", fu, fu_touched),
-        time_pred("unfused_quant_time", "three steps: time at DRAM peak", unq, unq_touched),
-        time_pred("fused_quant_time", "fully fused incl. its extra fixed cost", fuq, fuq_touched,
-                  overhead, "traffic / DRAM BW + fixed overhead"),
+        time_estimate("unfused_time", "SiLU then multiply (two kernels): time", un_terms, t_un,
+                      "Σ kernels (t_kernel + max(stream, program lifetimes))", 0.20,
+                      explanations=from_l2(un_k, un_touched, t_un)),
+        time_estimate("fused_time", "fused SiLU·multiply (one kernel): time", fu_terms, t_fu,
+                      "t_kernel + max(stream, program lifetimes)", 0.20, explanations=from_l2(fu_k, fu_touched, t_fu)),
+        pred("speedup", "fused vs unfused, predicted", t_un / t_fu, "×", "ratio of the two time estimates",
+             rel_tol=0.20),
+        bound("unfused_time_bound", "SiLU then multiply: time at DRAM peak", un, un_touched),
+        bound("fused_time_bound", "fused: time at DRAM peak", fu, fu_touched),
+        bound("unfused_quant_time", "three steps: time at DRAM peak", unq, unq_touched),
+        bound("fused_quant_time", "fully fused incl. its extra fixed cost", fuq, fuq_touched,
+              overhead, "traffic / DRAM BW + fixed overhead"),
         pred("saved_bytes_per_row", "bytes saved per row by full fusion", saved_row, "B", "(156 − 60 MiB) / M",
              kind="exact", rel_tol=0.01),
         pred("saved_time_per_row", "time saved per row", t_row, "s", "saved bytes / BW"),
@@ -134,6 +185,13 @@ FUSION = Case(
         Param("elem", "B", 2, "bytes per element (BF16)", type="int", positive=True),
         Param("q", "B", 1, "bytes per quantised element (FP8)", type="int", positive=True),
         Param("overhead", "µs", 5, "extra fixed cost of the fused kernel (Experiment 5-2)", min=0),
+        Param("flushed", "count", 1, "1: the L2 is flushed before each run (the suite's timing); 0: data may stay in "
+              "the L2 from the previous run", type="choice", choices=(0, 1), from_chapter=False),
+        Param("block_elems", "count", 1024, "elements per program of the elementwise kernels (the suite's Triton "
+              "kernel: 1024)", type="int", positive=True, from_chapter=False),
+        Param("resident", "count", 16, "programs resident per SM (128-thread programs: 2048 / 128)", type="int",
+              positive=True, from_chapter=False),
+        p_kernel_floor(), p_dram(), p_l2(), p_latency(),
     ),
     model=_fusion, tables=_fusion_tables,
     figures=(
@@ -153,9 +211,9 @@ FUSION = Case(
         Figure("… fusion pays off from ≈ 91 rows", 91, "count", key="break_even_rows", gpu=RTX_PRO, tol=0.01,
                source="reference note (chapter5-cases.md)"),
         Figure("measured on an RTX PRO 6000: SiLU then multiply 14.2 µs", 14.2, "µs", key="unfused_time",
-               gpu=RTX_PRO, measured=True),
-        Figure("… fused 7.7 µs", 7.7, "µs", key="fused_time", gpu=RTX_PRO, measured=True),
-        Figure("… ≈ 1.8×", 1.8, "×", gpu=RTX_PRO, measured=True),
+               gpu=RTX_PRO, measured=True, params={"flushed": 0}),
+        Figure("… fused 7.7 µs", 7.7, "µs", key="fused_time", gpu=RTX_PRO, measured=True, params={"flushed": 0}),
+        Figure("… ≈ 1.8×", 1.8, "×", key="speedup", gpu=RTX_PRO, measured=True, params={"flushed": 0}),
     ),
     measurements=(
         Measure("ncu", "dram__bytes_read.sum + dram__bytes_write.sum", "unfused_traffic",
@@ -308,6 +366,26 @@ def _flash(p, gpu):
     flop_flash = flop_std * (0.5 if p.causal else 1.0)
     t_std = max((required + extra) / bw, flop_std / peak)
     t_fl = max(required / bw, flop_flash / peak)
+    rate, dram = p.tensor * 1e12, p.bw * 1e9
+    # standard: QKᵀ, softmax (S -> P), PV as three kernels: the GEMMs at the tensor rate, S and P through DRAM
+    std_terms = [Term("kernel floor", 3 * p.t_kernel * US, "s", "3 × t_kernel (QKᵀ, softmax, PV)", src(p, "t_kernel")),
+                 Term("two GEMMs", flop_std / rate, "s", "4·L²·d / tensor rate", src(p, "tensor")),
+                 Term("S and P through DRAM", (required + extra) / dram, "s", "(required + 4·L²·score bytes) / bw",
+                      src(p, "bw"))]
+    est_std = sum(t.value for t in std_terms)
+    # flash: one kernel of heads × ceil(L / q_block) blocks; with fewer blocks than SMs the time is the longest
+    # block's (causal: the last query block sees all L keys, twice the average block's work)
+    blocks = h * ceil_div(p.L, p.q_block)
+    w = waves(blocks, gpu.sm_count, 1)
+    per_sm = rate / gpu.sm_count
+    longest = 4 * p.q_block * p.L * p.d
+    t_work = max(flop_flash / (rate * min(1.0, blocks / gpu.sm_count)), longest / per_sm if blocks <= gpu.sm_count
+                 else 0.0, required / dram)
+    fl_terms = [Term("kernel floor", p.t_kernel * US, "s", "t_kernel", src(p, "t_kernel")),
+                Term("tensor work", t_work, "s",
+                     "max(FLOPs / (tensor rate × busy SMs), longest block's FLOPs / per-SM rate, required / bw); "
+                     + w.text, src(p, "tensor"))]
+    est_fl = p.t_kernel * US + t_work
     return [
         pred("qkvo_bytes", "Q, K, V, O each", one, "B", "L·d·e", kind="exact", rel_tol=0),
         pred("required_traffic", "read Q, K, V, write O", required, "B", "4·L·d·e", kind="exact", rel_tol=0.05),
@@ -316,12 +394,16 @@ def _flash(p, gpu):
              rel_tol=0.05),
         pred("extra_vs_required", "extra ÷ required", extra / required, "×", "16·L / (e·d·…)"),
         pred("flop", "attention FLOPs (QKᵀ and PV)", flop_std, "FLOP", "4·L²·d", kind="exact", rel_tol=0),
-        pred("standard_time", "standard attention: time lower bound", t_std, "s",
+        time_estimate("standard_time", "standard attention (the chapter's three steps): time", std_terms, est_std,
+                      "3 t_kernel + GEMMs + S and P through DRAM", 0.30),
+        time_estimate("flash_time", "FlashAttention: time", fl_terms, est_fl, "t_kernel + tensor work", 0.30),
+        pred("standard_time_bound", "standard attention: time lower bound", t_std, "s",
              "max((required + extra)/BW, FLOPs/peak)", kind="lower_bound"),
-        pred("flash_time", "FlashAttention: time lower bound", t_fl, "s",
+        pred("flash_time_bound", "FlashAttention: time lower bound", t_fl, "s",
              "max(required/BW, FLOPs/peak (halved when causal))", kind="lower_bound"),
         pred("speedup_bound", "speedup if both run at their bounds", t_std / t_fl, "×", "ratio of the bounds",
              kind="info"),
+        pred("speedup", "speedup, predicted", est_std / est_fl, "×", "ratio of the two time estimates", rel_tol=0.30),
     ]
 
 
@@ -340,6 +422,9 @@ FLASH = Case(
         Param("heads", "count", 1, "heads × batch", type="int", positive=True),
         Param("causal", "count", 0, "causal mask (1: FlashAttention skips the masked half)", type="choice",
               choices=(0, 1)),
+        Param("q_block", "count", 128, "query rows per FlashAttention block", type="int", positive=True,
+              from_chapter=False),
+        p_kernel_floor(), p_dram(), p_tensor(),
     ),
     model=_flash,
     figures=(
@@ -351,7 +436,7 @@ FLASH = Case(
                gpu=RTX_PRO, params={"causal": 1}, measured=True),
         Figure("… FlashAttention 80 µs", 80, "µs", key="flash_time", gpu=RTX_PRO, params={"causal": 1},
                measured=True),
-        Figure("… ≈ 33×", 33, "×", gpu=RTX_PRO, measured=True),
+        Figure("… ≈ 33×", 33, "×", key="speedup", gpu=RTX_PRO, params={"causal": 1}, measured=True),
         Figure("extra peak memory: 848 MiB (math) vs 22 MiB (flash)", 848, "MiB", gpu=RTX_PRO, measured=True),
     ),
     measurements=(

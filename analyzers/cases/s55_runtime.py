@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import math
 
-from analyzers.cases.model import (MIB, MS, US, Case, CaseError, Chart, Figure, Measure, Param, need,
+from analyzers.cases.model import (MIB, MS, US, Case, CaseError, Chart, Figure, Measure, Param, Term, need,
                                    pipeline_time, pred)
+from analyzers.cases.timemodel import p_dram, p_graph_node, p_kernel_floor, p_launch, src, time_estimate
 
 RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 RTX_4090 = "NVIDIA GeForce RTX 4090"
@@ -58,17 +59,31 @@ def _counts(p):
 def _replay(p, gpu):
     c = _counts(p)
     out = []
+    weights = p.calls * 3 * p.hidden * p.intermediate * p.elem      # gate, up, down projections, read once each
+    t_w = weights / (p.bw * 1e9)
     for mode in MODES:
         subs, kern = c[mode]
         key = mode.replace(" ", "_")
+        graph = "graph" in mode
         out.append(pred(f"{key}_submissions", f"{mode}: host submissions", subs, "count",
                         "calls × (kernels, or graph launches)", kind="exact", rel_tol=0))
         out.append(pred(f"{key}_kernels", f"{mode}: kernels the GPU runs", kern, "count", "calls × kernels",
                         kind="exact", rel_tol=0))
-        host = subs * (p.graph_launch if "graph" in mode else p.launch) * US
+        host = subs * (p.graph_launch if graph else p.launch) * US
         dev = kern * p.kernel_time * US
-        out.append(pred(f"{key}_time", f"{mode}: time lower bound", max(host, dev), "s",
+        out.append(pred(f"{key}_time_bound", f"{mode}: time lower bound", max(host, dev), "s",
                         "max(submissions × submission cost, kernels × kernel time)", kind="lower_bound"))
+        gap = p.t_node if graph else p.t_kernel
+        t_host = subs * p.t_launch * US
+        t_dev = kern * gap * US + t_w
+        terms = [Term("weights through DRAM", t_w, "s", "calls × 3·H·F·e / bw", src(p, "bw")),
+                 Term("per-kernel cost on the device", kern * gap * US, "s",
+                      f"{kern} × {'t_node (graph replay)' if graph else 't_kernel (stream launches)'}",
+                      src(p, "t_node" if graph else "t_kernel")),
+                 Term("host submissions", t_host, "s", f"{subs} × t_launch (overlapped with the device)",
+                      src(p, "t_launch"))]
+        out.append(time_estimate(f"{key}_time", f"{mode}: time at M = 1", terms, max(t_host, t_dev),
+                                 "max(host submissions, device: weights / bw + per-kernel cost)", 0.15))
     return out
 
 
@@ -94,6 +109,10 @@ REPLAY = Case(
         Param("launch", "µs", 5, "host cost per eager kernel submission", min=0, from_chapter=False),
         Param("graph_launch", "µs", 5, "host cost per graph launch", min=0, from_chapter=False),
         Param("kernel_time", "µs", 10, "GPU time per kernel", min=0, from_chapter=False),
+        Param("hidden", "count", 4096, "hidden size H of the FFN (Qwen3-8B)", type="int", positive=True),
+        Param("intermediate", "count", 12288, "intermediate size F", type="int", positive=True),
+        Param("elem", "B", 2, "bytes per weight (BF16)", type="int", positive=True),
+        p_dram(), p_kernel_floor(), p_graph_node(), p_launch(),
     ),
     model=_replay, chart_data=_replay_chart,
     figures=(
@@ -106,7 +125,7 @@ REPLAY = Case(
         Measure("trace", "count of cudaLaunchKernel runtime events", "eager_submissions", "PyTorch (Kineto) trace"),
         Measure("trace", "count of cudaGraphLaunch runtime events", "graph_submissions", "PyTorch (Kineto) trace"),
         Measure("trace", "count of kernel events", "graph_kernels", "PyTorch (Kineto) trace"),
-        Measure("bench", "graph.replay/eager_time, graph_time", "graph_time", "FFN at M = 1, eager vs one graph"),
+        Measure("bench", "graph.replay/time_per_ffn", "graph_time", "FFN at M = 1, eager vs one graph, fused or not"),
     ),
 )
 

@@ -44,7 +44,7 @@ CASES = {
 NCU_CASES = {
     "bank.column_read": "ks_colread",
     "transpose.tile": "ks_transpose",
-    "tiling.traffic": "ks_matmul",
+    "tiling.traffic": "ks_m(atmul|ma)_",
     "littles_law": "ks_copy",
     "occupancy.sm": "ks_occ",
 }

@@ -11,23 +11,43 @@ from collectors.bench.harness import make_record, timing_records
 # 5.2 One operator: tiling, layout, real traffic
 # =============================================================================================
 
+#: (kernel, tile m, tile n, engine): the chapter's kernel on tensor cores (BF16 mma.sync, its S = 2mk + 2kn + 4mn
+#: in dynamic shared memory) and the FP32 CUDA-core kernel (FP32 staging, accumulator in registers), k = 32
+TILE_KERNELS = (("ks_mma_64x64", 64, 64, "tensor"), ("ks_mma_64x128", 64, 128, "tensor"),
+                ("ks_mma_128x128", 128, 128, "tensor"),
+                ("ks_matmul_64x64", 64, 64, "fp32"), ("ks_matmul_64x128", 64, 128, "fp32"),
+                ("ks_matmul_128x128", 128, 128, "fp32"))
+
+
+def mma_smem_bytes(tile_m: int, tile_n: int, tile_k: int = 32) -> int:
+    """Dynamic shared memory of ks_mma_<m>x<n>: the chapter's S = 2mk (A) + 2kn (W) + 4mn (FP32 accumulator)."""
+    return 2 * tile_m * tile_k + 2 * tile_k * tile_n + 4 * tile_m * tile_n
+
+
 def case_tiling_traffic(ctx: Context) -> None:
-    """Tiled BF16 matmul C = A W (FP32 accumulation on CUDA cores, k = 32) with 64x64, 64x128 and
-    128x128 output tiles at M = 1024, K = 4096, N = 12288; ncu adds L2<-L1 read sectors and DRAM bytes."""
+    """C = A W at the chapter's shape (M = 1024, K = 4096, N = 12288, BF16 in and out, FP32 accumulation, k = 32)
+    with 64x64, 64x128 and 128x128 output tiles, twice: on tensor cores (ks_mma_*: BF16 mma.sync with the chapter's
+    shared-memory budget, the kernel the chapter reasons about) and on CUDA cores (ks_matmul_*: FP32 FMAs,
+    labelled `engine: fp32`); ncu adds L2<-L1 read sectors, DRAM bytes, instructions and occupancy."""
     torch, np = ctx.torch, ctx.np
     m, k, n = ctx.pick((1024, 4096, 12288), (256, 1024, 1024))
     a = torch.randn(m, k, device=ctx.dev, dtype=torch.bfloat16)
     w = torch.randn(k, n, device=ctx.dev, dtype=torch.bfloat16)
     c = torch.empty(m, n, device=ctx.dev, dtype=torch.bfloat16)
     ref = None if ctx.ncu_child else a.double() @ w.double()
-    for kname, bm, bn in (("ks_matmul_64x64", 64, 64), ("ks_matmul_64x128", 64, 128), ("ks_matmul_128x128", 128, 128)):
+    for kname, bm, bn, engine in TILE_KERNELS:
         with ctx.part(kname):
-            def fn(kn=kname, bm=bm, bn=bn):
-                ctx.launch(kn, (n // bn, m // bm), (256,), (a.data_ptr(), w.data_ptr(), c.data_ptr(),
-                                                            np.int32(m), np.int32(n), np.int32(k)))
             kern = ctx.kernel(kname)
-            params = {"kernel": kname, "tile_m": bm, "tile_n": bn, "tile_k": 32, "m": m, "k": k, "n": n,
-                      "regs_per_thread": int(kern.num_regs), "smem_static_bytes": int(kern.shared_size_bytes)}
+            smem = mma_smem_bytes(bm, bn) if engine == "tensor" else 0
+            if smem > 48 * 1024:
+                kern.max_dynamic_shared_size_bytes = smem
+
+            def fn(kn=kname, bm=bm, bn=bn, smem=smem):
+                ctx.launch(kn, (n // bn, m // bm), (256,), (a.data_ptr(), w.data_ptr(), c.data_ptr(),
+                                                            np.int32(m), np.int32(n), np.int32(k)), smem=smem)
+            params = {"kernel": kname, "engine": engine, "tile_m": bm, "tile_n": bn, "tile_k": 32, "m": m, "k": k,
+                      "n": n, "regs_per_thread": int(kern.num_regs), "smem_static_bytes": int(kern.shared_size_bytes),
+                      "smem_dynamic_bytes": smem}
             if ctx.profile_point(kname, params, fn):
                 continue
             c.fill_(NAN)
@@ -35,7 +55,8 @@ def case_tiling_traffic(ctx: Context) -> None:
             ctx.check(kname, c, ref, 1e-2)
             t = ctx.time(fn, flush=ctx.flush_if(2 * (m * k + k * n + m * n)))
             ctx.emit(timing_records("tiling.traffic", params, t.stats, source=t.source, flop=H.matmul_flop(m, n, k),
-                                    notes=t.note()))
+                                    notes=("BF16 tensor cores (mma.sync), the chapter's shared-memory budget; "
+                                           if engine == "tensor" else "FP32 FMAs on CUDA cores; ") + t.note()))
 
 
 BANK_STRIDES = {
@@ -95,18 +116,33 @@ def case_bank_column_read(ctx: Context) -> None:
                                  notes=f"time at stride 32 / time at stride {pad}"))
 
 
+#: (kernel, tile, padded, block threads or None): blocks tied to the tile (t x t threads, one element each), then
+#: 16, 32 and 64 tiles at 256 threads per block (t x 256/t threads, t²/256 elements each: equal block size and
+#: occupancy, only the tile changes)
+TRANSPOSE_KERNELS = (("ks_transpose16", 16, False, None), ("ks_transpose16_pad", 16, True, None),
+                     ("ks_transpose32", 32, False, None), ("ks_transpose32_pad", 32, True, None),
+                     ("ks_transpose_b256_t16", 16, False, 256), ("ks_transpose_b256_t16_pad", 16, True, 256),
+                     ("ks_transpose_b256_t32", 32, False, 256), ("ks_transpose_b256_t32_pad", 32, True, 256),
+                     ("ks_transpose_b256_t64", 64, False, 256), ("ks_transpose_b256_t64_pad", 64, True, 256))
+
+
 def case_transpose_tile(ctx: Context) -> None:
-    """n x n FP32 transpose through a shared-memory tile: 16x16 and 32x32 blocks, unpadded and padded."""
+    """n x n FP32 transpose through a shared-memory tile, unpadded and padded: 16x16 and 32x32 tiles with the block
+    tied to the tile (t x t threads), then 16, 32 and 64 tiles at 256 threads per block (equal block size and
+    occupancy: only the tile changes)."""
     torch = ctx.torch
     n = ctx.pick(8192, 1024)
     inp = torch.rand(n, n, device=ctx.dev)
     out = torch.empty_like(inp)
-    for kname, tile, pad in (("ks_transpose16", 16, False), ("ks_transpose16_pad", 16, True),
-                             ("ks_transpose32", 32, False), ("ks_transpose32_pad", 32, True)):
+    for kname, tile, pad, threads in TRANSPOSE_KERNELS:
         with ctx.part(kname):
-            def fn(kn=kname, tile=tile):
-                ctx.launch(kn, (n // tile, n // tile), (tile, tile), (inp.data_ptr(), out.data_ptr(), ctx.np.int32(n)))
+            block = (tile, tile) if threads is None else (tile, threads // tile)
+
+            def fn(kn=kname, tile=tile, block=block):
+                ctx.launch(kn, (n // tile, n // tile), block, (inp.data_ptr(), out.data_ptr(), ctx.np.int32(n)))
             params = {"kernel": kname, "tile": tile, "padded": pad, "n": n}
+            if threads is not None:
+                params["block_threads"] = threads
             if ctx.profile_point(kname, params, fn):
                 continue
             out.fill_(NAN)

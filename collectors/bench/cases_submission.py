@@ -2,21 +2,65 @@
 compile.amortization, launch.overhead, littles_law, occupancy.sm)."""
 from __future__ import annotations
 
+import glob
+import json
 import os
+import shutil
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from collectors.bench import harness as H
 from collectors.bench.context import NAN, Context, ceiling_record
 from collectors.bench.harness import GIB, MIB, make_record, timing_records
+
+LAUNCH_FLOOR_SRC = Path(__file__).resolve().parent / "kernels" / "launch_floor.cu"
+CXX_LAUNCHER = "C++ cudaLaunchKernel (<<<>>>), CUDA runtime"
+#: pinned bounce buffers of the explicit staging path (h2d.chunked_copy) and of the host memcpy ceiling
+BOUNCE_BYTES = (1 * MIB, 4 * MIB, 16 * MIB)
 
 
 # =============================================================================================
 # 5.1 Submission, copies and synchronisation
 # =============================================================================================
 
+def staged_copy(np_src, pinned_bufs, dst, events, bounce: int):
+    """fn() copying a pageable host array to `dst` through two pinned bounce buffers of `bounce` bytes, as a driver
+    stages a pageable copy: the host memcpy of piece i+1 (numpy, one thread) overlaps the DMA of piece i; a buffer is
+    refilled only after the DMA that read it has finished (its event)."""
+    n = bounce // 4
+    total = np_src.shape[0]
+    views = [b.numpy() for b in pinned_bufs]
+
+    def fn():
+        for i, off in enumerate(range(0, total, n)):
+            s = i % 2
+            cnt = min(n, total - off)
+            events[s].synchronize()
+            views[s][:cnt] = np_src[off:off + cnt]
+            dst[off:off + cnt].copy_(pinned_bufs[s][:cnt], non_blocking=True)
+            events[s].record()
+    return fn
+
+
+def host_memcpy_pieces(np_src, pinned_np, bounce: int):
+    """fn() doing only the staging pass: the pageable array copied piece by piece into one pinned buffer."""
+    n = bounce // 4
+    total = np_src.shape[0]
+
+    def fn():
+        for off in range(0, total, n):
+            cnt = min(n, total - off)
+            pinned_np[:cnt] = np_src[off:off + cnt]
+    return fn
+
+
 def case_h2d_chunked_copy(ctx: Context) -> None:
-    """Copy `total` bytes host->device as k chunks (pinned / pageable; k = 1, 4, 16, 64), back to back
-    on one stream; time from before the first to after the last chunk."""
+    """Copy `total` bytes host->device as k chunks (pinned / pageable; k = 1, 4, 16, 64), back to back on one stream;
+    time from before the first to after the last chunk. Then the staging path of a pageable copy, measured on this
+    host: the host memcpy into a pinned bounce buffer alone (ceiling `host_memcpy_bandwidth`, best of 1/4/16 MiB
+    buffers) and the whole staged copy run by the program (two bounce buffers, memcpy overlapped with the DMA)."""
     torch = ctx.torch
     total = ctx.pick(64 * MIB, 8 * MIB)
     dev_src = torch.rand(total // 4, device=ctx.dev)
@@ -41,6 +85,34 @@ def case_h2d_chunked_copy(ctx: Context) -> None:
                 params = {"memory": mem, "chunks": k, "chunk_bytes": size * 4, "total_bytes": total}
                 ctx.emit(timing_records("h2d.chunked_copy", params, t.stats, source=t.source, bytes_moved=total,
                                         prefix="copy_", notes=t.note()))
+    src_np = hosts["pageable"].numpy()
+    memcpy_vals, memcpy_t = {}, {}
+    for bounce in BOUNCE_BYTES:
+        with ctx.part(f"host memcpy, {bounce >> 20} MiB pieces"):
+            buf = torch.empty(bounce // 4, pin_memory=True)
+            fn = host_memcpy_pieces(src_np, buf.numpy(), bounce)
+            t = H.time_host(fn, reps=ctx.pick(15, 3))
+            key = f"numpy copy of {total >> 20} MiB pageable into a {bounce >> 20} MiB pinned buffer, one thread"
+            memcpy_vals[key], memcpy_t[key] = total / t.median, t
+    if memcpy_vals:
+        with ctx.part("host memcpy ceiling"):
+            ctx.emit(ceiling_record("host_memcpy_bandwidth", "B/s", memcpy_vals, memcpy_t,
+                                    {"bytes": total, "bytes_counted": "read (pageable) = write (pinned)"}))
+    events = [torch.cuda.Event(), torch.cuda.Event()]
+    for bounce in BOUNCE_BYTES:
+        with ctx.part(f"staged x1, {bounce >> 20} MiB bounce"):
+            bufs = [torch.empty(bounce // 4, pin_memory=True) for _ in range(2)]
+            fn = staged_copy(src_np, bufs, dst, events, bounce)
+            dst.fill_(NAN)
+            fn()
+            ctx.sync()
+            ctx.check_equal(f"staged {bounce >> 20} MiB", dst, dev_src)
+            t = ctx.time(fn, sync_each=True, allow_graph=False, max_reps=ctx.pick(30, 5))
+            params = {"memory": "pageable", "chunks": 1, "chunk_bytes": total, "total_bytes": total,
+                      "bounce_bytes": bounce}
+            ctx.emit(timing_records("h2d.chunked_copy", params, t.stats, source=t.source, bytes_moved=total,
+                                    prefix="staged_copy_", notes="two pinned bounce buffers, numpy memcpy overlapped "
+                                                                 "with the DMA; " + t.note()))
 
 
 def case_timing_positions(ctx: Context) -> None:
@@ -161,7 +233,9 @@ def case_compile_amortization(ctx: Context) -> None:
 def case_launch_overhead(ctx: Context) -> None:
     """Empty-kernel launch cost from Python: N launches back to back (host submission time and time
     until all are done, per launch), launch + synchronize each, and CUDA-graph replay (per node =
-    (T(K nodes) - T(1 node)) / (K - 1)). Emits the launch ceilings too (best launcher)."""
+    (T(K nodes) - T(1 node)) / (K - 1)); the same from C++ through the CUDA runtime (launch_floor.cu, built with
+    nvcc when the toolkit is here); one empty kernel between two events (the device-side floor of a kernel). Emits
+    the launch ceilings too (best launcher, C++, one kernel between events)."""
     torch, np = ctx.torch, ctx.np
     from collectors.bench import tkernels as tk
     n = ctx.pick(2000, 200)
@@ -207,6 +281,17 @@ def case_launch_overhead(ctx: Context) -> None:
     with ctx.part("launch ceilings"):
         ctx.emit(ceiling_record("launch_back_to_back", "s", b2b_vals, b2b_t, higher_is_better=False))
         ctx.emit(ceiling_record("launch_with_sync", "s", sync_vals, sync_t, higher_is_better=False))
+    if not ctx.ncu_child:
+        with ctx.part("C++ launch floor"):
+            cxx_launch_floor(ctx, n, rounds)
+    with ctx.part("one kernel between two events"):
+        t = ctx.time(launchers["cupy RawKernel ks_empty"], allow_graph=False, min_reps=ctx.pick(50, 5),
+                     max_reps=ctx.pick(200, 20))
+        ctx.emit(make_record("launch.overhead", "kernel_event_time", t.median, "s",
+                             {"launcher": "cupy RawKernel ks_empty"}, source=t.source, cv=t.stats.cv, n=t.stats.n,
+                             notes=t.note()))
+        ctx.emit(ceiling_record("kernel_event_floor", "s", {"ks_empty between two events": t.median},
+                                {"ks_empty between two events": t}, higher_is_better=False))
     with ctx.part("graph replay"):
         k_nodes = ctx.pick(200, 50)
         times = {}
@@ -231,6 +316,69 @@ def case_launch_overhead(ctx: Context) -> None:
                              source=t.source, cv=t.stats.cv, n=t.stats.n, notes="(T(K) - T(1)) / (K - 1)"))
         ctx.emit(make_record("ceiling", "graph_node_replay", per_node, "s", {"method": f"ks_empty graph, (T({k_nodes}) - T(1)) / {k_nodes - 1}"},
                              source=t.source, cv=t.stats.cv, n=t.stats.n))
+
+
+def find_nvcc() -> str | None:
+    p = shutil.which("nvcc")
+    if p:
+        return p
+    hits = sorted(glob.glob("/usr/local/cuda*/bin/nvcc"))
+    return hits[-1] if hits else None
+
+
+def build_launch_floor(out_dir: str) -> str:
+    """Compile launch_floor.cu with nvcc (for this machine's GPU) into out_dir; return the program's path.
+    RuntimeError naming the problem when nvcc is missing or fails."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found (PATH, /usr/local/cuda*/bin): the C++ launch floor needs the CUDA toolkit")
+    exe = os.path.join(out_dir, "ks_launch_floor")
+    cmd = [nvcc, "-O2", "-std=c++17", "-arch=native", "-o", exe, str(LAUNCH_FLOOR_SRC)]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=180)
+    if r.returncode != 0:
+        r = subprocess.run([c for c in cmd if c != "-arch=native"], capture_output=True, text=True, errors="replace",
+                           timeout=180)
+    if r.returncode != 0:
+        raise RuntimeError(f"nvcc failed ({r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}")
+    return exe
+
+
+def parse_launch_floor(text: str) -> dict:
+    """The JSON object launch_floor.cu prints (its last line); ValueError for anything else."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        raise ValueError("the C++ launch-floor program printed nothing")
+    d = json.loads(lines[-1])
+    for key in ("submit", "back_to_back", "launch_sync", "launches"):
+        if key not in d:
+            raise ValueError(f"the C++ launch-floor program's output lacks {key!r}")
+    if not d["submit"] or not d["back_to_back"] or not d["launch_sync"]:
+        raise ValueError("the C++ launch-floor program returned no samples")
+    return d
+
+
+def cxx_launch_floor(ctx: Context, n: int, rounds: int) -> None:
+    """Build and run launch_floor.cu on this GPU; emit its records (launcher CXX_LAUNCHER) and the ceiling
+    `launch_cxx_back_to_back`."""
+    with tempfile.TemporaryDirectory(prefix="ks-launch-") as tmp:
+        exe = build_launch_floor(tmp)
+        r = subprocess.run([exe, str(ctx.device), str(n), str(rounds)], capture_output=True, text=True,
+                           errors="replace", timeout=60)          # same CUDA_DEVICE_ORDER: the same device index
+        if r.returncode != 0:
+            raise RuntimeError(f"the C++ launch-floor program exited with {r.returncode}: {r.stderr.strip()[-300:]}")
+        d = parse_launch_floor(r.stdout)
+    p = {"launcher": CXX_LAUNCHER, "launches": int(d["launches"])}
+    note = f"CUDA runtime {d.get('runtime')}, driver {d.get('driver')}; built with nvcc -O2"
+    b2b = None
+    for metric, key in (("host_submit_time_per_launch", "submit"), ("back_to_back_time_per_launch", "back_to_back"),
+                        ("launch_and_sync_time", "launch_sync")):
+        s = H.summarize(d[key])
+        ctx.emit(make_record("launch.overhead", metric, s.median, "s", p, source="host clock", cv=s.cv, n=s.n,
+                             notes=note))
+        if key == "back_to_back":
+            b2b = s
+    ctx.emit(ceiling_record("launch_cxx_back_to_back", "s", {CXX_LAUNCHER: b2b.median},
+                            {CXX_LAUNCHER: H.Timing(b2b, "host clock")}, higher_is_better=False))
 
 
 def case_littles_law(ctx: Context) -> None:
@@ -291,6 +439,7 @@ def case_occupancy_sm(ctx: Context) -> None:
                 ctx.launch(kn, (grid,), (block,), (out.data_ptr(), np.float32(0.5), np.float32(0.25), np.int32(it)), smem=sm)
             params = {"kernel": kname, "regs_per_thread": int(k.num_regs), "smem_static_bytes": int(k.shared_size_bytes),
                       "smem_dynamic_bytes": smem, "block_size": block}
+            timed = {**params, "grid": grid}      # the occupancy records keep the launch's keys only
             if ctx.profile_point(kname, params, fn, notes=f"grid {grid}, iters {iters}"):
                 continue
             out.fill_(NAN)
@@ -303,5 +452,5 @@ def case_occupancy_sm(ctx: Context) -> None:
                 ctx.emit(make_record("occupancy.sm", "driver_occupancy", 100.0 * b * block / 32 / max_warps, "%",
                                      params, source="driver occupancy API", notes=f"{b} blocks/SM"))
             t = ctx.time(fn)
-            ctx.emit(timing_records("occupancy.sm", params, t.stats, source=t.source,
+            ctx.emit(timing_records("occupancy.sm", timed, t.stats, source=t.source,
                                     flop=2 * nr * iters * grid * block, notes=f"grid {grid}, iters {iters}; " + t.note()))

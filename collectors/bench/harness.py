@@ -36,7 +36,7 @@ SOURCES = {
     "event timing", "graph replay", "host clock", "ncu counter", "nvml", "torch memory stats",
     "torch profiler", "calculated", "driver occupancy API", "compiler", "cpu computation",
 }
-UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%", "1"}
+UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%", "1", "Hz"}
 RECORD_KEYS = ("case", "metric", "value", "unit", "params", "cv", "n", "source", "notes", "flags")
 
 #: NVML clock-event ("throttle") reason bits that mean the SM clock was held down.

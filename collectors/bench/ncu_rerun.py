@@ -47,7 +47,12 @@ COUNTERS = {
     "occupancy_limit_blocks": ("launch__occupancy_limit_blocks", "count", 1),
     "registers_per_thread": ("launch__registers_per_thread", "count", 1),
     "smem_config_bytes": ("launch__shared_mem_config_size", "B", 1),
+    "warp_instructions": ("smsp__inst_executed.sum", "count", 1),
+    "sm_clock": ("gpc__cycles_elapsed.avg.per_second", "Hz", 1),
+    "l1_hit_rate": ("l1tex__t_sector_hit_rate.pct", "%", 1),
 }
+#: the same names, metrics and factors as analyzers.cases.counters.NCU_COUNTERS (a test keeps them equal), which the
+#: predictions' mechanisms read when a run is read
 SM_CLOCK = "gpc__cycles_elapsed.avg.per_second"
 METRICS = sorted({m for m, _, _ in COUNTERS.values()} | {SM_CLOCK})
 
@@ -55,18 +60,20 @@ _SHARED = ["shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_ld_reques
 _OCC_LIMITS = ["occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps", "occupancy_limit_blocks"]
 #: which counter records each case gets; derived quantities (bank-conflict degree, DRAM bandwidth, wavefronts per
 #: request) are computed from them when the run is read (analyzers.cases.bench_verdicts), never stored
+_ISSUE = ["warp_instructions", "sm_clock"]
 CASE_METRICS = {
-    "bank.column_read": ["kernel_duration", *_SHARED],
+    "bank.column_read": ["kernel_duration", *_SHARED, *_ISSUE],
     "transpose.tile": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "l2_read_from_l1_bytes", *_SHARED,
-                       "achieved_occupancy"],
+                       "achieved_occupancy", *_ISSUE],
     "tiling.traffic": ["kernel_duration", "l2_read_from_l1_bytes", "dram_read_bytes", "dram_write_bytes",
-                       "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", *_OCC_LIMITS, *_SHARED],
+                       "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", *_OCC_LIMITS, *_SHARED,
+                       "smem_config_bytes", "l1_hit_rate", *_ISSUE],
     "littles_law": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy",
                     "theoretical_occupancy"],
     "occupancy.sm": ["kernel_duration", "achieved_occupancy", "theoretical_occupancy", "registers_per_thread",
                      *_OCC_LIMITS, "smem_config_bytes"],
 }
-TIMEOUT_S = {"bank.column_read": (180, 90)}   # (full, quick); others DEFAULT_TIMEOUT_S
+TIMEOUT_S = {"bank.column_read": (180, 90), "tiling.traffic": (120, 60)}   # (full, quick); others DEFAULT_TIMEOUT_S
 DEFAULT_TIMEOUT_S = (100, 60)
 
 

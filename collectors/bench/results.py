@@ -106,6 +106,7 @@ def parse(data: bytes, name: str) -> Parsed:
         "finished": doc.get("finished"),
         "partial": doc.get("finished") is None,
         "options": doc.get("options", {}),
+        "suite": doc.get("suite", 1),
         "ncu": doc.get("ncu"),
         "cases": doc.get("cases", {}),
         "result_count": results.height,

@@ -157,8 +157,8 @@ def _record_rows(df) -> list[dict]:
     for r in df.to_dicts():
         r["params"] = json.loads(r["params"]) if r.get("params") else {}
         if "predicted" in r:
-            v, u = r.pop("predicted"), r.pop("predicted_unit")
-            r["predicted"] = None if v is None else {"value": v, "unit": u}
+            v, u, k = r.pop("predicted"), r.pop("predicted_unit"), r.pop("predicted_kind", None)
+            r["predicted"] = None if v is None else {"value": v, "unit": u, "kind": k}
         rows.append(r)
     return rows
 

@@ -9,7 +9,7 @@ import typer
 
 from analyzers.errors import ParameterError
 
-from dashboard.cli._app import ListFormat, app, echo_json
+from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_source
 from dashboard.cli.render import print_table
 
 _MEASURED = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*([-+0-9.eE]+)\s*(.*?)\s*$")
@@ -82,14 +82,18 @@ def predict(
         "--measured", help="A measurement QUANTITY=VALUE[UNIT] to judge against the prediction (repeatable), "
                            "e.g. time=6.37ms.")] = None,
     format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
+    store: StoreOpt = None,
 ) -> None:
-    """Evaluate one case's model for a GPU and parameters: predicted quantities with units, the chapter's
-    figures (reproduced by the model, or judged when the chapter measured them) and the measurements
-    that can confirm it."""
+    """Evaluate one case's model for a GPU and parameters: predicted quantities with units (a predicted time lists
+    its terms and tolerance; rates come from the GPU's measured ceilings in the store, else the spec with a stated
+    derating), the chapter's figures (reproduced by the model, judged when the chapter measured them, or marked
+    when they only restate the model's inputs) and the measurements that can confirm it."""
     from analyzers.cases import CaseError, compare, evaluate, figure_checks, get_case
     case = get_case(case_id)                                   # UnknownName -> one line, exit 1
     try:
-        ev = evaluate(case, gpu, parse_sets(set_))
+        g = case.gpu(gpu)
+        ceilings = open_source(store).best_ceilings(g.name)
+        ev = evaluate(case, g, parse_sets(set_), ceilings=ceilings)
         comps = compare(ev, parse_measured(measured, ev.gpu.name)) if measured else []
     except (CaseError, ValueError) as e:
         raise _bad(e) from None
@@ -123,15 +127,26 @@ def _print_evaluation(ev, figs, comps) -> None:
     if ev.params:
         typer.echo("parameters: " + ", ".join(
             f"{k}={_pv(v)}{'' if units[k] in ('', 'count') else ' ' + units[k]}" for k, v in ev.params.items()))
+        measured = {k: v for k, v in (getattr(ev.params, "sources", {}) or {}).items()
+                    if v.startswith("measured ceiling")}
+        if measured:
+            typer.echo("from the store's measured ceilings: " + "; ".join(f"{k} ← {v.split(': ', 1)[1]}"
+                                                                         for k, v in measured.items()))
     if not case.runnable:
         typer.echo("\nno runnable model: " + case.no_model_reason)
         typer.echo(textwrap.fill(case.summary, 100))
     else:
         typer.echo("")
-        rows = [{"quantity": k, "value": p.display, "kind": p.kind, "label": p.label,
+        rows = [{"quantity": k, "value": p.display, "kind": p.kind, "tolerance": p.tolerance_text, "label": p.label,
                  "source": f"model: {p.formula}" if p.formula else "model"}
                 for k, p in ev.predictions.items()]
-        print_table(rows, ["quantity", "value", "kind", "label", "source"])
+        print_table(rows, ["quantity", "value", "kind", "tolerance", "label", "source"])
+        for k, p in ev.predictions.items():
+            if p.terms:
+                typer.echo(f"\n{k} = {p.display} ({p.tolerance_text}), terms:")
+                for t in p.terms:
+                    typer.echo(f"  {t.name:<34} {t.to_json()['display']:>10}  {t.formula}"
+                               + (f"  [{t.source}]" if t.source else ""))
     for name, table in ev.tables.items():
         typer.echo(f"\n{name}:")
         if table:
@@ -164,8 +179,9 @@ def _pv(v) -> str:
 
 @app.command()
 def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
-    """Check the claims of the second seed (the "whitepaper") against the GPU registry and the case models:
-    above-peak, self-contradictory, unit-error, refuted, plausible or unverifiable."""
+    """Check the claims of the second seed (the "whitepaper") with generic checks (units, physical peaks, code
+    that can run, internal consistency, checkable citations) against the GPU registry, the case models and cited
+    evidence: above-peak, unit-error, refuted, self-contradictory, implausible, unverifiable or plausible."""
     from analyzers.cases import claims as all_claims
     cs = all_claims()
     if format is ListFormat.json:
@@ -175,4 +191,5 @@ def claims(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListF
                  for c in cs], ["id", "verdict", "gpu", "claimed"])
     for c in cs:
         typer.echo(f"\n{c.id} [{c.verdict}] — {c.gloss} ({c.where})")
-        typer.echo(textwrap.indent(textwrap.fill(c.explanation, 100), "    "))
+        for f in c.findings:
+            typer.echo(textwrap.indent(textwrap.fill(f"{f.check} [{f.verdict}]: {f.text}", 100), "    "))

@@ -35,24 +35,32 @@ class CaseView:
     case: Any                      # analyzers.cases.Case
     gpu: GPUSpec
     values: dict                   # parameter -> value (the URL's, else the default; the page: its widgets')
-    defaults: dict                 # parameter -> default on this GPU
+    defaults: dict                 # parameter -> default on this GPU (its measured ceiling where the store has one)
     problems: list[str] = field(default_factory=list)
+    ceilings: dict = field(default_factory=dict)   # the GPU's measured ceilings (analyzers.ceilings.best_ceilings)
 
     def changed(self) -> dict[str, str]:
         """Parameters that differ from their default, as written in the URL."""
         return {k: param_text(v) for k, v in self.values.items() if param_text(v) != param_text(self.defaults[k])}
 
+    def overrides(self) -> dict:
+        return {k: v for k, v in self.values.items() if param_text(v) != param_text(self.defaults[k])}
 
-def resolve(params: dict, case_id: str | None = None, gpu_name: str | None = None) -> CaseView:
+
+def resolve(params: dict, case_id: str | None = None, gpu_name: str | None = None,
+            ceilings: dict | None = None) -> CaseView:
     """?case=ID&gpu=NAME&<param>=VALUE…; case_id and gpu_name (the page's choices) replace the URL's. Values in
-    the URL apply only to the case it names; a bad value falls back to the default, with a problem noted."""
+    the URL apply only to the case it names; a bad value falls back to the default, with a problem noted. A rate
+    parameter's default is the GPU's measured ceiling when `ceilings` has it."""
     from analyzers.cases import CaseError, get_case
     case = get_case(case_id or params.get("case") or DEFAULT_CASE)
     gpu = find_gpu(gpu_name or params.get("gpu") or "") or case.gpu()
     values, defaults, problems = {}, {}, []
+    ceilings = dict(ceilings or {})
     for p in case.params:
+        c = ceilings.get(p.ceiling) if p.ceiling else None
         try:
-            defaults[p.name] = p.default_for(gpu)
+            defaults[p.name] = p.parse(float(c.value) * p.ceiling_scale) if c is not None else p.default_for(gpu)
         except CaseError:
             defaults[p.name] = p.default
         values[p.name] = defaults[p.name]
@@ -62,7 +70,7 @@ def resolve(params: dict, case_id: str | None = None, gpu_name: str | None = Non
                 values[p.name] = p.parse(raw)
             except CaseError as e:
                 problems.append(f"{e} — using the default.")
-    return CaseView(case, gpu, values, defaults, problems)
+    return CaseView(case, gpu, values, defaults, problems, ceilings)
 
 
 def case_intro(view: CaseView) -> list:
@@ -99,15 +107,28 @@ def case_predictions(view: CaseView) -> tuple[Any, list]:
         return None, [Text(f"No runnable model: {case.no_model_reason}. The chapter's figures and the reasoning are "
                            "below.", "info")]
     try:
-        ev = evaluate(case, gpu, view.values)
+        ev = evaluate(case, gpu, view.overrides(), ceilings=view.ceilings)
     except CaseError as e:
         return None, [Text(str(e), "error")]
-    preds = pl.DataFrame([{"quantity": k, "value": p.display, "kind": p.kind, "what": p.label, "formula": p.formula}
-                          for k, p in ev.predictions.items()],
-                         schema={c: pl.String for c in ("quantity", "value", "kind", "what", "formula")})
+    preds = pl.DataFrame([{"quantity": k, "value": p.display, "kind": p.kind, "tolerance": p.tolerance_text,
+                           "what": p.label, "formula": p.formula} for k, p in ev.predictions.items()],
+                         schema={c: pl.String for c in ("quantity", "value", "kind", "tolerance", "what", "formula")})
     out: list = [Heading(f"Predicted on {gpu.name}"), Table("predictions", preds, {
         "quantity": text("quantity"), "value": text("value", "the model's prediction with its unit"),
-        "kind": text("kind"), "what": text("what"), "formula": text("formula", "how the model computes it")})]
+        "kind": text("kind"), "tolerance": text("tolerance", "when a measurement agrees"), "what": text("what"),
+        "formula": text("formula", "how the model computes it")})]
+    measured = {k: v.split(": ", 1)[1] for k, v in (getattr(ev.params, "sources", {}) or {}).items()
+                if v.startswith("measured ceiling")}
+    if measured:
+        out.append(Text("Rates from the store's measured ceilings of this GPU: " + "; ".join(
+            f"{code(k)} ← {v}" for k, v in measured.items()) + ". Others: the spec with the stated derating.",
+            "caption"))
+    terms = [{"quantity": k, "term": t.name, "value": t.to_json()["display"], "formula": t.formula,
+              "source": t.source} for k, p in ev.predictions.items() for t in p.terms]
+    if terms:
+        tf = pl.DataFrame(terms, schema={c: pl.String for c in ("quantity", "term", "value", "formula", "source")})
+        out += [Text("What each predicted time is made of (the largest term of a max() sets it):", "caption"),
+                Table("prediction_terms", tf, {c: text(c) for c in tf.columns})]
     for name, rows in ev.tables.items():
         df = pl.DataFrame(rows, infer_schema_length=None)
         out += [Text(name.replace("_", " "), "caption"), Table(f"case_table_{name}", df, plain_cols(df))]
@@ -187,9 +208,12 @@ def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:
     return out, bad
 
 
-def case_measured(view: CaseView, ev, measurements: list, bad: list[str]) -> list:
-    """Measured vs predicted: every measurement of a predicted quantity with its verdict."""
+def case_measured(view: CaseView, ev, measurements: list, bad: list[str], bench_rows=None) -> list:
+    """Measured vs predicted: the store's bench results of the case on this GPU, each judged at its own parameters
+    (`bench_rows`: Source.case_bench_rows), then every other measurement of a predicted quantity (Nsight Compute
+    launches, values typed on the page) judged at the page's parameters."""
     from analyzers.cases import compare
+    from analyzers.units import fmt
     out: list = [Heading("Measured vs predicted")]
     if view.case.measurements:
         out.append(Text("Measurements that can confirm this case: " + "; ".join(
@@ -198,6 +222,20 @@ def case_measured(view: CaseView, ev, measurements: list, bad: list[str]) -> lis
     if ev is None:
         return out
     out += [Text(f"Ignored measurement {code(b)} in the URL (expected QUANTITY:VALUE:UNIT).", "warning") for b in bad]
+    if bench_rows is not None and bench_rows.height:
+        df = pl.DataFrame([{
+            "metric": r["metric"], "parameters": r["params"] if isinstance(r["params"], str) else str(r["params"]),
+            "predicted": fmt(r["predicted"], r["predicted_unit"]), "measured": fmt(r["value"], r["predicted_unit"]),
+            "source": f"bench run {r['run_id']} ({r['source']})", "verdict": r["verdict"],
+            "explanation": r["verdict_explanation"]} for r in bench_rows.iter_rows(named=True)],
+            schema={c: pl.String for c in ("metric", "parameters", "predicted", "measured", "source", "verdict",
+                                          "explanation")})
+        out += [Text("The store's microbenchmark results, each judged at its own parameters with its run's measured "
+                     "ceilings:", "caption"),
+                Table("case_bench", df, {"metric": text("metric"), "parameters": text("parameters"),
+                                         "predicted": text("predicted (model, that run's parameters)"),
+                                         "measured": text("measured"), "source": text("source"),
+                                         "verdict": text("verdict"), "explanation": text("why")})]
     comps = []
     for m in measurements:
         try:
@@ -205,7 +243,8 @@ def case_measured(view: CaseView, ev, measurements: list, bad: list[str]) -> lis
         except (LookupError, ValueError) as e:
             out.append(Text(f"{m.quantity} = {m.value} {m.unit}: {e.args[0] if e.args else e}", "warning"))
     if not comps:
-        return out + [Text("No measurements for this case and GPU yet.")]
+        return out + ([] if bench_rows is not None and bench_rows.height else
+                      [Text("No measurements for this case and GPU yet.")])
     df = pl.DataFrame([{"quantity": c.quantity, "predicted": c.prediction.display,
                         "measured": c.to_json()["measured_display"], "source": c.measurement.source,
                         "verdict": c.verdict.kind, "explanation": c.verdict.explanation} for c in comps])
@@ -222,6 +261,7 @@ def build(src: Source, params: dict) -> Report:
     if params.get("gpu") and find_gpu(params["gpu"]) is None:
         raise UnknownName("GPU", params["gpu"], "`kernelscope gpus` lists the registry")
     view = resolve(params)
+    view = resolve(params, ceilings=src.best_ceilings(view.gpu.name))
     rep = Report("Textbook cases", subtitle=f"Case {code(view.case.id)} on {view.gpu.name}")
     rep.add(*[Text(p, "warning") for p in view.problems], *case_intro(view))
     if view.case.params:
@@ -238,4 +278,5 @@ def build(src: Source, params: dict) -> Report:
         rep.add(Heading("Consistency checks on the chapter", 3), *checks)
     typed, bad = url_measurements(param_list(params.get("meas")) if params.get("case") == view.case.id else [],
                                   view.gpu.name)
-    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name) + typed, bad))
+    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name) + typed, bad,
+                                  src.case_bench_rows(view.case.id, view.gpu.name)))

@@ -9,9 +9,11 @@ from dashboard.reports.blocks import Heading, Report, Table, Text, text
 from dashboard.reports.common import param_list, plain_cols
 from dashboard.source import Source
 
-CLAIMS_INTRO = ("Numbers from a self-described internal “whitepaper” (seed 002), each checked against the GPU "
-                "registry and the textbook case models. The verdict is computed, not written down: above-peak, "
-                "self-contradictory, unit-error, refuted, plausible or unverifiable.")
+CLAIMS_INTRO = ("Numbers, names and code from a self-described internal “whitepaper” (seed 002), each put through "
+                "generic checks — units, physical peaks, code that can run, internal consistency, citations that can be "
+                "checked — against the GPU registry, the textbook case models and cited evidence. The verdict is the "
+                "most severe check's, computed, never written down: above-peak, unit-error, refuted, "
+                "self-contradictory, implausible, unverifiable or plausible.")
 
 
 def checked_claims(src: Source) -> list:
@@ -49,9 +51,15 @@ def claim_detail(c) -> list:
                         f"{c.measurement.how}.", "caption"))
     if c.measured_note:
         out.append(Text(c.measured_note))
+    if c.findings:
+        ev = pl.DataFrame([{"check": f.check, "verdict": f.verdict, "evidence": f.text} for f in c.findings],
+                          schema={"check": pl.String, "verdict": pl.String, "evidence": pl.String})
+        out.append(Table("claim_evidence", ev, {"check": text("check", "the generic check (analyzers.cases."
+                                                                       "claim_checks)"),
+                                                "verdict": text("verdict"), "evidence": text("evidence")}))
     if c.details:
         df = pl.DataFrame([{k: (str(v) if not isinstance(v, (int, float)) else v) for k, v in d.items()}
-                           for d in c.details])
+                           for d in c.details], infer_schema_length=None)
         out.append(Table("claim_details", df, plain_cols(df)))
     return out
 

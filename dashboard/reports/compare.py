@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzers.compare import compare_runs, ncu_launches, totals, trace_launches
+from analyzers.compare import compare_runs, has_dims, ncu_launches, totals, trace_launches
 from analyzers.units import fmt_ns
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
@@ -63,13 +63,25 @@ def resolve(src: Source, params: dict) -> CompareView:
     return CompareView(a, b, noise, problems)
 
 
-def launches(src: Source, run: Run) -> tuple[pl.DataFrame, bool]:
-    """(launch rows, per_launch): ncu runs launch by launch with their % of peak; traces per kernel."""
+def launches(src: Source, run: Run, dims: bool = True) -> tuple[pl.DataFrame, bool]:
+    """(launch rows, per_launch): ncu runs launch by launch with their % of peak (configuration by grid and block
+    dimensions, or with dims=False by blocks and threads per block); traces per kernel."""
     if run.kind == "ncu":
         k = src.ncu(run).kernels.with_columns(dram_pct=pl.col("dram_peak_fraction") * 100,
                                               fp32_pct=pl.col("fp32_peak_fraction") * 100)
-        return ncu_launches(k, extra=("dram_pct", "fp32_pct")), True
+        return ncu_launches(k, extra=("dram_pct", "fp32_pct"), dims=dims), True
     return trace_launches(src.table(run.run_id, "gpu_ops")), False
+
+
+def pair(src: Source, a: Run, b: Run) -> tuple[pl.DataFrame, pl.DataFrame, bool, bool]:
+    """(launches of A, of B, per_launch, by dimensions): what the page compares. Two ncu runs are matched by grid
+    and block dimensions when both have them for every launch, else both by blocks and threads per block."""
+    dims = True
+    if a.kind == "ncu" and b.kind == "ncu":
+        dims = has_dims(src.ncu(a).kernels) and has_dims(src.ncu(b).kernels)
+    la, per_launch = launches(src, a, dims)
+    lb, _ = launches(src, b, dims)
+    return la, lb, per_launch, dims
 
 
 def build(src: Source, params: dict) -> Report:
@@ -90,17 +102,18 @@ def build(src: Source, params: dict) -> Report:
     if (a.kind in TRACE_KINDS) != (b.kind in TRACE_KINDS):
         return rep.add(Text(f"Run A is {a.kind} and run B is {b.kind}: only runs of the same kind compare "
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))
-    if a.kind == "ncu":
+    if a.kind == "ncu" and b.kind == "ncu":   # the GPU each run is analysed on (named, inferred or given)
+        ga, gb = src.ncu(a).gpu.name, src.ncu(b).gpu.name
         for label, r in (("A", a), ("B", b)):
             for f in src.ncu(r).flagged:
                 rep.add(Text(f"Run {label}, launch {f['id']} ({code(f['name'])}) is implausible for its GPU: "
                              + "; ".join(f["flags"]) + ".", "error"))
-    la, per_launch = launches(src, a)
-    lb, _ = launches(src, b)
+    la, lb, per_launch, dims = pair(src, a, b)
     cmp = compare_runs(la, lb, per_launch=per_launch, noise_floor=view.noise_pct / 100)
     t = totals(cmp)
     c = t["counts"]
     rep.add(Text(f"A: **{ga}** · B: **{gb}** · kernels matched by name and launch configuration"
+                 + ("" if dims else " (blocks per grid and threads per block: a run lacks grid and block dimensions)")
                  + (" (the n-th launch of each in A with the n-th in B)" if per_launch else
                     " (per-launch medians; the launches' spread widens the threshold)")
                  + f"; a change within max({view.noise_pct:g} %, 2 × the combined relative spread) is *unchanged*.",

@@ -97,7 +97,7 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
                      "value": r["value"], "unit": r["unit"] or "", "shown": fmt_short(r["value"], r["unit"] or ""),
                      "pct": r["value"] / peak * 100 if peak and r["value"] is not None else None,
                      "peak": peak_name, "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,
-                     "verdict": r["verdict"]})
+                     "predicted": _predicted_text(r), "verdict": r["verdict"]})
     df = pl.DataFrame(rows, infer_schema_length=None)
     if len(gpus) > 1:
         wide = df.pivot(on="gpu", index=["case", "metric", "params", "unit"], values=["shown", "pct"],
@@ -121,5 +121,16 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
         out.append(Table("bench_results", df, {
             "case": text("case"), "metric": text("metric"), "params": text("parameters"), "shown": text("measured"),
             "pct": num("of spec peak", "%", "%.1f", "value / the GPU's spec peak"), "peak": text("peak used"),
-            "cv_pct": num("spread (cv)", "%", "%.2f"), "verdict": text("verdict")}))
+            "cv_pct": num("spread (cv)", "%", "%.2f"),
+            "predicted": text("predicted", "the case's model at this record's parameters, with the run's measured "
+                                           "ceilings; a bound says so"), "verdict": text("verdict")}))
     return out
+
+
+def _predicted_text(r: dict) -> str:
+    v = r.get("predicted")
+    if v is None:
+        return ""
+    kind = r.get("predicted_kind") or ""
+    tag = {"lower_bound": " (lower bound)", "upper_bound": " (upper bound)", "range": " (range)"}.get(kind, "")
+    return fmt_short(v, r.get("predicted_unit") or "") + tag

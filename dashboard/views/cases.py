@@ -4,7 +4,8 @@ measurements exist — measured vs predicted with a verdict.
 
 The page rebuilds from the URL alone: ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable).
 Parameters equal to their default are left out of the URL. Stored measurements come from
-`Source.case_measurements(case_id, gpu_name)`; measurements typed on the page are kept in the URL. The blocks are
+`Source.case_measurements(case_id, gpu_name)` (Nsight Compute) and `Source.case_bench_rows` (the bench results,
+judged at their own parameters); measurements typed on the page are kept in the URL. The blocks are
 built by `dashboard.reports.cases` (resolve, case_predictions, …), which the HTML export uses too.
 """
 from __future__ import annotations
@@ -59,7 +60,8 @@ if g_wanted and g_found is None:
 gpu_name = st.selectbox("GPU", names, index=names.index(g_found.name if g_found else chapter_gpu),
                         format_func=lambda n: n + ("  (the chapter's)" if n == chapter_gpu and case.default_gpu else ""))
 gpu = find_gpu(gpu_name)
-view = pages.resolve(params, case_id, gpu_name)      # the URL's parameter values apply to its case only
+view = pages.resolve(params, case_id, gpu_name,      # the URL's parameter values apply to its case only
+                     data.source().best_ceilings(gpu_name))
 intro = pages.case_intro(view)
 render_streamlit(intro)
 
@@ -74,7 +76,7 @@ if case.params:
         help_ = p.description + ("" if p.from_chapter else " (assumption: the chapter gives no value)") + (
             f" Default: {p.gpu_default_text}." if p.gpu_default else "")
         col = cols[i % 4]
-        key = f"case:{case.id}:{p.name}:{gpu.name if p.gpu_default else ''}"
+        key = f"case:{case.id}:{p.name}:{gpu.name if p.gpu_default or p.ceiling else ''}"
         if p.type == "choice":
             opts = list(p.choices)
             v = col.selectbox(label, opts, index=opts.index(current) if current in opts else 0, help=help_, key=key)
@@ -123,7 +125,7 @@ if checks:
 # ---- measured vs predicted ------------------------------------------------------------------------
 typed, bad = pages.url_measurements(qp.get_all("meas"), gpu.name)
 measured = pages.case_measured(view, ev, (_stored_measurements(case.id, gpu.name) if ev is not None else []) + typed,
-                               bad)
+                               bad, data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None)
 render_streamlit(measured)
 rep.add(*measured)
 if ev is not None:

@@ -23,21 +23,44 @@ def v(case, key, gpu=None, **params):
 
 def test_h2d_chapter_and_hand_worked():
     assert v("h2d.chunked_copy", "copy_time", link=64) == pytest.approx(1.05 * MS, rel=0.002)   # 64 MiB / 64 GB/s
-    # A100 (PCIe Gen4, 32 GB/s from the registry), 128 MiB in 4 chunks, t0 = 10 µs, 400 µs of compute:
-    #   raw 134217728 / 32e9 = 4.194304 ms; chunk = 10 µs + 1.048576 ms = 1.058576 ms
-    #   serial = 4 x 1.058576 + 0.4 = 4.634304 ms; pipelined = 1.058576 + 3 x 1.058576 + 0.1 = 4.334304 ms
-    ev = evaluate("h2d.chunked_copy", A100, {"size": 128, "k": 4, "compute": 400})
+    # A100 (PCIe Gen4, 32 GB/s raw), 128 MiB in 4 chunks, t0 = 10 µs, pinned at 25 GB/s, 400 µs of compute:
+    #   raw 134217728 / 32e9 = 4.194304 ms; chunk = 10 µs + 33554432 / 25e9 = 1.3521773 ms
+    #   serial = 4 x 1.3521773 + 0.4 = 5.8087091 ms; pipelined = 4 x 1.3521773 + 0.1 = 5.5087091 ms
+    #   pinned = 4 x 10 µs + 134217728 / 25e9 = 5.4087091 ms
+    ev = evaluate("h2d.chunked_copy", A100, {"size": 128, "k": 4, "compute": 400, "t0": 10, "link_bw": 25})
     assert ev.value("copy_time") == pytest.approx(4.194304 * MS)
-    assert ev.value("serial_time") == pytest.approx(4.634304 * MS)
-    assert ev.value("pipelined_time") == pytest.approx(4.334304 * MS)
-    # pageable: + 134217728 / 20e9 = 6.7108864 ms of CPU staging
-    assert ev.value("pageable_time") == pytest.approx(10.9051904 * MS)
+    assert ev.value("serial_time") == pytest.approx(5.8087091 * MS)
+    assert ev.value("pipelined_time") == pytest.approx(5.5087091 * MS)
+    assert ev.value("pinned_time") == pytest.approx(5.4087091 * MS)
+    # pageable, staged through a 2 MiB bounce buffer at 10 GB/s: each 32 MiB chunk is 16 pieces of 2 MiB, the memcpy
+    # (209.7152 µs) slower than the DMA (83.88608 µs): 16 x 209.7152 + 83.88608 = 3.43932928 ms per chunk;
+    # 4 x (10 µs + 3.43932928 ms) = 13.79731712 ms
+    ev = evaluate("h2d.chunked_copy", A100, {"size": 128, "k": 4, "t0": 10, "link_bw": 25, "staging": 10})
+    assert ev.value("pageable_time") == pytest.approx(13.79731712 * MS)
     assert ev.params.link == 32
+    # the default pinned bandwidth is 86 % of the link (A100: 27.52 GB/s), the host memcpy 0.3 x the link
+    assert evaluate("h2d.chunked_copy", A100).params.link_bw == pytest.approx(27.52)
+    assert evaluate("h2d.chunked_copy", A100).params.staging == pytest.approx(9.6)
+    terms = {t.name: t.value for t in ev["pageable_time"].terms}
+    assert terms["host memcpy into the bounce buffer"] == pytest.approx(134217728 / 10e9)
+    assert sum(terms.values()) == pytest.approx(ev.value("pageable_time"))
 
 
 def test_timing_positions():
     assert v("timing.positions", "call_speedup") == pytest.approx(1.75)               # (15+20)/(15+5)
     assert v("timing.positions", "call_speedup", k=10, f=30, s=2) == pytest.approx(40 / 35)
+    # the measured kernel, H200, 2^24 elements = 128 MiB > the 60 MiB L2: t_kernel 2.5 µs + 550 ns + the rest of
+    # 134217728 B: the first 4325376 B (132 x 2048 x 16 B in flight) at 4320 GB/s, then min(4320 GB/s,
+    # 4325376 B / 550 ns = 7864 GB/s)
+    ev = evaluate("timing.positions", H200, {"n": 1 << 24})
+    assert ev.value("event_time") == pytest.approx(2.5 * US + 550e-9 + 134217728 / 4320e9)
+    assert ev.value("host_clock_async") == pytest.approx(3 * US)                   # one launch
+    assert ev.value("host_clock_until_result") == pytest.approx(15 * US + ev.value("event_time") - 2.5 * US)
+    # 2^20 elements (8 MiB) fit in the L2 and are not flushed: the L2 rate (9600 GB/s), capped by Little's law
+    # (4325376 B / 550 ns = 7864 GB/s) beyond the first round trip
+    ev = evaluate("timing.positions", H200, {"n": 1 << 20})
+    assert ev.value("event_time") == pytest.approx(2.5 * US + 550e-9 + 4325376 / 9600e9
+                                                   + (8388608 - 4325376) / (4325376 / 550e-9))
 
 
 def test_compile_amortization():
@@ -58,6 +81,10 @@ def test_launch_overhead():
     # 10 kernels of 8 µs: 5 + 9 x 8 + 8 = 85 µs, busy 80/85, GPU-bound
     ev = evaluate("launch.overhead", params={"n": 10, "t_k": 8})
     assert ev.value("total_time") == pytest.approx(85 * US) and ev.value("bound") == "GPU"
+    # back to back: the GPU waits for the CPU, max(submission 6.5 µs, 1.4 µs of device per kernel)
+    assert v("launch.overhead", "back_to_back_time", t_submit=6.5) == pytest.approx(6.5 * US)
+    assert v("launch.overhead", "back_to_back_time", t_submit=0.2) == pytest.approx(1.4 * US)
+    assert v("launch.overhead", "cxx_launch_time") == pytest.approx(4.4 * US)       # the chapter's C++ floor
 
 
 def test_occupancy_chapter_block_differs_by_gpu():
@@ -73,13 +100,26 @@ def test_occupancy_chapter_block_differs_by_gpu():
     # accumulator in registers: S = 32 KiB, +1 KiB -> 233472/33792 = 6 by smem; 64 regs -> 4 blocks = 50 %
     ev = evaluate("occupancy.sm", H100, {"acc": 0})
     assert ev.value("blocks_by_smem") == 6 and ev.value("blocks_per_sm") == 4 and ev.value("limiter") == "registers"
+    # the suite's FMA loop (35.43 GFLOP, 4224 blocks of 256): at 12.5 % occupancy (1 block/SM, 8 warps x 8 chains
+    # = 64 >= 16 in flight) still the full FP32 rate: 2.5 µs + 35.43e9 / (60.3e12 x 4224/(32 x 132)) = 590.06 µs
+    ev = evaluate("occupancy.sm", H200, {"tile": 0, "smem_extra": 200 * 1024, "regs": 25, "chains": 8})
+    assert ev.value("occupancy") == 12.5
+    assert ev.value("fma_time") == pytest.approx(2.5 * US + 35.43e9 / 60.3e12)
+    # one chain per thread at 12.5 %: 8 warps x 1 < 16 -> half the rate
+    ev = evaluate("occupancy.sm", H200, {"tile": 0, "smem_extra": 200 * 1024, "regs": 25, "chains": 1})
+    assert ev.value("fma_time") == pytest.approx(2.5 * US + 35.43e9 / (60.3e12 * 0.5))
 
 
 def test_littles_law():
     assert v("littles_law", "bytes_in_flight_needed", H200, latency=500) == pytest.approx(2.4e6)
     # 25 % occupancy, 16 B per thread: 132 x 2048 x 0.25 x 16 = 1081344 B in flight / 550 ns = 1.966 TB/s
-    assert v("littles_law", "achieved_bandwidth", H200, occ=25) == pytest.approx(1081344 / 550e-9)
-    assert v("littles_law", "achieved_bandwidth", H200) == 4.8e12            # enough in flight: the peak
+    ev = evaluate("littles_law", H200, {"occ": 25})
+    assert ev.value("achieved_bandwidth") == pytest.approx(1081344 / 550e-9)
+    # the range: at the loaded latency (550 ns) ... at the unloaded one (250 ns), capped by the achievable ceiling
+    assert ev["achieved_bandwidth"].lo == pytest.approx(1081344 / 550e-9)
+    assert ev["achieved_bandwidth"].hi == pytest.approx(min(4320e9, 1081344 / 250e-9))
+    full = evaluate("littles_law", H200)["achieved_bandwidth"]             # enough in flight: the ceiling
+    assert full.value == pytest.approx(4320e9) and full.lo == pytest.approx(0.85 * 4320e9)
     assert v("littles_law", "bytes_in_flight_needed", A100) == pytest.approx(2.039e12 * 550e-9)
 
 
@@ -163,7 +203,17 @@ def test_transpose_read_degrees():
     assert [transpose_read_degree(t, pad).degree for t, pad in ((16, 0), (16, 1), (32, 0), (32, 1), (8, 0))] == \
         [8, 2, 32, 1, 2]
     ev = evaluate("transpose.tile", H200, {"t": 32})
-    assert ev.value("dram_traffic") == 512 * MiB and ev.value("time") == pytest.approx(512 * MiB / 4.8e12)
+    assert ev.value("dram_traffic") == 512 * MiB and ev.value("time_bound") == pytest.approx(512 * MiB / 4.8e12)
+    # 32x32 tile, 1024 threads, 2 resident: 65536 blocks, 497 per SM -> 249 rounds of (2 x 550 ns + the shared
+    # phase: 32 warps x (32 + 1) wavefronts / 1.98 GHz = 533.3 ns) = 406.7 µs, + 2.5 µs
+    shared = 32 * 33 / 1.98e9
+    assert ev.value("time") == pytest.approx(2.5 * US + 249 * (1100e-9 + shared))
+    # equal block size (256 threads): a 32x32 tile with 8 rows keeps 4 loads per thread in flight, 8 blocks per SM;
+    # padded, it is DRAM-bound: 512 MiB / 4320 GB/s + 2.5 µs, 2.2x faster than the 16x16 tile
+    ev = evaluate("transpose.tile", H200, {"t": 32, "rows": 8, "pad": 1, "ref_rows": 16})
+    assert ev.value("resident_blocks") == 8 and ev.value("threads_per_block") == 256
+    assert ev.value("time") == pytest.approx(2.5 * US + 512 * MiB / 4320e9)
+    assert ev.value("speedup_vs_ref") == pytest.approx(2.2, abs=0.05)
 
 
 def test_rmsnorm_split():
@@ -172,6 +222,13 @@ def test_rmsnorm_split():
     ev = evaluate("rmsnorm.split", H200, {"rows": 1, "s": 16})
     assert ev.value("tasks") == 16 and ev.value("traffic") == 24704
     assert ev.value("sm_fill") == pytest.approx(100 * 16 / 132)
+    # 8192 rows, one pass: 8192 programs of 8 KiB (+ the 8 KiB weight), 16 resident per SM: 34.6 MiB in flight, so
+    # DRAM-bound: 2.5 µs + 550 ns + (2 x 8192 + 1) x 8192 B / 4320 GB/s
+    ev = evaluate("rmsnorm.split", H200, {"rows": 8192})
+    assert ev.value("time") == pytest.approx(2.5 * US + 550e-9 + (2 * 8192 + 1) * 8192 / 4320e9, rel=1e-6)
+    # 32 segments: 262144 programs of 256 B per kernel: lifetime-bound, ceil(1986 / 16) x 2 x 550 ns per kernel
+    ev = evaluate("rmsnorm.split", H200, {"rows": 8192, "s": 32})
+    assert ev.value("time") == pytest.approx(2 * 2.5 * US + 2 * 125 * 1100e-9)
     with pytest.raises(ValueError, match="more than the row length"):
         evaluate("rmsnorm.split", params={"s": 5000})
 
@@ -201,10 +258,17 @@ def test_fusion_other_gpu_and_shape():
     # H200, M = 4096: 480 MiB unfused; at 4.8 TB/s 104.86 µs; fusion break-even 5 µs / (96 KiB / 4.8e12) = 244 rows
     ev = evaluate("fusion.activation_chain", H200, {"M": 4096})
     assert ev.value("unfused_traffic") == 480 * MiB
-    assert ev.value("unfused_time") == pytest.approx(480 * MiB / 4.8e12)
+    assert ev.value("unfused_time_bound") == pytest.approx(480 * MiB / 4.8e12)
     assert ev.value("break_even_rows") == pytest.approx(244.14, abs=0.01)
     # the 384 MiB working set does not fit the 60 MiB L2: at most 60 MiB can come from L2
-    assert ev["unfused_time"].min_physical == pytest.approx(420 * MiB / 4.8e12)
+    assert ev["unfused_time_bound"].min_physical == pytest.approx(420 * MiB / 4.8e12)
+    # the estimate: two kernels of 49152 programs (1024 elements each), both DRAM-bound at 4320 GB/s:
+    # SiLU 192 MiB, multiply 288 MiB, each + 550 ns + 2.5 µs
+    t = 2 * (2.5 * US + 550e-9) + 480 * MiB / 4320e9
+    assert ev.value("unfused_time") == pytest.approx(t, rel=1e-3)
+    assert {x.name for x in ev["unfused_time"].terms} == {"kernel floor", "SiLU", "multiply"}
+    # decode (M = 1): 12 programs, lifetime-bound: 2.5 µs + 2 x 550 ns per kernel
+    assert v("fusion.activation_chain", "fused_time", H200, M=1) == pytest.approx(2.5 * US + 1100e-9)
 
 
 def test_pipeline_double_buffer():
@@ -242,6 +306,13 @@ def test_flash_attention_traffic():
     # L = 4096, d = 128: required 4 x 1 MiB = 4 MiB, extra 4 x 64 MiB = 256 MiB -> 64x (= 2L/d x ...)
     ev = evaluate("flash.attention_traffic", params={"L": 4096})
     assert ev.value("required_traffic") == 4 * MiB and ev.value("extra_vs_required") == 64
+    # H200, causal, L = 8192: 64 query blocks on 132 SMs; the last block's 4 x 128 x 8192 x 128 FLOPs at one SM's
+    # share of 791.2 TFLOP/s = 89.6 µs, + 2.5 µs
+    ev = evaluate("flash.attention_traffic", H200, {"causal": 1})
+    assert ev.value("flash_time") == pytest.approx(2.5 * US + 4 * 128 * 8192 * 128 / (791.2e12 / 132))
+    # standard: 3 kernels + the two GEMMs (4 L² d FLOPs at the tensor rate) + S and P through DRAM
+    assert ev.value("standard_time") == pytest.approx(
+        7.5 * US + 4 * 8192 ** 2 * 128 / 791.2e12 + (8 * MiB + GiB) / 4320e9)
 
 
 def test_kv_block_size_chapter_and_other_gpu():
@@ -308,6 +379,14 @@ def test_graph_replay_counts():
     assert [ev.value(k) for k in ("eager_submissions", "graph_submissions", "graph_kernels",
                                   "fused_eager_kernels", "fused_graph_submissions")] == [18, 3, 18, 15, 3]
     assert v("graph.replay", "eager_submissions", calls=10) == 60
+    # time per FFN at M = 1 on an H200: the three weight matrices (3 x 4096 x 12288 x 2 B) at 4320 GB/s, plus the
+    # per-kernel cost: 6 x 2.5 µs launched one by one, 6 x 1.4 µs replayed in a graph
+    w = 3 * 4096 * 12288 * 2 / 4320e9
+    ev = evaluate("graph.replay", H200, {"calls": 1})
+    assert ev.value("eager_time") == pytest.approx(w + 6 * 2.5 * US)
+    assert ev.value("graph_time") == pytest.approx(w + 6 * 1.4 * US)
+    assert ev.value("fused_graph_time") == pytest.approx(w + 5 * 1.4 * US)
+    assert ev["eager_time"].kind == "estimate" and ev["eager_time_bound"].kind == "lower_bound"
 
 
 def test_graph_input_copy():

@@ -15,6 +15,7 @@ import pytest
 from collectors.ingest import parse_bytes
 from collectors.bench import harness as H
 from analyzers.cases.bench_verdicts import attach
+from analyzers.cases import evaluate
 from analyzers.gpus import get_gpu
 from collectors.bench.results import parse
 from collectors.schema import BENCH_SCHEMA
@@ -63,12 +64,19 @@ def test_parse_tables_and_meta():
     assert json.loads(row["params"]) == {"stride_words": 32, "width_bytes": 4}
     assert res["flags"][3].to_list() == ["noisy", "throttled"]
     # read with today's models: the degree is derived from the counters (analyzers.kernels.conflict_degree) and
-    # judged by the bank-conflict model of analyzers.cases; a bare time has no model
+    # judged by the bank-conflict model of analyzers.cases; the time by the case's time model, whose mechanism
+    # reads the same kernel's counters (32 wavefronts per load: the model's own degree, so it does not explain the
+    # synthetic 2.1 ms, half the predicted time)
     full = attach(res, get_gpu("NVIDIA H200"))
     deg = full.filter(full["metric"] == "bank_conflict_degree").row(0, named=True)
     assert deg["value"] == 32.0 and deg["source"] == "ncu counter"
     assert deg["predicted"] == 32.0 and deg["predicted_unit"] == "way" and deg["verdict"] == "agrees"
-    assert full.row(0, named=True)["verdict"] is None
+    t = full.row(0, named=True)
+    assert t["predicted"] == pytest.approx(evaluate("bank.column_read", "H200", {"stride": 32}).value("time"))
+    assert t["verdict"] == "differs-unexplained" and "Not measured: the measured wavefronts" in t["verdict_explanation"]
+    # a record whose parameters the model cannot take keeps no verdict and says why
+    ll = full.filter(full["case"] == "littles_law").row(0, named=True)
+    assert ll["verdict"] is None and ll["verdict_explanation"].startswith("no prediction: KeyError")
     assert ceil["value"][0] == 4.41e12
     m = p.meta
     assert m["gpu_name"] == "NVIDIA H200" and m["result_count"] == 4 and m["partial"] is False
@@ -138,7 +146,7 @@ def test_store_ingest_and_analyze_json(store, tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     r0 = rep["results"][0]
     assert {"case", "metric", "value", "unit", "params", "predicted", "verdict", "cv"} <= set(r0)
-    assert r0["params"] == {"width_bytes": 4, "stride_words": 32} and r0["predicted"] is None
+    assert r0["params"] == {"width_bytes": 4, "stride_words": 32} and r0["predicted"]["value"] > 0
     assert rep["ceilings"][0]["metric"] == "dram_copy_bandwidth"
     assert rep["failures"][0]["error"].startswith("timed out")
 

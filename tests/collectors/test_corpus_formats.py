@@ -18,7 +18,7 @@ import pytest
 
 from collectors.errors import ArtifactError
 from collectors.ingest import parse_bytes, parse_path, read_path
-from tests.conftest import H200_KERNELS, REPO
+from tests.conftest import REPO
 
 CORPUS = REPO / "tests" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
@@ -52,7 +52,7 @@ def test_every_file_is_as_the_manifest_says(e):
 
 
 def test_the_corpus_covers_what_the_issue_asks():
-    real = [e for e in FILES if "constructed" not in e["file"]]
+    real = [e for e in FILES if "constructed" not in e["file"] and not e.get("export_of")]   # public files only
     sources = {e["source_repo"] for e in real}
     assert len(real) >= 40 and len(sources) >= 8, (len(real), len(sources))
     by_fmt = {f: [e for e in real if e["format"] == f] for f in ("kineto", "nsys-sqlite", "ncu-rep", "ncu-csv-details")}
@@ -69,6 +69,19 @@ def test_the_corpus_covers_what_the_issue_asks():
     assert sum("amd" in e["file"] or "mi" in e["file"].split("/")[1][:2] for e in by_fmt["kineto"]) >= 5
     # details-page CSVs of several vintages (the raw page: see the manifest's not_included)
     assert len(by_fmt["ncu-csv-details"]) >= 5
+    # our raw and details exports of every public report that analyses, each said to be ours and sourced as it
+    exports = [e for e in FILES if e.get("export_of")]
+    assert {_entry(e["export_of"])["source_repo"] for e in exports} == \
+        {e["source_repo"] for e in by_fmt["ncu-rep"] if e["expected"]["outcome"] == "analysed"}   # every source
+    per_report: dict[str, list[str]] = {}
+    for e in exports:
+        per_report.setdefault(e["export_of"], []).append(e["format"])
+    assert all(sorted(f) == ["ncu-csv-details", "ncu-csv-raw"] for f in per_report.values()), per_report
+    for e in exports:
+        rep = _entry(e["export_of"])
+        assert "OUR EXPORT" in e["stored_as"] and "2025.3.1" in e["producer"] and e["format"] in ("ncu-csv-raw", "ncu-csv-details")
+        assert [e[k] for k in ("source_repo", "commit", "path", "license", "upstream_sha256")] == \
+            [rep[k] for k in ("source_repo", "commit", "path", "license", "upstream_sha256")]
 
 
 # ---------------------------------------------------------------------------------------------- every file
@@ -199,31 +212,6 @@ def test_old_details_layout_reads_like_its_report():
     assert csv_["dram_clock_hz"].to_list() == pytest.approx(rep["dram_clock_hz"].to_list(), abs=0.005)
     assert csv_["theoretical_occupancy_pct"].to_list() == pytest.approx(rep["theoretical_occupancy_pct"].to_list(),
                                                                       abs=0.005)
-
-
-def test_a_details_page_without_its_numa_section_still_identifies_the_h200():
-    """A details export without --print-details all has no NUMA Affinity section, so no GPU name; the CC column,
-    "# SMs" and the DRAM frequency identify the H200 (derived here from the real export by removing that section)."""
-    from analyzers.gpu_identify import identify_gpu
-    from dashboard.source import evidence_for
-    text = gzip.decompress((H200_KERNELS / "full_details.csv.gz").read_bytes()).decode()
-    lines = text.splitlines()
-    keep, skip = [], 0
-    for ln in lines:
-        if skip:
-            skip -= 1
-            continue
-        if ln.startswith('"GPU ID","GPU Name"'):
-            skip = 1
-            continue
-        if '"NUMA Affinity"' in ln:
-            continue
-        keep.append(ln)
-    p = parse_bytes("\n".join(keep).encode(), "full_details_no_numa.csv")
-    assert p.meta["gpu_name"] is None and p.meta["cc"] == "9.0" and p.meta["sm_count"] == 132
-    ident = identify_gpu(evidence_for(p.meta))
-    assert ident.spec.name == "NVIDIA H200" and ident.inferred and "DRAM clock 3.20 GHz" in ident.how
-    assert any("NUMA Affinity" in x for x in p.meta["lacks"])
 
 
 def test_old_report_container_is_read():

@@ -54,10 +54,10 @@ def test_cli_ingest_folder_runs_and_store_env(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "env-store"))
     assert main(["ingest", str(H200_KERNELS)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 7 and all("\tncu\t" in ln for ln in lines)   # 2 reports + 5 CSV exports, sources skipped
+    assert len(lines) == 8 and all("\tncu\t" in ln for ln in lines)   # 2 reports + 6 CSV exports, sources skipped
     assert main(["runs", "--format", "json"]) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
-    assert len(runs) == 7 and {r["gpu_name"] for r in runs} == {"NVIDIA H200"}
+    assert len(runs) == 8 and {r["gpu_name"] for r in runs} == {"NVIDIA H200", "NVIDIA H200 (inferred)"}
     rid = runs[0]["run_id"]
     assert main(["analyze", rid, "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["kernels"]) == 9

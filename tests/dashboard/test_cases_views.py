@@ -80,11 +80,14 @@ def test_bad_parameter_shows_an_error_not_numbers():
 
 
 def test_measurement_in_the_url_gets_a_verdict():
-    at = page(CASES, case="fusion.activation_chain", meas="unfused_time:14.2:µs")
+    at = page(CASES, case="fusion.activation_chain", meas="unfused_time:40:µs")
     table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
     row = table[table["quantity"] == "unfused_time"].iloc[0]
-    assert row["verdict"] == "differs-explained" and "L2" in row["explanation"]
+    assert row["verdict"] == "differs-explained" and "L2 rate" in row["explanation"]
     assert any("14.2 µs for 120 MiB" in m.value for m in at.markdown)           # the chapter check
+    at = page(CASES, case="fusion.activation_chain", meas="unfused_time:14.2:µs")
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert table[table["quantity"] == "unfused_time"].iloc[0]["verdict"] == "differs-unexplained"
 
 
 def test_pipeline_chart_and_narrative_case():
@@ -108,6 +111,8 @@ def test_claims_page():
     df = at.dataframe[0].value
     assert set(df["verdict"]) == {"refuted"}
     assert at.selectbox[0].value == "bank.tile_width_rule"
-    details = at.dataframe[1].value
+    evidence = at.dataframe[1].value
+    assert list(evidence["check"]) == ["bank_rule"] and list(evidence["verdict"]) == ["refuted"]
+    details = at.dataframe[2].value
     assert list(details["degree"]) == [1, 32, 1]
     assert q(at, "claim") == "bank.tile_width_rule"

@@ -197,8 +197,8 @@ def test_superbenchmark_and_llm_perf_opt_ncu_numbers(stored):
     ("cublaslt_ncu.log", "unknown GPU (CC 10.0, 152 SMs)", False),   # no registry GPU has 152 SMs
     ("metrics.csv", "unknown GPU (CC 8.6)", False),                # CC alone does not identify a part
     ("kernel_0001", "unknown GPU (CC 12.0)", False),
-    ("MW_Baseline", "NVIDIA Tesla V100 SXM2 32GB", False),         # named by its device attributes
-    ("indexspaces-jl", "NVIDIA A40", False),                      # not in the registry: from the attributes
+    ("MW_Baseline.ncu-rep", "NVIDIA Tesla V100 SXM2 32GB", False),  # named by its device attributes
+    ("indexspaces-jl/profile.ncu-rep", "NVIDIA A40", False),      # not in the registry: from the attributes
 ])
 def test_gpu_identified_from_what_the_file_has(stored, fragment, want, inferred):
     src, runs = stored

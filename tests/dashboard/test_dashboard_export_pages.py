@@ -8,6 +8,9 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analyzers.cases import evaluate
+from collectors.store import Store
+from dashboard.source import Source
 from tests.conftest import H200_TORCH, REPO, SAMPLES
 from tests.dashboard.helpers import walk
 
@@ -109,25 +112,33 @@ def test_cases_export_shows_what_the_page_shows(wired):
     assert "<td>M</td><td>1024</td>" in html and "<td>elem</td><td>2</td><td>B</td>" in html
     df = at.dataframe[0].value
     preds = dict(zip(df["quantity"], df["value"]))
-    assert preds["traffic"] == "3096 MiB" and preds["time"] == "104.2 µs"
+    # the store holds the recorded H200 bench run: the rates are its measured ceilings, the time a predicted estimate
+    assert preds["traffic"] == "3096 MiB" and preds["time_bound"] == "104.2 µs"
+    assert preds["time"] == evaluate("tiling.traffic", "H200", ceilings=Source(Store(root)).best_ceilings(
+        "NVIDIA H200"))["time"].display
     for q, v in preds.items():
         assert f"<td>{q}</td><td>{htm.escape(v)}</td>" in html
+    assert "Rates from the store&#x27;s measured ceilings of this GPU" in html and "dram_copy_bandwidth" in html
+    assert "What each predicted time is made of" in html and "<td>latency (Little&#x27;s law)</td>" in html
     assert html.count('<div class="chart"') == 1 and "traffic vs square tile size" in html
-    # the stored measurements of the recorded bench run, each with its verdict
+    # the stored bench measurements, each judged at its own parameters (the bench run's verdicts)
     measured = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
-    assert set(measured["verdict"]) == {"agrees", "differs-explained"} and len(measured) == 6
+    assert {"agrees", "differs-unexplained"} <= set(measured["verdict"]) and len(measured) == 11    # 3 times, 3 L2 reads, 3 occupancies, 2 time ratios
     for _, r in measured.iterrows():
         assert f"bench run {ids['bench']}" in r["source"]
-        row = "".join(f"<td>{htm.escape(r[c])}</td>" for c in ("quantity", "predicted", "measured", "source", "verdict"))
+        row = "".join(f"<td>{htm.escape(r[c])}</td>" for c in ("metric", "parameters", "predicted", "measured",
+                                                                 "source", "verdict"))
         assert row in html
-    assert "1045 MiB" in html and "the L2 (60 MiB) absorbs re-reads" in html
+    assert "time (FP32 CUDA cores)" in html
 
 
 def test_cases_export_with_measurements_in_the_url(env):
     root, _ = env
     html = _export(root, "cases?case=fusion.activation_chain&meas=unfused_time:14.2:µs&meas=fused_time:50:µs&meas=bad")
-    assert "<td>unfused_time</td><td>70.22 µs</td><td>14.2 µs</td><td>entered on this page</td>" in html
-    assert "<td>differs-explained</td>" in html and "<td>fused_time</td><td>42.13 µs</td><td>50 µs</td>" in html
+    ev = evaluate("fusion.activation_chain")
+    un, fu = ev["unfused_time"].display, ev["fused_time"].display
+    assert f"<td>unfused_time</td><td>{un}</td><td>14.2 µs</td><td>entered on this page</td>" in html
+    assert "<td>differs-unexplained</td>" in html and f"<td>fused_time</td><td>{fu}</td><td>50 µs</td>" in html
     assert "Ignored measurement <code>bad</code>" in html
     html = _export(root, "cases?case=tiling.traffic&m=4096")           # impossible parameters: the error only
     assert "tile m=4096 is larger than the matrix (M=1024)" in html and '<div class="chart"' not in html
@@ -148,8 +159,8 @@ def test_claims_export_shows_what_the_page_shows(wired):
     assert f"{len(table)} of {len(claims())} claims; verdicts refuted, unit-error" in html
     # the claim in detail: quotation, verdict, the computed table
     assert "<h2>bank.tile_width_rule</h2>" in html and "<blockquote>" in html
-    assert "<strong>refuted</strong>" in html and ">degree</th>" in html
-    assert list(at.dataframe[1].value["degree"]) == [1, 32, 1]
+    assert "<strong>refuted</strong>" in html and ">degree</th>" in html and "<td>bank_rule</td>" in html
+    assert list(at.dataframe[2].value["degree"]) == [1, 32, 1]
 
 
 def test_export_names_the_problem_instead_of_falling_back(env, tmp_path, capsys):
@@ -182,7 +193,8 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
     ceilings = {c["metric"]: c["value"] for c in _json.loads(__import__("gzip").open(H200).read())["ceilings"]}
     got = Source(Store(root)).claim_measurements()
     assert set(got) == {"triton.a100_matmul_rate", "a10g.memory_spec", "a10g.bandwidth_fractions",
-                        "a10g.coalescing_utilisation", "a10g.mma_sync_tflops", "graph.solidification_dispatch"}
+                        "a10g.coalescing_utilisation", "headline.bandwidth", "a10g.mma_sync_tflops",
+                        "graph.solidification_dispatch"}
     for m in got.values():
         assert m.gpu == "NVIDIA H200" and m.value == ceilings[m.quantity] and ids["bench"] in m.source
         assert m.quantity in CLAIM_CEILINGS.values()

@@ -79,6 +79,29 @@ def test_compare_noise_rules():
     assert t["total_a_ns"] == 359 and t["total_b_ns"] == 341 and t["counts"]["faster"] == 1
 
 
+def test_ncu_launch_configuration_by_dimensions_else_by_sizes():
+    """Launches compare by grid and block dimensions; a launch without them by blocks and threads per block, and
+    two runs of which one lacks dimensions both by sizes (what the Compare page does: has_dims on both)."""
+    from analyzers.compare import compare_runs, has_dims, ncu_launches, totals
+    dims = dict(grid_x=[8, 4], grid_y=[1, 2], grid_z=[1, 1], block_x=[256, 256], block_y=[1, 1], block_z=[1, 1])
+    k = pl.DataFrame({"id": [0, 1], "kernel_name": ["k", "k"], "duration_ns": [100.0, 100.0],
+                      "grid_size": [8.0, 8.0], "block_size": [256.0, 256.0], **dims})
+    none = k.with_columns(pl.lit(None, pl.Int64).alias(c) for c in dims)
+    assert ncu_launches(k)["config"].to_list() == ["grid (8,1,1) block (256,1,1)", "grid (4,2,1) block (256,1,1)"]
+    assert ncu_launches(none)["config"].to_list() == ["grid 8 blocks, block 256 threads"] * 2
+    assert ncu_launches(k, dims=False)["config"].to_list() == ncu_launches(none)["config"].to_list()
+    assert ncu_launches(none.drop("grid_size"))["config"].to_list() == ["—", "—"]
+    assert has_dims(k) and not has_dims(none) and not has_dims(k.head(0))
+    # the two launches differ in shape only: told apart by dimensions, not by sizes
+    swapped = k.with_columns(grid_x=pl.Series([4, 8]), grid_y=pl.Series([2, 1]), duration_ns=pl.Series([100.0, 300.0]))
+    per = compare_runs(ncu_launches(k), ncu_launches(swapped), per_launch=True)
+    assert sorted(per["status"]) == ["slower", "unchanged"]               # matched by shape, not by position
+    assert totals(compare_runs(ncu_launches(k), ncu_launches(none), per_launch=True))["counts"]["added"] == 2
+    both = dict(dims=has_dims(k) and has_dims(none))
+    assert totals(compare_runs(ncu_launches(k, **both), ncu_launches(none, **both),
+                               per_launch=True))["counts"]["unchanged"] == 2
+
+
 def test_ceiling_classification():
     from analyzers.ceilings import classify_ceiling
     assert [classify_ceiling(n, u) for n, u in [

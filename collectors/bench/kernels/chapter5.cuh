@@ -193,6 +193,136 @@ extern "C" __global__ void __launch_bounds__(256) ks_matmul_128x128(const ks_bf1
     ks_matmul_impl<128, 128, 32, 8, 8>(A, W, C, M, N, K);
 }
 
+// ---- tiled matmul on tensor cores: the chapter's kernel ------------------------------------------------
+// C[M,N] = A[M,K] * W[K,N], BF16 in and out, FP32 accumulation, BF16 mma.sync m16n8k16 (compute capability 8.0+).
+// The chapter's block: a BM x BN output tile, K step 32, the A and W tiles staged in shared memory as BF16 and an
+// FP32 BM x BN accumulator tile in shared memory (the epilogue writes C through it), so the dynamic shared memory
+// is exactly S = 2mk + 2kn + 4mn bytes. 256 threads = 8 warps in a 4 x 2 grid, each computing (BM/4) x (BN/2)
+// with ldmatrix fragments. The 16-byte chunks of every staged row are XOR-swizzled so that the eight rows an
+// ldmatrix phase reads fall in eight different bank groups (no padding: S stays the chapter's).
+template <int BM, int BN>
+__device__ void ks_mma_impl(const ks_bf16* __restrict__ A, const ks_bf16* __restrict__ W, ks_bf16* __restrict__ C,
+                            int M, int N, int K) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BK = 32;
+    constexpr int WM = BM / 4, WN = BN / 2;        // warp tile
+    constexpr int MT = WM / 16, NT = WN / 8;       // mma tiles per warp (NT even)
+    constexpr int CW = BN / 8;                     // 16-byte chunks per W row
+    extern __shared__ __align__(16) unsigned char ks_mma_smem[];
+    ks_bf16* As = (ks_bf16*)ks_mma_smem;          // [BM][BK]: 4 chunks per row, chunk c at c ^ ((r >> 1) & 3)
+    ks_bf16* Ws = As + BM * BK;                   // [BK][BN]: chunk c of row r at c ^ (r & 7)
+    float* Cs = (float*)(Ws + BK * BN);           // [BM][BN] FP32
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm = warp >> 1, wn = warp & 1;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int v = threadIdx.x; v < BM * 4; v += blockDim.x) {
+            const int r = v >> 2, c = v & 3;
+            const uint4 q = *(const uint4*)(A + (long long)(m0 + r) * K + k0 + c * 8);
+            *(uint4*)(As + r * BK + ((c ^ ((r >> 1) & 3)) << 3)) = q;
+        }
+        for (int v = threadIdx.x; v < BK * CW; v += blockDim.x) {
+            const int r = v / CW, c = v % CW;
+            const uint4 q = *(const uint4*)(W + (long long)(k0 + r) * N + n0 + c * 8);
+            *(uint4*)(Ws + r * BN + ((c ^ (r & 7)) << 3)) = q;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            unsigned a[MT][4], b[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const int r = wm * WM + i * 16 + (lane & 15);
+                const int c = (kk >> 3) + (lane >> 4);
+                const unsigned addr = (unsigned)__cvta_generic_to_shared(As + r * BK + ((c ^ ((r >> 1) & 3)) << 3));
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3]) : "r"(addr));
+            }
+#pragma unroll
+            for (int j = 0; j < NT; j += 2) {
+                const int r = kk + (lane & 15);
+                const int c = ((wn * WN + j * 8) >> 3) + (lane >> 4);
+                const unsigned addr = (unsigned)__cvta_generic_to_shared(Ws + r * BN + ((c ^ (r & 7)) << 3));
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(b[j][0]), "=r"(b[j][1]), "=r"(b[j + 1][0]), "=r"(b[j + 1][1]) : "r"(addr));
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                                 : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
+                                 : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
+        }
+        __syncthreads();
+    }
+    // epilogue: the accumulators through the FP32 tile in shared memory, then BF16 rows of 8 to global memory
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int r = wm * WM + i * 16 + (lane >> 2), c = wn * WN + j * 8 + (lane & 3) * 2;
+            Cs[r * BN + c] = acc[i][j][0];
+            Cs[r * BN + c + 1] = acc[i][j][1];
+            Cs[(r + 8) * BN + c] = acc[i][j][2];
+            Cs[(r + 8) * BN + c + 1] = acc[i][j][3];
+        }
+    __syncthreads();
+    for (int v = threadIdx.x; v < BM * CW; v += blockDim.x) {
+        const int r = v / CW, c = (v % CW) * 8;
+        const float* f = Cs + r * BN + c;
+        uint4 q;
+        q.x = (unsigned)ks_float_to_bf16(f[0]) | ((unsigned)ks_float_to_bf16(f[1]) << 16);
+        q.y = (unsigned)ks_float_to_bf16(f[2]) | ((unsigned)ks_float_to_bf16(f[3]) << 16);
+        q.z = (unsigned)ks_float_to_bf16(f[4]) | ((unsigned)ks_float_to_bf16(f[5]) << 16);
+        q.w = (unsigned)ks_float_to_bf16(f[6]) | ((unsigned)ks_float_to_bf16(f[7]) << 16);
+        *(uint4*)(C + (long long)(m0 + r) * N + n0 + c) = q;
+    }
+#endif
+}
+extern "C" __global__ void __launch_bounds__(256) ks_mma_64x64(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_mma_impl<64, 64>(A, W, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(256) ks_mma_64x128(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_mma_impl<64, 128>(A, W, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(256) ks_mma_128x128(const ks_bf16* A, const ks_bf16* W, ks_bf16* C, int M, int N, int K) {
+    ks_mma_impl<128, 128>(A, W, C, M, N, K);
+}
+
+// ---- transposes at equal block size: 256 threads for every tile --------------------------------------
+// A TILE x TILE shared-memory tile with a block of TILE x ROWS threads (TILE x ROWS = 256): each thread loads and
+// stores TILE / ROWS elements, all its loads issued before the barrier. Same block size and occupancy for 16, 32
+// and 64 tiles, so the tile size is the only thing that changes (ks_transpose16/32 tie the block to the tile).
+template <int TILE, int ROWS, int PAD>
+__device__ void ks_transpose_rows_impl(const float* __restrict__ in, float* __restrict__ out, int n) {
+    __shared__ float tile[TILE][TILE + PAD];
+    int x = blockIdx.x * TILE + threadIdx.x;
+    int y = blockIdx.y * TILE + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < TILE; j += ROWS) tile[threadIdx.y + j][threadIdx.x] = in[(long long)(y + j) * n + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x;
+    y = blockIdx.x * TILE + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < TILE; j += ROWS) out[(long long)(y + j) * n + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+extern "C" __global__ void ks_transpose_b256_t16(const float* in, float* out, int n) { ks_transpose_rows_impl<16, 16, 0>(in, out, n); }
+extern "C" __global__ void ks_transpose_b256_t16_pad(const float* in, float* out, int n) { ks_transpose_rows_impl<16, 16, 1>(in, out, n); }
+extern "C" __global__ void ks_transpose_b256_t32(const float* in, float* out, int n) { ks_transpose_rows_impl<32, 8, 0>(in, out, n); }
+extern "C" __global__ void ks_transpose_b256_t32_pad(const float* in, float* out, int n) { ks_transpose_rows_impl<32, 8, 1>(in, out, n); }
+extern "C" __global__ void ks_transpose_b256_t64(const float* in, float* out, int n) { ks_transpose_rows_impl<64, 4, 0>(in, out, n); }
+extern "C" __global__ void ks_transpose_b256_t64_pad(const float* in, float* out, int n) { ks_transpose_rows_impl<64, 4, 1>(in, out, n); }
+
 // ---- fill with a hash of the index (deterministic pseudo-random data, never zeros) -----------
 extern "C" __global__ void ks_fill_f32(float* p, long long n, unsigned int seed) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {

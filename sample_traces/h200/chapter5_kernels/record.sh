@@ -17,5 +17,8 @@ ncu --import "$out/full.ncu-rep" --page raw --csv                      > "$out/f
 ncu --import "$out/full.ncu-rep" --page raw --csv --print-units base   > "$out/full_raw_base.csv"
 ncu --import "$out/full.ncu-rep" --page details --csv --print-details all > "$out/full_details.csv"
 ncu --import "$out/full.ncu-rep" --page details --csv --print-details all --print-units base --print-metric-name name > "$out/full_details_base.csv"
+# ncu's default details export (no --print-details all: no NUMA Affinity section, so no GPU name); this file was
+# made 2026-12-01 by sample_traces/corpus_exports/record.sh from the full.ncu-rep.gz committed here
+ncu --import "$out/full.ncu-rep" --page details --csv                 > "$out/full_details_default.csv"
 ncu --import "$out/basic.ncu-rep" --page raw --csv                     > "$out/basic_raw.csv"
 ncu --version > "$out/ncu_version.txt"
