@@ -99,9 +99,9 @@ def test_a_report_that_aborts_nvidias_reader_is_one_refusal_and_leaves_no_tempor
 def test_the_readers_time_and_memory_limits(monkeypatch):
     pytest.importorskip("ncu_report")
     from collectors.sandbox import run_reader
-    monkeypatch.setenv("KERNELSCOPE_NCU_SECONDS", "0.2")
+    monkeypatch.setenv("KERNELSCOPE_NCU_SECONDS", "0.01")         # the child cannot even start in 10 ms
     t = time.monotonic()
-    with pytest.raises(ArtifactError, match="longer than 0.2 s"):
+    with pytest.raises(ArtifactError, match="longer than 0.01 s"):
         run_reader("ncu-rep", BASIC, "x.ncu-rep", ".ncu-rep")
     assert time.monotonic() - t < 15
     monkeypatch.setenv("KERNELSCOPE_NCU_SECONDS", "300")
