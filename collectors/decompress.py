@@ -47,6 +47,39 @@ def gunzip_if_needed(data: bytes, name: str, limit: int | None = None) -> tuple[
     return bytes(out), inner
 
 
+def read_chunks(path, name: str, step: int = _STEP, limit: int | None = None):
+    """The bytes of a file in chunks of about `step` bytes, decompressed on the way when it is gzip (at most
+    `limit` bytes of output, as gunzip_if_needed), so that a large artifact need not be held whole in memory."""
+    cap = MAX_DECOMPRESSED_BYTES if limit is None else limit
+    with open(path, "rb") as f:
+        first = f.read(step)
+        if not is_gzip(first):
+            while first:
+                yield first
+                first = f.read(step)
+            return
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        total = 0
+        data = first
+        try:
+            while True:
+                chunk = d.decompress(data, step)
+                while chunk:
+                    total += len(chunk)
+                    if total > cap:
+                        raise ArtifactError(name, f"decompresses to more than {_size(cap)} (the limit for one "
+                                                  "artifact)")
+                    yield chunk
+                    chunk = d.decompress(d.unconsumed_tail, step) if d.unconsumed_tail else b""
+                if d.eof:
+                    return
+                data = f.read(step)
+                if not data:
+                    raise ArtifactError(name, "truncated gzip file (the compressed stream ends early)")
+        except zlib.error as e:
+            raise ArtifactError(name, f"corrupt gzip file ({e})") from None
+
+
 def _size(n: int) -> str:
     for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= s:

@@ -122,12 +122,47 @@ def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
 
 
 def parse_path(path: str | os.PathLike) -> Parsed:
-    """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given."""
-    data, name = read_path(path)
+    """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given. A PyTorch
+    profiler trace file is read as a stream (collectors.kineto.parse_file) and an Nsight Systems export where it lies
+    (collectors.nsys.parse_file): neither is held whole in memory."""
+    p = Path(path)
     try:
+        if p.is_file():
+            streamed = _streamed_parser(p)
+            if streamed is not None:
+                parsed = streamed(p, p.name)
+                finish_meta(parsed.kind, parsed.meta)
+                return parsed
+        data, name = read_path(path)
         return parse_bytes(data, name)
     except ArtifactError as e:
         raise ArtifactError(str(path), e.problem) from None
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, pl.exceptions.PolarsError) as e:
+        first = (str(e).splitlines() or [""])[0]
+        raise ArtifactError(str(path), f"could not be read: {type(e).__name__}: {first}") from None
+
+
+def _streamed_parser(p: Path) -> Callable | None:
+    """The parser that reads file p from its path, for kinds read as a stream; None for the others."""
+    from collectors.decompress import read_chunks
+    try:
+        head = next(read_chunks(p, p.name, step=1 << 16), b"")
+    except OSError:
+        return None
+    inner = p.name[:-3] if p.name.endswith(".gz") else p.name
+    kind = detect_kind(head, inner) if head else None
+    if kind == "kineto" and not is_tar(head):
+        from collectors import kineto
+        return kineto.parse_file
+    if kind == "nsys" and not is_gzip_file(p):
+        from collectors import nsys
+        return nsys.parse_file
+    return None
+
+
+def is_gzip_file(p: Path) -> bool:
+    with open(p, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
 
 
 def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:

@@ -11,6 +11,11 @@ run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload t
 name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
 leaves no half run, and two processes ingesting the same file both end with the same complete run.
 
+Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
+metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
+within RACY_S seconds of a change is taken again next time, since file times are coarse), and `infos()` keeps
+the listing's RunInfo rows in <store>/runs-index.json for the next process (`kernelscope runs` reads one file).
+
 Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
 run is read, so a model fix reaches every stored run. When a reader expects a newer table version
 (collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again from its kept artifact and
@@ -25,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +46,11 @@ MANIFEST = "manifest.json"
 META = "meta.json"
 RUN_ID_LEN = 16
 STORE_FORMAT = 2
+INDEX = "runs-index.json"
+INDEX_FORMAT = 1
+#: a folder changed less than this many seconds before it was read may change again within the same file-time
+#: tick: its listing is not trusted from cache (git's "racy" rule)
+RACY_S = 2.0
 _RUN_ID = re.compile(r"[0-9a-f]{4,16}")
 
 
@@ -54,12 +65,33 @@ def run_id_for(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:RUN_ID_LEN]
 
 
+def _stamp(path: Path) -> tuple | None:
+    """What changes when a folder's entries change: modification and change times, inode, link count."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink)
+
+
+def _settled(stamp: tuple | None, read_at_ns: int) -> bool:
+    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last changed (its
+    modification time; the change time is part of the stamp, so a later chmod or touch still moves it)."""
+    return stamp is not None and read_at_ns - stamp[0] > RACY_S * 1e9
+
+
 class Run:
     """A stored run: a read-only view of one run folder (its tables re-derived first when out of date)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, stamp: tuple | None = None, manifest: dict | None = None,
+                 info: RunInfo | None = None):
         self.path = Path(path)
         self._memory: Parsed | None = None      # tables re-derived but not writable to the store
+        self._stamp = stamp                     # the run folder's stamp when this view was made (listing cache)
+        self._made_ns = time.time_ns()
+        self._info = info                       # preloaded from the store's index
+        if manifest is not None:
+            self.__dict__["manifest"] = manifest
 
     def __repr__(self) -> str:
         return f"Run({self.path})"
@@ -161,6 +193,11 @@ class Run:
 
     @property
     def info(self) -> RunInfo:
+        if self._info is None:
+            self._info = self._make_info()
+        return self._info
+
+    def _make_info(self) -> RunInfo:
         m, meta = self.manifest, self.meta
         return RunInfo(run_id=m["run_id"], kind=m["kind"], source_name=m["source_name"],
                        size_bytes=int(m.get("size_bytes") or 0), created=float(m.get("created") or 0),
@@ -202,6 +239,11 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
         raise
 
 
+_LOCK = threading.Lock()
+#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name)
+_LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run]]] = {}
+
+
 class Store:
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root else default_store_dir()
@@ -209,15 +251,70 @@ class Store:
 
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
-        """All complete runs, newest first."""
-        if not self.runs_dir.is_dir():
+        """All complete runs, newest first. Cached by change time (module docstring): an unchanged store is listed
+        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once)."""
+        stamp = _stamp(self.runs_dir)
+        if stamp is None:
             return []
+        key = str(self.runs_dir.resolve())
+        with _LOCK:
+            hit = _LISTINGS.get(key)
+        if hit is not None and hit[0] == stamp and hit[1]:
+            return list(hit[2])
+        now = time.time_ns()
+        old = hit[3] if hit is not None else {}
         out = []
         for p in self.runs_dir.iterdir():
-            if not p.name.startswith(".") and (p / MANIFEST).is_file():
-                out.append(Run(p))
+            if p.name.startswith("."):
+                continue
+            rs = _stamp(p)
+            prev = old.get(p.name)
+            if prev is not None and rs is not None and prev._stamp == rs and _settled(rs, prev._made_ns):
+                out.append(prev)
+            elif rs is not None and (p / MANIFEST).is_file():
+                out.append(Run(p, stamp=rs))
         out.sort(key=lambda r: (r.manifest.get("created", 0), r.run_id), reverse=True)
-        return out
+        with _LOCK:
+            _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
+        return list(out)
+
+    def infos(self) -> list[RunInfo]:
+        """The RunInfo of every run, newest first (`kernelscope runs`). Kept in <store>/runs-index.json with the
+        runs folder's stamp, so that the next process lists an unchanged store by reading that one file."""
+        stamp = _stamp(self.runs_dir)
+        if stamp is None:
+            return []
+        index = self.root / INDEX
+        key = str(self.runs_dir.resolve())
+        with _LOCK:
+            cached = _LISTINGS.get(key)
+        if cached is None:
+            try:
+                doc = json.loads(index.read_text())
+                if (doc.get("format") == INDEX_FORMAT and doc.get("table_versions") == TABLE_VERSIONS
+                        and tuple(doc.get("stamp") or ()) == stamp):
+                    return [RunInfo(**{**r, "warnings": tuple(r["warnings"])}) for r in doc["runs"]]
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        now = time.time_ns()
+        infos = [r.info for r in self.runs()]
+        if _settled(stamp, now) and _stamp(self.runs_dir) == stamp:
+            body = {"format": INDEX_FORMAT, "table_versions": TABLE_VERSIONS, "stamp": list(stamp),
+                    "runs": [{**i.__dict__, "warnings": list(i.warnings)} for i in infos]}
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{INDEX}-", dir=self.root)
+                with os.fdopen(fd, "w") as f:
+                    json.dump(body, f)
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)            # as readable as the store's other files
+                os.replace(tmp, index)
+            except OSError:                          # a read-only store: list it all the same
+                try:
+                    os.unlink(tmp)
+                except (OSError, UnboundLocalError):
+                    pass
+        return infos
 
     def get(self, run_id: str) -> Run:
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
@@ -227,11 +324,11 @@ class Store:
             raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
         p = self.runs_dir / rid
         if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
-            return Run(p)
+            return self._listed(p)
         if self.runs_dir.is_dir():
             hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and (q / MANIFEST).is_file()]
             if len(hits) == 1:
-                return Run(hits[0])
+                return self._listed(hits[0])
             if len(hits) > 1:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
@@ -274,6 +371,15 @@ class Store:
         if refresh:
             self.refresh_index(log)
         return run_index.open_index(self.root)
+
+    def _listed(self, p: Path) -> Run:
+        """The Run of the cached listing for folder p when that folder did not change since, else a new one."""
+        with _LOCK:
+            hit = _LISTINGS.get(str(self.runs_dir.resolve()))
+        r = hit[3].get(p.name) if hit is not None else None
+        if r is not None and r._stamp == _stamp(p) and _settled(r._stamp, r._made_ns):
+            return r
+        return Run(p)
 
     def __contains__(self, run_id: str) -> bool:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()

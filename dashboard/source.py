@@ -27,20 +27,22 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from analyzers import ceilings as C
-from analyzers.cases.bench_verdicts import attach, skipped_checks
 from analyzers.errors import AnalysisError
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
-from analyzers.ncu_run import NcuAnalysis, analyze_ncu
-from analyzers.timeline import TimelineSummary, summarize
 from collectors.errors import ArtifactError, RunNotFound
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
+
+if TYPE_CHECKING:
+    from analyzers.ncu_run import NcuAnalysis
+    from analyzers.timeline import TimelineSummary
 
 #: the page that shows a run of each kind
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
@@ -212,6 +214,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.ncu_run import analyze_ncu      # imported by the kind that needs it: `analyze` stays quick
             ident = identify(run.meta, self.gpu)
             gpu = ident.spec
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
@@ -224,6 +227,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.timeline import summarize
             g = run.table("gpu_ops")
             meta = self.meta(run)
             floor = self.launch_floor_ns(meta.get("gpu_name"))
@@ -276,6 +280,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.cases.bench_verdicts import attach, skipped_checks   # the case catalog: bench runs only
             try:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:

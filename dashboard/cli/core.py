@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 import os
 import sys
 from pathlib import Path
@@ -84,18 +83,11 @@ NCU_TABLE = [
 ]
 
 
-def _clean(rows: list[dict]) -> list[dict]:
-    for r in rows:
-        for key, v in r.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                r[key] = None
-    return rows
-
-
 def ncu_report(a, source: str) -> dict:
-    """The JSON of an ncu analysis (analyzers.ncu_run.NcuAnalysis)."""
+    """The JSON of an ncu analysis (analyzers.ncu_run.NcuAnalysis); `kernels` is a polars DataFrame (echo_json
+    writes it row by row, NaN and infinities as null)."""
     gpu = a.gpu
-    rows = _clean(a.kernels.rename({"kernel_name": "name"}).select(list(NCU_COLUMNS)).to_dicts())
+    rows = a.kernels.rename({"kernel_name": "name"}).select(list(NCU_COLUMNS))
     return {
         "source": source, "kind": "ncu",
         "gpu": {"name": gpu.name, "cc": f"{gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else None, "sm_count": gpu.sm_count,
