@@ -123,8 +123,9 @@ def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
 
 def parse_path(path: str | os.PathLike) -> Parsed:
     """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given. A PyTorch
-    profiler trace file is read as a stream (collectors.kineto.parse_file) and an Nsight Systems export where it lies
-    (collectors.nsys.parse_file): neither is held whole in memory."""
+    profiler trace file and an Nsight Compute raw-page CSV are read as streams (collectors.kineto.parse_file,
+    collectors.ncu.parse_file), an Nsight Systems export where it lies (collectors.nsys.parse_file): none is held
+    whole in memory."""
     p = Path(path)
     try:
         if p.is_file():
@@ -157,6 +158,9 @@ def _streamed_parser(p: Path) -> Callable | None:
     if kind == "nsys" and not is_gzip_file(p):
         from collectors import nsys
         return nsys.parse_file
+    if kind == "ncu" and not inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
+        from collectors import ncu
+        return ncu.parse_file          # a CSV export: a raw page read batch by batch
     return None
 
 

@@ -134,9 +134,11 @@ class Source:
         return self._cached(("table", run.run_id, name), lambda: run.table(name))
 
     def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
-        """Every ncu metric of one launch (long form: metric, value, unit, text)."""
-        return self._cached(("launch", run_id, launch_id),
-                            lambda: self.table(run_id, "metrics").filter(pl.col("id") == launch_id))
+        """Every ncu metric of one launch (long form: metric, value, unit, text; names and texts as strings; the
+        stored table keeps them categorical)."""
+        return self._cached(("launch", run_id, launch_id), lambda: self.table(run_id, "metrics").filter(
+            pl.col("id") == launch_id).with_columns(pl.col("id").cast(pl.Int64),
+                                                    pl.col("metric", "text", "unit").cast(pl.String)))
 
     # ---- cache -----------------------------------------------------------------------------------
     def _cached(self, key, make):
@@ -396,7 +398,8 @@ class Source:
             hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
             if not hits.height:
                 continue
-            m = self.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
+            m = self.table(run.run_id, "metrics").filter(pl.col("id").cast(pl.Int64).is_in(hits["id"].implode())) \
+                .drop_nulls("value").with_columns(pl.col("id").cast(pl.Int64), pl.col("metric").cast(pl.String))
             for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
                 mk = m.filter(pl.col("id") == kid)
                 metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
