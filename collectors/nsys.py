@@ -338,6 +338,8 @@ def _parse(con: _Reader, name: str) -> Parsed:
         g = g.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
         gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops")
         del g
+        # the order link_launches wants, made here so that the unsorted frame is released before the join runs
+        gpu_raw = gpu_raw.sort("rank", "device", "stream", "start_ns", maintain_order=True)
     else:
         gpu_raw = empty(GPU_RAW_SCHEMA)
 

@@ -6,7 +6,8 @@ tools alternated within every round, medians and spread over the rounds, and a M
 A `Tool` is a command line (and where its standard output goes). `compare(tools, rounds)` runs every tool once per
 round, in an order that rotates from round to round (A B, B A, ... so that neither tool always runs on a warm or a
 cold machine), and returns per tool the samples and their medians. CPU time is user + system time of the process
-and its children (os.wait4), peak memory the largest resident set of the process (ru_maxrss).
+(os.wait4 in a small launcher process that forks the command), peak memory the largest resident set of the command
+(ru_maxrss); wall time from the fork to the command's exit.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,34 +35,51 @@ class Tool:
     setup: object = None               # called before each run, not timed (e.g. empty a store)
 
 
+# The command runs as the child of a small launcher process, which reports the child's own resource use. Measured
+# directly from this script, a child's peak memory would include this script's (the child shares it until it
+# execs the command: Python starts children with vfork, and a process keeps its peak across exec).
+_LAUNCHER = r"""
+import json, os, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t0
+with open(out, "w") as f:
+    json.dump({"rc": os.waitstatus_to_exitcode(status), "wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+               "maxrss_kib": ru.ru_maxrss}, f)
+"""
+
+
 def run_once(tool: Tool, timeout: float = 3600) -> dict:
-    """One run of the tool in a fresh process: wall_s, cpu_s (user + sys), maxrss_mib, rc."""
+    """One run of the tool in a fresh process: wall_s, cpu_s (user + sys), maxrss_mib (the command's own peak
+    resident memory), through the launcher above."""
+    import tempfile
     if tool.setup:
         tool.setup()
     out = open(tool.stdout, "wb") if tool.stdout else subprocess.DEVNULL
     env = dict(os.environ, **tool.env)
-    t0 = time.perf_counter()
+    fd, report = tempfile.mkstemp(prefix="ks-perf-", suffix=".json")
+    os.close(fd)
     try:
-        p = subprocess.Popen(tool.argv, stdout=out, stderr=subprocess.PIPE, env=env, cwd=tool.cwd)
-        deadline = t0 + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                p.kill()
-                raise TimeoutError(f"{tool.name} ran longer than {timeout} s")
-            time.sleep(0.002)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err = p.stderr.read().decode(errors="replace")
+        p = subprocess.run([sys.executable, "-c", _LAUNCHER, report, *tool.argv], stdout=out,
+                           stderr=subprocess.PIPE, env=env, cwd=tool.cwd, timeout=timeout)
+        ru = json.loads(Path(report).read_text() or "{}")
     finally:
         if tool.stdout:
             out.close()
-    if p.returncode != 0:
-        raise RuntimeError(f"{tool.name} failed (exit {p.returncode}): {' '.join(tool.argv)}\n{err[-3000:]}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-            "maxrss_mib": ru.ru_maxrss / 1024, "stderr_tail": err[-500:]}
+        os.unlink(report)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != 0 or ru.get("rc") != 0:
+        raise RuntimeError(f"{tool.name} failed (exit {ru.get('rc', p.returncode)}): {' '.join(tool.argv)}\n"
+                           f"{err[-3000:]}")
+    return {"wall_s": ru["wall_s"], "cpu_s": ru["user_s"] + ru["sys_s"], "user_s": ru["user_s"], "sys_s": ru["sys_s"],
+            "maxrss_mib": ru["maxrss_kib"] / 1024, "stderr_tail": err[-500:]}
 
 
 def stats(samples: list[dict]) -> dict:
