@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("--uploads", type=int, default=50)
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
+    facts = machine()                        # the load average at the start
     tmp = Path(tempfile.mkdtemp(prefix="ks-perf-uploads-"))
     raw = gzip.decompress(REPORT.read_bytes())
     files = []
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
             os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
     first, last = samples[0]["rss_mib"], samples[-1]["rss_mib"]
-    doc = {"machine": machine(), "uploads": args.uploads, "runs_stored": runs, "server_start_rss_mib": start_rss,
+    doc = {"machine": facts, "uploads": args.uploads, "runs_stored": runs, "server_start_rss_mib": start_rss,
            "samples": samples, "growth_mib": last - first}
     path = write_results("uploads", doc, [[f"server RSS after the 1st and the {args.uploads}th `.ncu-rep` upload",
                                            f"{first:,.0f} MiB", f"{last:,.0f} MiB", f"{last - first:+,.0f} MiB",
