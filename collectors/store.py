@@ -13,8 +13,7 @@ leaves no half run, and two processes ingesting the same file both end with the 
 
 Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
 metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
-within RACY_S seconds of a change is taken again next time, since file times are coarse), and `infos()` keeps
-the listing's RunInfo rows in <store>/runs-index.json for the next process (`kernelscope runs` reads one file).
+within RACY_S seconds of a change is taken again next time, since file times are coarse).
 
 Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
 run is read, so a model fix reaches every stored run. When a reader expects a newer table version
@@ -46,8 +45,6 @@ MANIFEST = "manifest.json"
 META = "meta.json"
 RUN_ID_LEN = 16
 STORE_FORMAT = 2
-INDEX = "runs-index.json"
-INDEX_FORMAT = 1
 #: a folder changed less than this many seconds before it was read may change again within the same file-time
 #: tick: its listing is not trusted from cache (git's "racy" rule)
 RACY_S = 2.0
@@ -277,44 +274,6 @@ class Store:
         with _LOCK:
             _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
         return list(out)
-
-    def infos(self) -> list[RunInfo]:
-        """The RunInfo of every run, newest first (`kernelscope runs`). Kept in <store>/runs-index.json with the
-        runs folder's stamp, so that the next process lists an unchanged store by reading that one file."""
-        stamp = _stamp(self.runs_dir)
-        if stamp is None:
-            return []
-        index = self.root / INDEX
-        key = str(self.runs_dir.resolve())
-        with _LOCK:
-            cached = _LISTINGS.get(key)
-        if cached is None:
-            try:
-                doc = json.loads(index.read_text())
-                if (doc.get("format") == INDEX_FORMAT and doc.get("table_versions") == TABLE_VERSIONS
-                        and tuple(doc.get("stamp") or ()) == stamp):
-                    return [RunInfo(**{**r, "warnings": tuple(r["warnings"])}) for r in doc["runs"]]
-            except (OSError, ValueError, KeyError, TypeError):
-                pass
-        now = time.time_ns()
-        infos = [r.info for r in self.runs()]
-        if _settled(stamp, now) and _stamp(self.runs_dir) == stamp:
-            body = {"format": INDEX_FORMAT, "table_versions": TABLE_VERSIONS, "stamp": list(stamp),
-                    "runs": [{**i.__dict__, "warnings": list(i.warnings)} for i in infos]}
-            try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{INDEX}-", dir=self.root)
-                with os.fdopen(fd, "w") as f:
-                    json.dump(body, f)
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)            # as readable as the store's other files
-                os.replace(tmp, index)
-            except OSError:                          # a read-only store: list it all the same
-                try:
-                    os.unlink(tmp)
-                except (OSError, UnboundLocalError):
-                    pass
-        return infos
 
     def get(self, run_id: str) -> Run:
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything

@@ -157,8 +157,8 @@ def echo_json(obj) -> None:
         out.flush()
         write = buf.write
     else:                                  # a captured stream without a byte buffer (tests)
-        def write(b: bytes) -> None:
-            out.write(b.decode())
+        def write(b) -> None:
+            out.write(bytes(b).decode())
     if tables:
         mark = orjson.dumps(mark_text)[:-1]            # the marker as orjson escapes it, without the closing quote
         pos = 0

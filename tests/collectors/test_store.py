@@ -119,20 +119,3 @@ def test_a_listing_read_right_after_a_change_is_read_again(store, monkeypatch):
     assert len(store.runs()) == 2                              # read once more (a new stamp), now settled
     store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
     assert len(store.runs()) == 2                              # trusted: the cache is what answered
-
-
-def test_infos_come_from_the_index_while_the_store_is_unchanged(store, monkeypatch):
-    """`kernelscope runs` in a new process reads <store>/runs-index.json instead of every manifest and metadata
-    file, while the runs folder's stamp is the one the index was written with."""
-    from collectors import store as store_mod
-    a, _ = store.ingest_path(SAMPLE)
-    _age(store)
-    infos = store.infos()
-    assert [i.run_id for i in infos] == [a.run_id] and (store.root / store_mod.INDEX).is_file()
-    monkeypatch.setattr(store_mod, "_LISTINGS", {})             # a new process
-    monkeypatch.setattr(store_mod.Run, "_make_info", lambda self: 1 / 0)
-    assert Store(store.root).infos() == infos
-    monkeypatch.undo()
-    monkeypatch.setattr(store_mod, "_LISTINGS", {})
-    b, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
-    assert [i.run_id for i in Store(store.root).infos()] == [b.run_id, a.run_id]   # stamp moved: index ignored
