@@ -77,6 +77,23 @@ def _groups(df: pl.DataFrame, per_launch: bool) -> pl.DataFrame:
         *[pl.col(c).mean() for c in extra])
 
 
+def change_columns(noise_floor: float = NOISE_FLOOR, k: float = SPREAD_K) -> list[pl.Expr]:
+    """status, change_pct, threshold_pct from median_ns_a/_b and spread_ns_a/_b (the module docstring's rule):
+    the one classification of a kernel's change, for two runs (compare_runs) and along a run history
+    (analyzers.history.regressions)."""
+    rel = ((pl.col("spread_ns_a") / pl.col("median_ns_a")) ** 2
+           + (pl.col("spread_ns_b") / pl.col("median_ns_b")) ** 2).sqrt()
+    thr = pl.max_horizontal(pl.lit(noise_floor), k * rel)
+    change = pl.col("median_ns_b") / pl.col("median_ns_a") - 1
+    status = (pl.when(pl.col("median_ns_a").is_null()).then(pl.lit("added"))
+              .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
+              .when(change < -thr).then(pl.lit("faster"))
+              .when(change > thr).then(pl.lit("slower"))
+              .otherwise(pl.lit("unchanged")))
+    return [status.alias("status"), (change * 100).alias("change_pct"),
+            pl.when(change.is_not_null()).then(thr * 100).alias("threshold_pct")]
+
+
 def compare_runs(a: pl.DataFrame, b: pl.DataFrame, *, per_launch: bool, noise_floor: float = NOISE_FLOOR,
                  k: float = SPREAD_K) -> pl.DataFrame:
     """One row per kernel (per launch for ncu) of A or B: n_a/n_b, median_a_ns/median_b_ns, spread_*_ns,
@@ -87,22 +104,10 @@ def compare_runs(a: pl.DataFrame, b: pl.DataFrame, *, per_launch: bool, noise_fl
     ga = ga.rename({c: f"{c}_a" for c in ga.columns if c not in keys})
     gb = gb.rename({c: f"{c}_b" for c in gb.columns if c not in keys})
     j = ga.join(gb, on=keys, how="full", coalesce=True, nulls_equal=True)
-    rel = ((pl.col("spread_ns_a") / pl.col("median_ns_a")) ** 2
-           + (pl.col("spread_ns_b") / pl.col("median_ns_b")) ** 2).sqrt()
-    thr = pl.max_horizontal(pl.lit(noise_floor), k * rel)
-    change = pl.col("median_ns_b") / pl.col("median_ns_a") - 1
-    j = j.with_columns(change=change, threshold=thr)
-    status = (pl.when(pl.col("median_ns_a").is_null()).then(pl.lit("added"))
-              .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
-              .when(pl.col("change") < -pl.col("threshold")).then(pl.lit("faster"))
-              .when(pl.col("change") > pl.col("threshold")).then(pl.lit("slower"))
-              .otherwise(pl.lit("unchanged")))
     return j.with_columns(
-        status=status,
-        change_pct=pl.col("change") * 100,
-        threshold_pct=pl.when(pl.col("change").is_not_null()).then(pl.col("threshold") * 100),
+        *change_columns(noise_floor, k),
         delta_ns=pl.col("total_ns_b").fill_null(0) - pl.col("total_ns_a").fill_null(0),
-    ).drop("change", "threshold").sort(pl.col("delta_ns").abs(), descending=True)
+    ).sort(pl.col("delta_ns").abs(), descending=True)
 
 
 def totals(cmp: pl.DataFrame) -> dict:

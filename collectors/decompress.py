@@ -3,7 +3,8 @@
 The output is written in bounded steps into a spooled temporary file (in memory up to `SPOOL_BYTES`, then an
 unnamed file on disk that disappears with the process), so a gzip bomb is refused when its output passes the cap
 (collectors.limits.max_artifact_bytes, or `limit`) having held at most one step in memory; an accepted stream is
-read back into one bytes object of its exact size (no second copy).
+read back into one bytes object of its exact size (no second copy). `read_chunks` streams a file's bytes
+(decompressed on the way, within the same cap) for readers that need not hold an artifact whole.
 """
 from __future__ import annotations
 
@@ -80,3 +81,50 @@ def gunzip_if_needed(data: bytes, name: str, limit: int | None = None) -> tuple[
         out.seek(0)
         raw = out.read()
     return raw, inner
+
+
+def read_chunks(path, name: str, step: int = _STEP, limit: int | None = None):
+    """The bytes of a file in chunks of about `step` bytes, decompressed on the way when it is gzip (at most
+    `limit` bytes of output, collectors.limits.max_artifact_bytes by default; concatenated members read as gzip(1)
+    does), so that a large artifact need not be held whole in memory."""
+    cap = max_artifact_bytes() if limit is None else limit
+    with open(path, "rb") as f:
+        first = f.read(step)
+        if not is_gzip(first):
+            total = 0
+            while first:
+                total += len(first)
+                if total > cap:
+                    raise too_large(name, cap, "is")
+                yield first
+                first = f.read(step)
+            return
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        total = 0
+        data = first
+        try:
+            while True:
+                chunk = d.decompress(data, step)
+                while chunk:
+                    total += len(chunk)
+                    if total > cap:
+                        raise too_large(name, cap)
+                    yield chunk
+                    chunk = d.decompress(d.unconsumed_tail, step) if d.unconsumed_tail else b""
+                if d.eof:
+                    rest = d.unused_data + f.read(step)
+                    if not rest:
+                        return
+                    if not is_gzip(rest):
+                        if rest.strip(b"\x00") or f.read(1):
+                            raise ArtifactError(name, "corrupt gzip file (data after the end of the compressed "
+                                                      "stream)")
+                        return
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    data = rest
+                    continue
+                data = f.read(step)
+                if not data:
+                    raise ArtifactError(name, "truncated gzip file (the compressed stream ends early)")
+        except zlib.error as e:
+            raise ArtifactError(name, f"corrupt gzip file ({e})") from None

@@ -141,12 +141,61 @@ def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
 
 
 def parse_path(path: str | os.PathLike) -> Parsed:
-    """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given."""
-    data, name = read_path(path)
+    """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given. A PyTorch
+    profiler trace file and an Nsight Compute raw-page CSV are read as streams (collectors.kineto.parse_file,
+    collectors.ncu.parse_file), an Nsight Systems export where it lies (collectors.nsys.parse_file): none is held
+    whole in memory. Whichever way it is read, the same bounds and checks apply as in parse_bytes (collectors.limits,
+    collectors.validate), so `analyze FILE` refuses what `ingest FILE` refuses."""
+    p = Path(path)
+    kind = "artifact"
     try:
+        if p.is_file():
+            cap = max_artifact_bytes()
+            if p.stat().st_size > cap:
+                raise too_large(p.name, cap, "is")
+            streamed = _streamed_parser(p)
+            if streamed is not None:
+                parsed = streamed(p, p.name)
+                kind = parsed.kind
+                finish_meta(parsed.kind, parsed.meta)
+                return validate(parsed, p.name)
+        data, name = read_path(path)
         return parse_bytes(data, name)
     except ArtifactError as e:
         raise ArtifactError(str(path), e.problem) from None
+    except MemoryError:
+        raise ArtifactError(str(path), "too large to read in this process's memory") from None
+    except OSError as e:
+        raise ArtifactError(str(path), f"cannot read file ({e.strerror or e})") from None
+    except READ_ERRORS as e:
+        first = " ".join((str(e).splitlines() or [""])[0].split())[:200]
+        raise ArtifactError(str(path), f"could not be read as {kind}: {type(e).__name__}: {first}") from None
+
+
+def _streamed_parser(p: Path) -> Callable | None:
+    """The parser that reads file p from its path, for kinds read as a stream; None for the others."""
+    from collectors.decompress import read_chunks
+    try:
+        head = next(read_chunks(p, p.name, step=1 << 16), b"")
+    except OSError:
+        return None
+    inner = p.name[:-3] if p.name.endswith(".gz") else p.name
+    kind = detect_kind(head, inner) if head else None
+    if kind == "kineto" and not is_tar(head):
+        from collectors import kineto
+        return kineto.parse_file
+    if kind == "nsys" and not is_gzip_file(p):
+        from collectors import nsys
+        return nsys.parse_file
+    if kind == "ncu" and not inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
+        from collectors import ncu
+        return ncu.parse_file          # a CSV export: a raw page read batch by batch
+    return None
+
+
+def is_gzip_file(p: Path) -> bool:
+    with open(p, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
 
 
 def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:

@@ -118,9 +118,14 @@ def _chain_first(first, it):
 # --------------------------------------------------------------------------------------------------
 NDJSON_CHUNK_BYTES = 8 << 20
 _NL_TO_SPACE = bytes.maketrans(b"\r\n", b"  ")
+#: args of a collective kernel (PyTorch >= 2.1) -> gpu_ops column
+COMM_ARGS = {"Collective name": "collective", "In msg nelems": "comm_in_nelems", "Out msg nelems": "comm_out_nelems",
+             "dtype": "comm_dtype", "Group size": "comm_group_size"}
+_COMM_TYPES = {"Collective name": pl.String, "In msg nelems": pl.Int64, "Out msg nelems": pl.Int64,
+               "dtype": pl.String, "Group size": pl.Int64}
 _ARGS = pl.Struct({"device": pl.Int64, "stream": pl.Int64, "correlation": pl.Int64, "External id": pl.Int64,
                    "external id": pl.Int64, "grid": pl.List(pl.Int64), "block": pl.List(pl.Int64),
-                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64})
+                   "registers per thread": pl.Int64, "shared memory": pl.Int64, "bytes": pl.Int64, **_COMM_TYPES})
 _EVENT_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.Categorical, "pid": pl.String, "tid": pl.String,
                  "ts": pl.Float64, "dur": pl.Float64, "args": _ARGS}
 # Times to integer ns. Below 2**43 µs a float64 is within half a ns of the three-decimal µs value Kineto wrote
@@ -164,31 +169,64 @@ def exact_ns(col: str) -> pl.Expr:
     return pl.when(ip.is_not_null() & digits_ok).then(exact).otherwise(approx)
 
 
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_HEAD_MAX = 64 << 20
+
+
+def _slices(data: bytes, step: int):
+    view = memoryview(data)
+    for i in range(0, len(view), step):
+        yield view[i:i + step]
+
+
 def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
-    """Tier 1 reader: (top, typed frames per category, number of events, events per category).
+    """Tier 1 reader over a document in memory (see ndjson_stream)."""
+    return ndjson_stream(_slices(data, NDJSON_CHUNK_BYTES))
+
+
+def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
+    """Tier 1 reader: (top, typed frames per category, number of events, events per category), from the
+    document's bytes given as a stream of chunks (a file read piece by piece, or a gzip stream decompressed piece
+    by piece), so a large trace is never held whole in memory.
 
     JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
     separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
-    newline once every newline has become a space. polars then reads each piece with a fixed schema.
+    newline once every newline has become a space. polars then reads each piece of about NDJSON_CHUNK_BYTES
+    with a fixed schema. The top-level object is what remains with an empty events array (it must parse).
     Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
     missing ts / dur / name) raises FastPathFailed, and the exact Python readers take over."""
-    top, open_at, close_at = _locate(data)
-    m = _SEP.search(data, open_at + 1, close_at)
+    it = iter(chunks)
+    buf = bytearray()
+    eof = False
+
+    def more() -> bool:
+        nonlocal eof
+        if eof:
+            return False
+        nxt = next(it, None)
+        if nxt is None:
+            eof = True
+            return False
+        buf.extend(nxt)
+        return True
+
+    while (m := _EVENTS_KEY.search(buf)) is None:       # the head: everything before the events array
+        if len(buf) > _HEAD_MAX or not more():
+            raise FastPathFailed
+    head = bytes(buf[:m.end() - 1])
+    del buf[:m.end()]
+    while (m := _SEP.search(buf)) is None:               # the separator between two events
+        if not more():
+            raise FastPathFailed                          # zero or one event: not worth a special path
+    sep = m.group(0)
+    sep_flat = sep.translate(_NL_TO_SPACE)
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
     n_events = 0
     cats: dict[str, int] = {}
-    if m is None:  # zero or one event: not worth a special path
-        raise FastPathFailed
-    sep = m.group(0)
-    sep_flat = sep.translate(_NL_TO_SPACE)
-    pos = open_at + 1
-    while pos < close_at:
-        target = pos + NDJSON_CHUNK_BYTES
-        cut = data.find(sep, target, close_at) if target < close_at else -1
-        end = cut + 1 if cut >= 0 else close_at
-        piece = data[pos:end]
-        pos = cut + len(sep) - 1 if cut >= 0 else close_at
-        piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
+
+    def read(piece) -> None:
+        nonlocal n_events
+        piece = bytes(piece).translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
         try:
             df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
             if needs_text(df["ts"]):
@@ -201,6 +239,45 @@ def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int
             cats[c] = cats.get(c, 0) + n
         for k, f in _split_events(df).items():
             frames[k].append(f)
+
+    while True:
+        while len(buf) < NDJSON_CHUNK_BYTES and more():
+            pass
+        if eof:
+            break
+        cut = buf.rfind(sep)                              # whole events only; the rest waits for more bytes
+        if cut < 0:
+            if not more():
+                break
+            continue
+        read(memoryview(buf)[:cut + 1])
+        del buf[:cut + len(sep) - 1]                     # keep the next event's "{"
+    # the end: the last events, the array's "]", and the rest of the top-level object
+    close = len(buf)
+    top = None
+    for _ in range(8):
+        close = buf.rfind(b"]", 0, close)
+        if close < 0:
+            raise FastPathFailed
+        try:
+            top = loads(head + b"[]" + bytes(buf[close + 1:]))
+            break
+        except ValueError:
+            continue
+    if not isinstance(top, dict):
+        raise FastPathFailed
+    top.pop("traceEvents", None)
+    rest = bytes(buf[:close])
+    del buf
+    pos = 0
+    while len(rest) - pos > NDJSON_CHUNK_BYTES:           # what is left may still be more than one piece
+        cut = rest.rfind(sep, pos, pos + NDJSON_CHUNK_BYTES)
+        if cut < 0:
+            break
+        read(memoryview(rest)[pos:cut + 1])
+        pos = cut + len(sep) - 1
+    if rest[pos:].strip():
+        read(memoryview(rest)[pos:])
     return top, frames, n_events, cats
 
 
@@ -224,7 +301,8 @@ def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
             *[a.struct.field(f).list.get(i, null_on_oob=True).cast(pl.Int32).alias(f"{f}_{xyz}")
               for f in ("grid", "block") for i, xyz in enumerate("xyz")],
             a.struct.field("registers per thread").alias("registers_per_thread"),
-            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"))
+            a.struct.field("shared memory").alias("shared_memory_bytes"), a.struct.field("bytes").alias("bytes"),
+            *[a.struct.field(k).alias(c) for k, c in COMM_ARGS.items()])
     api = x.filter(cat.is_in(list(_API_CATS)))
     if api.height:
         out["api"] = api.select(*base, a.struct.field("correlation").alias("correlation"), ext)
@@ -248,7 +326,7 @@ class _Cols:
 
     def __init__(self):
         self.gpu = {k: [] for k in ("kind", "name", "pid", "tid", "ts", "dur", "device", "stream", "correlation",
-                                    "external_id", "grid", "block", "regs", "smem", "bytes", "idx")}
+                                    "external_id", "grid", "block", "regs", "smem", "bytes", "idx", *COMM_ARGS)}
         self.api = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "correlation", "external_id", "idx")}
         self.cpu = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "external_id", "idx")}
         self.ann = {k: [] for k in ("name", "pid", "tid", "ts", "dur", "idx")}
@@ -284,6 +362,8 @@ def collect_events(events: list, base_idx: int, name: str) -> _Cols:
             g_cor(args.get("correlation")); g_ext(_ext(args)); g_grid(args.get("grid"))
             g_block(args.get("block")); g_regs(args.get("registers per thread")); g_smem(args.get("shared memory"))
             g_bytes(args.get("bytes")); g_idx(base_idx + i)
+            for k in COMM_ARGS:
+                g[k].append(args.get(k))
         elif cat in api_cats:
             args = e.get("args", empty_args)
             if type(args) is not dict:
@@ -379,6 +459,7 @@ def event_frames(c: _Cols, name: str) -> dict[str, pl.DataFrame]:
             _series(g["smem"], pl.Int64, "shared memory", ix, name).alias("shared_memory_bytes"),
             _series(g["bytes"], pl.Int64, "bytes", ix, name),
             _id_series(g["tid"], "tid", ix, name),
+            *[_series(g[k], _COMM_TYPES[k], k, ix, name).alias(c) for k, c in COMM_ARGS.items()],
         ])
     for key, cols, extra in (("api", c.api, ("correlation", "external_id")), ("cpu", c.cpu, ("external_id",)),
                              ("ann", c.ann, ())):

@@ -10,7 +10,7 @@ and `==PROF==` noise lines. Every value is converted to base units (ns, bytes, h
 
 Output tables (`Parsed.tables`):
   * `kernels`: KERNEL_SCHEMA, one row per profiled launch, the metrics the analyzers use;
-  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form) for the detail view.
+  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form, names categorical) for the detail view.
 `Parsed.meta` has `gpu_name`, `cc`, `device_attributes` (ncu `device__attribute_*` without the prefix),
 `source_format` and `metric_set` hints.
 """
@@ -27,45 +27,14 @@ import polars as pl
 
 from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.kernel_names import canonical_name, display_names
-from collectors.ncu_rep import ncu_to_base, read_report_file  # noqa: F401  (read_report_file: the sandbox's task)
-from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed,
+from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
+from collectors.ncu_values import (_NA, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma, _number,  # noqa: F401
+                                   _parse_raw, ncu_to_base)
+from collectors.schema import (KERNEL_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed, conform_metrics,
                                finish_meta)
 
 #: report files: `.ncu-rep`, and `.nsight-cuprof-report` as Nsight Compute named them until 2020.1
 REPORT_SUFFIXES = (".ncu-rep", ".nsight-cuprof-report")
-IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-            "Block Size", "Grid Size", "Device", "CC"]
-
-# ---------------------------------------------------------------------------------------------
-# units
-
-# ncu_to_base lives in collectors.ncu_rep (imported by the .ncu-rep reader's child process, without polars)
-
-_NA = {"", "n/a", "N/A", "nan", "NaN", "-"}
-
-
-def _detect_decimal_comma(samples: list[str]) -> bool:
-    """True for exports written in a locale with ',' as decimal point ("27.595.520" or "1,5")."""
-    for s in samples:
-        if re.fullmatch(r"-?\d{1,3}(\.\d{3}){2,}(,\d+)?", s) or re.fullmatch(r"-?\d+,\d{1,2}", s):
-            return True
-    return False
-
-
-def _number(s: str, decimal_comma: bool) -> float | None:
-    s = s.strip()
-    if s in _NA:
-        return None
-    if decimal_comma:
-        s = s.replace(".", "").replace(",", ".")
-    else:
-        s = s.replace(",", "")
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
 # CSV
 
@@ -114,51 +83,6 @@ def _metric_of_label(sec: str, body: str, label: str) -> str:
     return (labels.get((sec, body, label)) or _OLD_LABELS.get((sec, label))
             or labels.get((_OLD_SECTIONS.get(sec, sec), body, label)) or labels.get(("", "", label))
             or f"label:{sec}/{label}")
-
-
-def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, name: str):
-    """Wide raw page -> (identity dicts, long metric frame). Vectorised with polars: the per-value work
-    (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
-    if len(units) != len(header) or any(units[: len(IDENTITY)]):
-        raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
-    body = text[body_start:].rstrip("\r\n") + "\n"        # blank lines after the last row are not a truncation
-    if "\n==" in body or body.startswith("=="):
-        body = "\n".join(ln for ln in body.split("\n") if not ln.startswith("=="))
-    if not body.strip():
-        raise ArtifactError(name, "raw-page CSV has no kernel rows")
-    try:
-        wide = pl.read_csv(io.StringIO(body), has_header=False, new_columns=header, infer_schema=False,
-                           quote_char='"')
-    except pl.exceptions.PolarsError as e:
-        raise ArtifactError(name, f"raw-page CSV rows do not match its header (truncated file?): "
-                                  f"{str(e).splitlines()[0]}") from None
-    if wide.width != len(header):
-        raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
-    short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
-    if short.height:
-        raise ArtifactError(name, f"raw-page CSV kernel row {short.item(0, 0) + 1} is incomplete (truncated file?)")
-    ids = wide["ID"].str.strip_chars()
-    if not ids.str.contains(r"^\d+$").all():
-        raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
-    metric_cols = header[len(IDENTITY):]
-    sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
-    dc = _detect_decimal_comma([v for v in sample if v])
-    scale = pl.DataFrame({"metric": metric_cols,
-                          "factor": [ncu_to_base(1.0, u)[0] for u in units[len(IDENTITY):]],
-                          "unit": [ncu_to_base(1.0, u)[1] for u in units[len(IDENTITY):]]})
-    long = wide.select(pl.col("ID").cast(pl.Int64).alias("id"), *metric_cols).unpivot(
-        index="id", variable_name="metric", value_name="raw")
-    raw = pl.col("raw").str.strip_chars()
-    num = (raw.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True) if dc
-           else raw.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
-    long = long.join(scale, on="metric", how="left", maintain_order="left").select(
-        "id", "metric",
-        (num * pl.col("factor")).alias("value"),
-        pl.when(num.is_null() & ~raw.is_in(list(_NA))).then(pl.col("raw")).otherwise(None).alias("text"),
-        "unit",
-    )
-    idents = wide.select(IDENTITY).to_dicts()
-    return idents, long
 
 
 def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
@@ -213,9 +137,20 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
     return list(launches.values())
 
 
-def _parse_csv(data: bytes, name: str):
+_HEAD_BYTES = 8 << 20
+
+
+def _parse_csv(data: bytes, name: str, rest=None):
+    """The header is found in the decoded head of the file; a details page is decoded whole, a raw page's kernel
+    rows are read from the bytes in batches (`_parse_raw`). rest: an iterator over the file's bytes after `data`
+    (a file read as a stream, `parse_file`), None when data is the whole file."""
+    import codecs
+    import itertools
+    bom = 3 if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8-sig")
+        whole = rest is None and len(data) <= _HEAD_BYTES
+        text = data.decode("utf-8-sig") if whole else \
+            codecs.getincrementaldecoder("utf-8-sig")().decode(data[:_HEAD_BYTES], final=False)
     except UnicodeDecodeError:
         raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
     if "\x00" in text[:65536]:
@@ -244,6 +179,13 @@ def _parse_csv(data: bytes, name: str):
     if header is None:
         raise ArtifactError(name, 'not an Nsight Compute CSV export (no header row with "ID" and "Kernel Name")')
     if "Metric Name" in header and "Metric Value" in header:
+        if rest is not None:
+            data = b"".join([data, *rest])
+        if not whole:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
         rows = _read_csv_rows(text[pos:], name)
         return _long_from_launches(_parse_details([header] + rows, 0, name)), "csv-details"
     nl = text.find("\n", pos)
@@ -251,7 +193,10 @@ def _parse_csv(data: bytes, name: str):
     if not units_line.strip():
         raise ArtifactError(name, "raw-page CSV has a header but no units row and no kernels")
     units = next(csv.reader([units_line]))
-    return _parse_raw(text, header, units, nl + 1 if nl >= 0 else len(text), name), "csv-raw"
+    body_start = bom + len(text[:nl + 1 if nl >= 0 else len(text)].encode("utf-8"))
+    if rest is not None:
+        return _parse_raw(itertools.chain([memoryview(data)[body_start:]], rest), header, units, 0, name), "csv-raw"
+    return _parse_raw(data, header, units, body_start, name), "csv-raw"
 
 
 def _long_from_launches(launches: list[tuple[dict, dict]]):
@@ -261,7 +206,8 @@ def _long_from_launches(launches: list[tuple[dict, dict]]):
         kid = _int(ident["ID"])
         for m, (v, text, unit) in metrics.items():
             rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
-    return idents, pl.DataFrame(rows, schema=METRIC_SCHEMA)
+    return idents, pl.DataFrame(rows, schema={"id": pl.Int32, "metric": pl.String, "value": pl.Float64,
+                                              "text": pl.String, "unit": pl.String})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,10 +272,15 @@ def short_name(name: str) -> str:
 
 
 def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parsed:
-    long = long.cast(dict(METRIC_SCHEMA))
+    long = conform_metrics(long)
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
-    sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
-    values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
+    sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null()) \
+        .select("id", pl.col("metric").cast(pl.String), "value").unique(["id", "metric"], keep="last",
+                                                                       maintain_order=True)
+    per_launch = sel.pivot(on="metric", index="id", values="value") if sel.height else pl.DataFrame(
+        {"id": []}, schema={"id": pl.Int32})
+    sizes = {(i, m): v for i, m, v in sel.filter(pl.col("metric").is_in(["launch__grid_size", "launch__block_size"]))
+             .iter_rows()}                                   # for _contradiction
     raw_names = [ident["Kernel Name"] for ident in idents]
     shown = display_names(raw_names)
     krows, contradicted = [], []
@@ -339,39 +290,44 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
         kname = canonical_name(raw)
         bx, by, bz = _dims(ident["Block Size"])
         gx, gy, gz = _dims(ident["Grid Size"])
-        bad = _contradiction(kid, ident, (gx, gy, gz), (bx, by, bz), values)
+        bad = _contradiction(kid, ident, (gx, gy, gz), (bx, by, bz), sizes)
         if bad:   # dimensions the launch's own size metrics disprove are not kept (see _contradiction)
             contradicted.append(bad)
             bx = by = bz = gx = gy = gz = None
-        row = {
+        krows.append({
             "id": kid, "kernel_name": kname, "raw_name": raw, "short_name": label,
             "kernel_key": hashlib.sha1(f"{kname}|{(bx, by, bz)}|{(gx, gy, gz)}".encode()).hexdigest()[:12],
             "process_id": _int(ident["Process ID"]), "process_name": ident["Process Name"] or None,
             "device": _int(ident["Device"]), "context": _int(ident["Context"]), "stream": _int(ident["Stream"]),
             "cc": ident["CC"] or None, "nvtx_range": ident.get("NVTX") or None,
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
-        }
-        for col, metric in NCU_METRIC_COLUMNS.items():
-            v = values.get((kid, metric))
-            row[col] = v if v is not None else values.get((kid, NCU_ALTERNATE_METRICS.get(metric, "")))
-        krows.append(row)
-    kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
+        })
+    ident_schema = {c: t for c, t in KERNEL_SCHEMA.items() if c not in NCU_METRIC_COLUMNS}
+    kernels = pl.DataFrame(krows, schema=ident_schema).join(
+        per_launch.with_columns(pl.col("id").cast(pl.Int64)), on="id", how="left", maintain_order="left")
+    have = set(kernels.columns)
+    kernels = kernels.select(*ident_schema, *[          # each column: its metric, else the older name of it
+        pl.coalesce([pl.col(m) for m in (metric, NCU_ALTERNATE_METRICS.get(metric)) if m and m in have]
+                    or [pl.lit(None)]).cast(pl.Float64).alias(col)
+        for col, metric in NCU_METRIC_COLUMNS.items()]).select(list(KERNEL_SCHEMA))
+    kernels = kernels.cast(dict(KERNEL_SCHEMA))
     if kernels.height == 0 or kernels["duration_ns"].null_count() == kernels.height:
         raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum, or 'Duration' in the Speed Of "
                                   "Light section): not an Nsight Compute export of kernel launches, a truncated one, "
                                   "or an incomplete collection")
     first = kernels["id"][0]
-    attrs_rows = long.filter((pl.col("id") == first) & pl.col("metric").str.starts_with("device__attribute_"))
+    attrs_rows = long.filter(pl.col("id") == first).with_columns(pl.col("metric", "text").cast(pl.String)) \
+        .filter(pl.col("metric").str.starts_with("device__attribute_"))
     attrs = {}
     for m, v, text in attrs_rows.select("metric", "value", "text").iter_rows():
         attrs[m[len("device__attribute_"):]] = text if v is None else (int(v) if float(v).is_integer() else v)
     gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
     source = ("device attributes" if attrs.get("display_name") else idents[0].get("GPU Name Source")
               if gpu_name else None)
-    counts = long.group_by("id").len()
+    metric_count = _most_per_launch(long["id"])
     meta = {"source_format": fmt, "gpu_name": gpu_name, "gpu_name_source": source, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
-            "metric_count": int(counts["len"].max()) if counts.height else 0}
+            "metric_count": metric_count}
     meta.update(_gpu_facts(long, attrs))
     if contradicted:
         meta["warnings"] = [f"{len(contradicted)} of {kernels.height} launches have grid/block dimensions that "
@@ -380,6 +336,23 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
                             "exports of an ncu 2019.x-2020.1 report)"]
     meta["lacks"] = _lacks(kernels, meta, bool(contradicted))
     return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
+
+
+def _most_per_launch(ids: pl.Series) -> int:
+    """The largest number of metric rows of one launch (ids are launch IDs), counted chunk by chunk without
+    grouping (or copying) 22 million rows."""
+    import numpy as np
+    total = None
+    for chunk in ids.get_chunks():
+        if chunk.null_count() or chunk.len() == 0:
+            continue
+        lo, hi = chunk.min(), chunk.max()
+        if lo < 0 or hi >= 1 << 24:
+            return int(ids.value_counts()["count"].max())
+        b = np.bincount(chunk.to_numpy())
+        total = b if total is None else (np.pad(total, (0, max(0, len(b) - len(total))))
+                                         + np.pad(b, (0, max(0, len(total) - len(b)))))
+    return int(total.max()) if total is not None else 0
 
 
 def _median(long: pl.DataFrame, metric: str) -> float | None:
@@ -430,6 +403,23 @@ def _lacks(kernels: pl.DataFrame, meta: dict, contradicted: bool = False) -> lis
                    "Size and Grid Size columns): launches of one kernel with different configurations are told "
                    "apart by their launch__grid_size / launch__block_size values only")
     return out
+
+
+def parse_file(path, name: str) -> Parsed:
+    """An Nsight Compute CSV export (plain or gzip) read as a stream: a raw page's rows are parsed batch by batch,
+    the file is never held whole in memory; a report (.ncu-rep) and a details page are read whole (`parse`)."""
+    from collectors.decompress import read_chunks
+    base = (name[:-3] if name.endswith(".gz") else name).lower()
+    chunks = read_chunks(path, name, step=RAW_BATCH_BYTES)
+    head = bytearray()
+    for c in chunks:
+        head += c
+        if len(head) >= _HEAD_BYTES:
+            break
+    if base.endswith(REPORT_SUFFIXES):
+        return parse(bytes(head) + b"".join(chunks), name)
+    (idents, long), fmt = _parse_csv(bytes(head), name, rest=chunks)
+    return _build(idents, long, name, fmt)
 
 
 def parse(data: bytes, name: str) -> Parsed:

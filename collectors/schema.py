@@ -23,7 +23,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 6, "kineto": 4, "nsys": 4, "bench": 3}
+TABLE_VERSIONS = {"ncu": 7, "kineto": 5, "nsys": 5, "bench": 3}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -197,8 +197,15 @@ KERNEL_SCHEMA = pl.Schema(
     }
     | {col: pl.Float64 for col in NCU_METRIC_COLUMNS}
 )
-METRIC_SCHEMA = pl.Schema({"id": pl.Int64, "metric": pl.String, "value": pl.Float64,
-                           "text": pl.String, "unit": pl.String})
+#: every metric of every launch, long form: metric names, units and texts are categorical (a few thousand distinct
+#: names, tens of units), values numeric; 10,000 launches x 2,227 metrics take ~24 bytes per value
+METRIC_SCHEMA = pl.Schema({"id": pl.Int32, "metric": pl.Categorical(), "value": pl.Float64,
+                           "text": pl.Categorical(), "unit": pl.Categorical()})
+
+
+def conform_metrics(df: pl.DataFrame) -> pl.DataFrame:
+    """A metrics table in METRIC_SCHEMA's order and types (an Enum of metric names reads as Categorical)."""
+    return df.select([pl.col(c).cast(t) for c, t in METRIC_SCHEMA.items()])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -232,12 +239,19 @@ GPU_OPS_SCHEMA = pl.Schema({
     "shared_memory_bytes": pl.Int64,  # static + dynamic shared memory per block
     "bytes": pl.Int64,                # memcpy / memset size
     "copy_kind": pl.String,           # HtoD, DtoH, DtoD, HtoH, PtoP ... (memcpy only)
+    # collective kernels (NCCL / RCCL) as PyTorch >= 2.1 records them in the kernel's args; null when not recorded
+    "collective": pl.String,          # 'Collective name': allreduce, _allgather_base, send, ...
+    "comm_in_nelems": pl.Int64,       # 'In msg nelems'
+    "comm_out_nelems": pl.Int64,      # 'Out msg nelems'
+    "comm_dtype": pl.String,          # 'dtype': Float, BFloat16, ...
+    "comm_group_size": pl.Int64,      # 'Group size': ranks in the process group
 })
 
 #: the columns a parser provides before collectors.launches.link_launches adds the launch / op columns
 GPU_RAW_COLUMNS = ("rank", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "duration_ns",
                    "correlation", "external_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-                   "registers_per_thread", "shared_memory_bytes", "bytes", "copy_kind")
+                   "registers_per_thread", "shared_memory_bytes", "bytes", "copy_kind", "collective", "comm_in_nelems",
+                   "comm_out_nelems", "comm_dtype", "comm_group_size")
 GPU_RAW_SCHEMA = pl.Schema({c: GPU_OPS_SCHEMA[c] for c in GPU_RAW_COLUMNS})
 
 API_CALLS_SCHEMA = pl.Schema({

@@ -11,6 +11,10 @@ run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload t
 name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
 leaves no half run, and two processes ingesting the same file both end with the same complete run.
 
+Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
+metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
+within RACY_S seconds of a change is taken again next time, since file times are coarse).
+
 Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
 run is read, so a model fix reaches every stored run. When a reader expects a newer table version
 (collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again from its kept artifact and
@@ -26,12 +30,14 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from functools import cached_property
 from pathlib import Path
 
 import polars as pl
 
+from collectors import index as run_index
 from collectors.errors import ArtifactError, RunNotFound, StoreError
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
@@ -40,6 +46,9 @@ MANIFEST = "manifest.json"
 META = "meta.json"
 RUN_ID_LEN = 16
 STORE_FORMAT = 2
+#: a folder changed less than this many seconds before it was read may change again within the same file-time
+#: tick: its listing is not trusted from cache (git's "racy" rule)
+RACY_S = 2.0
 _RUN_ID = re.compile(r"[0-9a-f]{4,16}")
 
 
@@ -54,12 +63,33 @@ def run_id_for(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:RUN_ID_LEN]
 
 
+def _stamp(path: Path) -> tuple | None:
+    """What changes when a folder's entries change: modification and change times, inode, link count."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink)
+
+
+def _settled(stamp: tuple | None, read_at_ns: int) -> bool:
+    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last changed (its
+    modification time; the change time is part of the stamp, so a later chmod or touch still moves it)."""
+    return stamp is not None and read_at_ns - stamp[0] > RACY_S * 1e9
+
+
 class Run:
     """A stored run: a read-only view of one run folder (its tables re-derived first when out of date)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, stamp: tuple | None = None, manifest: dict | None = None,
+                 info: RunInfo | None = None):
         self.path = Path(path)
         self._memory: Parsed | None = None      # tables re-derived but not writable to the store
+        self._stamp = stamp                     # the run folder's stamp when this view was made (listing cache)
+        self._made_ns = time.time_ns()
+        self._info = info                       # preloaded from the store's index
+        if manifest is not None:
+            self.__dict__["manifest"] = manifest
 
     def __repr__(self) -> str:
         return f"Run({self.path})"
@@ -144,11 +174,28 @@ class Run:
             raise KeyError(f"run {self.run_id} has no table {name!r}")
         return pl.read_parquet(p)
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A lazy scan of one table (a worker reads only the rows it filters for, e.g. one rank)."""
+        d = self._tables_dir
+        if d is None:
+            if name not in self._memory.tables:
+                raise KeyError(f"run {self.run_id} has no table {name!r}")
+            return self._memory.tables[name].lazy()
+        p = d / f"{name}.parquet"
+        if not p.is_file():
+            raise KeyError(f"run {self.run_id} has no table {name!r}")
+        return pl.scan_parquet(p)
+
     def as_parsed(self) -> Parsed:
         return Parsed(self.kind, {t: self.table(t) for t in self.tables}, self.meta)
 
     @property
     def info(self) -> RunInfo:
+        if self._info is None:
+            self._info = self._make_info()
+        return self._info
+
+    def _make_info(self) -> RunInfo:
         m, meta = self.manifest, self.meta
         return RunInfo(run_id=m["run_id"], kind=m["kind"], source_name=m["source_name"],
                        size_bytes=int(m.get("size_bytes") or 0), created=float(m.get("created") or 0),
@@ -250,6 +297,9 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
 
 
 SETTINGS = "settings.json"
+_LOCK = threading.Lock()
+#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name)
+_LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run]]] = {}
 
 
 class Store:
@@ -294,22 +344,40 @@ class Store:
 
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
-        """All complete runs, newest first. A run folder whose manifest cannot be read is left out (and listed by
-        `unreadable()`), so one damaged folder never hides the others."""
-        if not self.runs_dir.is_dir():
+        """All complete runs, newest first. Cached by change time (module docstring): an unchanged store is listed
+        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once).
+        A run folder whose manifest cannot be read (or names anything but a plain file) is left out, and listed
+        by `unreadable()`, so one damaged folder never hides the others."""
+        stamp = _stamp(self.runs_dir)
+        if stamp is None:
             return []
+        key = str(self.runs_dir.resolve())
+        with _LOCK:
+            hit = _LISTINGS.get(key)
+        if hit is not None and hit[0] == stamp and hit[1]:
+            return list(hit[2])
+        now = time.time_ns()
+        old = hit[3] if hit is not None else {}
         out = []
         try:
             entries = list(self.runs_dir.iterdir())
         except OSError:
             return []
         for p in entries:
-            if not p.name.startswith(".") and _RUN_ID.fullmatch(p.name) and (p / MANIFEST).is_file():
-                run = Run(p)
+            if p.name.startswith(".") or not _RUN_ID.fullmatch(p.name):
+                continue
+            rs = _stamp(p)
+            prev = old.get(p.name)
+            if prev is not None and rs is not None and prev._stamp == rs and _settled(rs, prev._made_ns):
+                out.append(prev)
+            elif rs is not None and (p / MANIFEST).is_file():
+                run = Run(p, stamp=rs)
                 if _manifest_ok(run):
                     out.append(run)
         out.sort(key=lambda r: (_num(r.manifest.get("created")), r.run_id), reverse=True)
-        return out
+        with _LOCK:
+            _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
+        return list(out)
 
     def unreadable(self) -> list[tuple[str, str]]:
         """(folder name, problem) of run folders whose manifest cannot be read."""
@@ -330,15 +398,63 @@ class Store:
         if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
             if not _manifest_ok(Run(p)):
                 raise RunNotFound(rid, "its folder is damaged (manifest.json cannot be read)")
-            return Run(p)
+            return self._listed(p)
         if self.runs_dir.is_dir():
             hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and _RUN_ID.fullmatch(q.name)
                     and (q / MANIFEST).is_file() and _manifest_ok(Run(q))]
             if len(hits) == 1:
-                return Run(hits[0])
+                return self._listed(hits[0])
             if len(hits) > 1:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
+
+    def run_ids(self) -> set[str]:
+        """The ids of the complete runs, from the folder names alone (a run folder appears complete, by one rename,
+        and temporary folders start with a dot)."""
+        if not self.runs_dir.is_dir():
+            return set()
+        return {e.name for e in os.scandir(self.runs_dir) if _RUN_ID.fullmatch(e.name) and e.is_dir()}
+
+    # ---- the run index (collectors.index) ----------------------------------------------------------
+    def refresh_index(self, log=None) -> dict:
+        """Bring the index in line with the runs: index runs it lacks (stored by an older version, or whose
+        segment could not be written) and runs indexed with an older table version, drop runs that are gone.
+        Raises OSError when the index cannot be written."""
+        ids = self.run_ids()
+        base_version = run_index.stats(self.root)["version"]
+        if base_version is not None and base_version != run_index.INDEX_VERSION:
+            if log:
+                log(f"rebuilding the run index (format {base_version} -> {run_index.INDEX_VERSION})")
+            return {"added": self.reindex(), "dropped": 0}
+        have, stale = run_index.indexed(self.root)
+        todo = sorted((ids - have) | (stale & ids))
+        if log and len(todo) > 50:
+            log(f"indexing {len(todo)} runs ...")
+        for i in range(0, len(todo), 256):
+            run_index.add_runs(self.root, [Run(self.runs_dir / r) for r in todo[i:i + 256]])
+        gone = set(have) - ids
+        if gone:
+            run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
+        return {"added": len(todo), "dropped": len(gone)}
+
+    def reindex(self) -> int:
+        """Rebuild the index from every run; returns the number of runs indexed."""
+        return run_index.rebuild(self.root, self.runs())
+
+    def index(self, refresh: bool = True, log=None):
+        """The run index (collectors.index.Index), refreshed first."""
+        if refresh:
+            self.refresh_index(log)
+        return run_index.open_index(self.root)
+
+    def _listed(self, p: Path) -> Run:
+        """The Run of the cached listing for folder p when that folder did not change since, else a new one."""
+        with _LOCK:
+            hit = _LISTINGS.get(str(self.runs_dir.resolve()))
+        r = hit[3].get(p.name) if hit is not None else None
+        if r is not None and r._stamp == _stamp(p) and _settled(r._stamp, r._made_ns):
+            return r
+        return Run(p)
 
     def __contains__(self, run_id: str) -> bool:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
@@ -426,7 +542,12 @@ class Store:
                     shutil.rmtree(tmp, ignore_errors=True)
                     return Run(final), False
                 raise
-            return Run(final), True
+            run = Run(final)
+            try:
+                run_index.add_runs(self.root, [run])   # one segment, renamed into place; best effort:
+            except (OSError, pl.exceptions.PolarsError):  # refresh_index adds what is missing
+                pass
+            return run, True
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             reason = e.strerror or str(e)

@@ -72,6 +72,8 @@ sections = {
                     page("runs.py", "Runs", "runs", ":material/list:")],
     "Analyse": [page("kernels.py", "Kernels", "kernels", ":material/memory:"),
                 optional("timeline.py", "Timeline", "timeline", ":material/timeline:"),
+                optional("ranks.py", "Ranks", "ranks", ":material/grid_on:"),
+                optional("history.py", "History", "history", ":material/query_stats:"),
                 page("compare.py", "Compare", "compare", ":material/compare_arrows:")],
     "Hardware": [page("gpus.py", "GPUs", "gpus", ":material/developer_board:"),
                  page("live.py", "Live", "live", ":material/monitor_heart:")],

@@ -185,3 +185,40 @@ def utilisation_lines(h: pl.DataFrame) -> alt.Chart:
         x=alt.X("seconds_ago:Q", title="time [s, 0 = now]"),
         y=alt.Y("util_gpu_pct:Q", title="GPU busy [%] (NVML utilisation)", scale=alt.Scale(domain=[0, 100])),
         color=alt.Color("gpu:N", title="GPU")).properties(title="Utilisation over this session", height=220)
+
+
+# ---- distributed jobs (the Ranks page) ------------------------------------------------------------------
+
+def rank_heatmap(cells: pl.DataFrame, value_title: str, title: str) -> alt.Chart:
+    """Ranks x iterations (cells: rank, step, value, straggler (bool)); stragglers outlined."""
+    ensure_theme()
+    base = alt.Chart(cells).encode(
+        x=alt.X("step:O", title="iteration (step number)"), y=alt.Y("rank:O", title="rank", sort="ascending"))
+    heat = base.mark_rect().encode(
+        color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme="viridis")),
+        tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("step:O", title="iteration"),
+                 alt.Tooltip("value:Q", format=",.3f", title=value_title), alt.Tooltip("straggler:N")])
+    marks = base.transform_filter(alt.datum.straggler).mark_rect(fill=None, stroke="#dc2626", strokeWidth=2)
+    return alt.layer(heat, marks).properties(title=title, height=alt.Step(14) if cells["rank"].n_unique() > 16
+                                             else alt.Step(24))
+
+
+def histogram_bars(bins: pl.DataFrame, x_title: str, title: str) -> alt.Chart:
+    """Pre-binned counts (bins: lo, hi, count) as bars."""
+    ensure_theme()
+    return alt.Chart(bins).mark_bar().encode(
+        x=alt.X("lo:Q", bin="binned", title=x_title), x2="hi:Q", y=alt.Y("count:Q", title="iterations"),
+        tooltip=[alt.Tooltip("lo:Q", format=",.3f", title="from"), alt.Tooltip("hi:Q", format=",.3f", title="to"),
+                 "count:Q"]).properties(title=title, height=220)
+
+
+def history_lines(df: pl.DataFrame, *, y: str, y_title: str, color: str, color_title: str, title: str,
+                  log_y: bool = False) -> alt.Chart:
+    """A quantity over store time (df: when (datetime), y, color, run_id, label) with points."""
+    ensure_theme()
+    return alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("when:T", title="stored (UTC)", axis=alt.Axis(format="%Y-%m-%d %H:%M", labelAngle=-30)),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(type="log") if log_y else alt.Undefined),
+        color=alt.Color(f"{color}:N", title=color_title),
+        tooltip=[alt.Tooltip("when:T", format="%Y-%m-%d %H:%M"), "run_id:N", alt.Tooltip(f"{y}:Q", format=",.4g"),
+                 f"{color}:N", "label:N"]).properties(title=title, height=280)

@@ -27,20 +27,22 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from analyzers import ceilings as C
-from analyzers.cases.bench_verdicts import attach, skipped_checks
 from analyzers.errors import AnalysisError
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
-from analyzers.ncu_run import NcuAnalysis, analyze_ncu
-from analyzers.timeline import TimelineSummary, summarize
 from collectors.errors import ArtifactError, InputError, RunNotFound
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
+
+if TYPE_CHECKING:
+    from analyzers.ncu_run import NcuAnalysis
+    from analyzers.timeline import TimelineSummary
 
 #: the page that shows a run of each kind
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
@@ -163,9 +165,11 @@ class Source:
         return self._cached(("table", run.run_id, name), lambda: run.table(name))
 
     def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
-        """Every ncu metric of one launch (long form: metric, value, unit, text)."""
-        return self._cached(("launch", run_id, launch_id),
-                            lambda: self.table(run_id, "metrics").filter(pl.col("id") == launch_id))
+        """Every ncu metric of one launch (long form: metric, value, unit, text; names and texts as strings; the
+        stored table keeps them categorical)."""
+        return self._cached(("launch", run_id, launch_id), lambda: self.table(run_id, "metrics").filter(
+            pl.col("id") == launch_id).with_columns(pl.col("id").cast(pl.Int64),
+                                                    pl.col("metric", "text", "unit").cast(pl.String)))
 
     # ---- cache -----------------------------------------------------------------------------------
     def _cached(self, key, make):
@@ -258,6 +262,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.ncu_run import analyze_ncu      # imported by the kind that needs it: `analyze` stays quick
             ident = identify(run.meta, self.gpu)
             gpu = ident.spec
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
@@ -270,6 +275,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.timeline import summarize
             g = run.table("gpu_ops")
             meta = self.meta(run)
             floor = self.launch_floor_ns(meta.get("gpu_name"))
@@ -287,10 +293,42 @@ class Source:
                               name or "unknown GPU")
         return {**(self.best_ceilings(name) if name else {}), **own}
 
+    def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
+                  threshold: float | None = None):
+        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the
+        straggler and its cause, collectives. A stored run with many ranks is reduced rank by rank on the given
+        executor (dashboard.execute; default: in this process for small runs, a process pool for large ones),
+        each task reading its rank from the store; a Parsed file in this process."""
+        from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
+        from dashboard import execute, ranks
+        run = self._resolve(run)
+        thr = STRAGGLER_THRESHOLD if threshold is None else threshold
+
+        def in_process(parsed):
+            floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
+            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors),
+                           threshold=thr)
+        if isinstance(run, Parsed):
+            return in_process(run)
+
+        def make():
+            n = len(run.meta.get("ranks") or [0])
+            ex = executor or execute.make_executor(total_bytes=run.info.size_bytes, tasks=n)
+            if isinstance(ex, execute.SerialExecutor):
+                return in_process(Parsed(run.kind, {t: self.table(run.run_id, t) for t in ("gpu_ops", "nvtx")},
+                                         run.meta))
+            floors = {g: self.launch_floor_ns(g) for g in {run.meta.get("gpu_name")}}
+            return ranks.analyze_sources(ranks.run_sources(run), ex, step_pattern=step_pattern, threshold=thr,
+                                         floors=floors)[0]
+        if executor is not None:
+            return make()
+        return self._cached(("multirank", run.run_id, step_pattern, thr, self._bench_key()), make)
+
     def bench(self, run: Run | Parsed | str) -> BenchAnalysis:
         run = self._resolve(run)
 
         def make():
+            from analyzers.cases.bench_verdicts import attach, skipped_checks   # the case catalog: bench runs only
             try:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
@@ -381,6 +419,17 @@ class Source:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    # ---- the run index: cross-run questions ----------------------------------------------------------
+    def history(self, query):
+        """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
+        when the store cannot be written)."""
+        from collectors import index as run_index
+        try:
+            self.store.refresh_index()
+        except OSError:
+            return query(run_index.memory_index(self.store.root, self.runs()))
+        return run_index.collect(self.store.root, query)
+
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str) -> list:
         """Stored Nsight Compute measurements of a textbook case on one GPU (analyzers.cases.Measurement): launches
@@ -401,7 +450,8 @@ class Source:
             hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
             if not hits.height:
                 continue
-            m = self.table(run.run_id, "metrics").filter(pl.col("id").is_in(hits["id"].implode())).drop_nulls("value")
+            m = self.table(run.run_id, "metrics").filter(pl.col("id").cast(pl.Int64).is_in(hits["id"].implode())) \
+                .drop_nulls("value").with_columns(pl.col("id").cast(pl.Int64), pl.col("metric").cast(pl.String))
             for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
                 mk = m.filter(pl.col("id") == kid)
                 metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))

@@ -59,11 +59,12 @@ def online_softmax_step(quick: bool, seed: int) -> list[dict]:
     ]
 
 
-CPU_CASES = {"fp.non_associativity": fp_non_associativity, "online_softmax.step": online_softmax_step}
+CPU_CASES = {"online_softmax.step": online_softmax_step, "fp.non_associativity": fp_non_associativity}
 
 
-def run_cpu_cases(quick: bool = False, log=print) -> dict:
-    """Run every CPU case (each in its own try/except) and return the bench document."""
+def run_cpu_cases(quick: bool = False, log=print, on_case=None) -> dict:
+    """Run every CPU case (each in its own try/except) and return the bench document. on_case(doc) is called
+    after each case with the document so far ("finished" still null), as the GPU suite rewrites its file."""
     import numpy as np
     seed = random.randrange(1 << 31)
     doc = {"kernelscope_bench": 1,
@@ -84,5 +85,7 @@ def run_cpu_cases(quick: bool = False, log=print) -> dict:
             doc["failures"].append({"case": case_id, "error": f"{type(e).__name__}: {e}"})
         doc["cases"][case_id] = {"status": status, "seconds": round(time.monotonic() - t0, 3), "records": len(recs)}
         log(f"{case_id}: {status}, {len(recs)} records")
+        if on_case is not None:
+            on_case(doc)
     doc["finished"] = _now()
     return doc

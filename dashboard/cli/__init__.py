@@ -14,6 +14,7 @@ it bundles; this module only adds the typed errors around it.
 """
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 import warnings
@@ -23,7 +24,8 @@ from collectors.errors import InputError
 from dashboard.cli._app import app
 
 # command modules register themselves on `app`
-from dashboard.cli import core  # noqa: E402,F401  ingest, runs, analyze, gpus, dashboard
+from dashboard.cli import core  # noqa: E402,F401  ingest, analyze, gpus, dashboard
+from dashboard.cli import index  # noqa: E402,F401  runs, reindex, query
 from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export
@@ -35,6 +37,24 @@ EXIT_USAGE = 2
 EXIT_BUG = 70          # EX_SOFTWARE (sysexits.h): an internal error
 
 
+#: what may follow `--ray` as its address: auto, local, ray://..., HOST:PORT
+_RAY_ADDRESS = re.compile(r"^(auto|local|ray://\S+|[\w.\-\[\]:]+:\d+)$")
+
+
+def ray_argv(argv: list[str]) -> list[str]:
+    """`--ray [ADDRESS]`: an option whose value is optional (Click's own optional values are not reachable
+    through Typer). `--ray` followed by nothing, another option or something that is not an address (a path)
+    means `--ray auto`."""
+    out = []
+    for i, a in enumerate(argv):
+        out.append(a)
+        if a == "--ray":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or not _RAY_ADDRESS.match(nxt):
+                out.append("auto")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         # a library's warning (polars, pyarrow) is not a message for the user: a refusal stays one line
@@ -43,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    argv = ray_argv(list(sys.argv[1:] if argv is None else argv))
     try:
         app(args=argv, prog_name="kernelscope", standalone_mode=True)
     except SystemExit as e:

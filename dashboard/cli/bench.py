@@ -1,13 +1,10 @@
 """`kernelscope bench`: run the microbenchmark suite on every visible GPU (one subprocess per GPU, one
 after the other so that they do not disturb each other), store one run per GPU, print the run ids.
-Without a GPU: say so in one line and run the CPU cases (numerics) only."""
+Without a GPU: say so in one line and run the CPU cases (numerics) only. With --ray [ADDRESS]: one suite task per
+GPU of a Ray cluster (dashboard.fleet), one run per GPU into this store as each finishes."""
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,37 +12,19 @@ from typing import Annotated, Optional
 import typer
 
 from collectors.errors import InputError
-from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_source, open_store, repo_root
+from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_source, open_store
 from dashboard.cli.render import print_table
+from dashboard.fleet import missing_gpu_packages, run_suite, visible_gpu_count
 
 _DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
-SUITE_TIMEOUT_S = 20 * 60
-
-
-def visible_gpu_count() -> int:
-    """GPUs a CUDA program here would see: CUDA_VISIBLE_DEVICES when set, else NVML's count."""
-    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        n = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no driver, no NVML, no GPU: all mean "no GPU here"
-        return 0
-    if cvd is not None:
-        ids = [x for x in cvd.split(",") if x.strip() and x.strip() != "-1"]
-        return min(len(ids), n)
-    return n
-
-
-def missing_gpu_packages() -> list[str]:
-    return [m for m in ("torch", "triton", "cupy") if importlib.util.find_spec(m) is None]
 
 
 def _store_doc(st, doc: dict, out_dir: Path) -> str:
     import json
     from collectors.bench.harness import result_file_name
     path = out_dir / result_file_name(doc["gpu"]["name"], doc["gpu"].get("uuid"))
+    if path.exists():                      # the CPU-case runs of a fleet share the name "CPU"
+        path = path.with_name(f"{path.stem}_{doc['gpu'].get('host') or 'node'}_{doc['gpu'].get('index')}.json")
     path.write_text(json.dumps(doc, indent=1, allow_nan=False))
     from dashboard.source import Source
     run, _ = Source(st).ingest_path(path)
@@ -53,27 +32,15 @@ def _store_doc(st, doc: dict, out_dir: Path) -> str:
 
 
 def _run_gpu(index: int, args: list[str], out_dir: Path, n_cases: int) -> tuple[Path | None, str]:
-    """Run the suite on GPU `index` in a subprocess with a progress bar; (result file, log path)."""
-    gdir = out_dir / f"gpu{index}"
-    gdir.mkdir(parents=True, exist_ok=True)
-    log_path = gdir / "bench.log"
-    cmd = [sys.executable, "-u", "-m", "collectors.bench.run", "--out", str(gdir), "--device", str(index), *args]
-    env = dict(os.environ, PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join([str(repo_root()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    with open(log_path, "w") as log, typer.progressbar(length=n_cases, label=f"GPU {index}") as bar:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                encoding="utf-8", errors="replace", env=env,
-                                cwd=repo_root())
-        done = 0
-        for line in proc.stdout:
-            log.write(line)
+    """Run the suite on GPU `index` (dashboard.fleet.run_suite) with a progress bar; (result file, log path)."""
+    done = [0]
+    with typer.progressbar(length=n_cases, label=f"GPU {index}") as bar:
+        def on_line(line: str, _doc) -> None:
             m = _DONE.search(line)
-            if m and int(m.group(1)) > done:
-                bar.update(int(m.group(1)) - done)
-                done = int(m.group(1))
-        proc.wait(timeout=SUITE_TIMEOUT_S)
-    files = sorted(gdir.glob("bench_*.json"))
-    return (files[-1] if files else None), str(log_path)
+            if m and int(m.group(1)) > done[0]:
+                bar.update(int(m.group(1)) - done[0])
+                done[0] = int(m.group(1))
+        return run_suite(index, args, out_dir, on_line)
 
 
 @app.command()
@@ -85,12 +52,24 @@ def bench(
     all_cpu: Annotated[bool, typer.Option("--all-cpu", help="Run the CPU cases (numerics) too when GPUs are present; "
                                           "without a GPU they are all that runs.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the result files and logs (default: a new temporary folder).")] = None,
+    ray: Annotated[Optional[str], typer.Option(
+        "--ray", metavar="[ADDRESS]", help="Run the suite on every GPU of a Ray cluster (RAY_ADDRESS or a local `ray "
+        "start --head` without a value, or HOST:PORT): one task per GPU, one run per GPU in this store.")] = None,
 ) -> None:
-    """Run the chapter's measurable cases on every visible GPU and store one run per GPU; print the run ids."""
+    """Run the chapter's measurable cases on every visible GPU (or every GPU of a Ray cluster) and store one run
+    per GPU; print the run ids."""
     from collectors.bench.cases import select_cases
     st = open_store(store)
     out_dir = Path(out) if out else Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
     out_dir.mkdir(parents=True, exist_ok=True)
+    if ray is not None:
+        try:
+            select_cases(cases)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--cases") from None
+        args = [*(["--ncu"] if ncu else []), *(["--quick"] if quick else []), *(["--cases", cases] if cases else [])]
+        _fleet(st, ray, args, quick, out_dir)
+        return
     n_gpus = visible_gpu_count()
     run_ids: list[str] = []
     failed = 0
@@ -142,6 +121,50 @@ def echo_skipped(skipped: list[dict]) -> None:
         return
     typer.echo(f"  not measured: {skipped[0]['reason']}; event-timed results are complete. Checks skipped: "
                + "; ".join(f"{s['case']} ({', '.join(s['checks'])})" for s in skipped))
+
+
+def _fleet(st, address: str, args: list[str], quick: bool, out_dir: Path) -> None:
+    """`kernelscope bench --ray`: stream progress, store each GPU's run as it arrives, report lost nodes."""
+    from dashboard.fleet import fleet_bench
+
+    def on_event(ev: dict) -> None:
+        if ev["kind"] == "started":
+            typer.echo(f"{ev['key']}: started on {ev.get('host')}")
+        elif ev["kind"] == "case":
+            typer.echo(f"{ev['key']}: {ev['line']}")
+
+    stored: list[str] = []
+    problems: list[str] = []
+
+    def on_result(res) -> None:
+        key = res.slot.key
+        if res.doc is None:
+            problems.append(f"{key}: {res.status}, no results ({res.error})")
+            typer.echo(f"kernelscope bench: {key}: {res.status}, no case finished ({res.error})", err=True)
+            return
+        try:
+            rid = _store_doc(st, res.doc, out_dir)
+        except InputError as e:
+            problems.append(f"{key}: {e}")
+            typer.echo(f"kernelscope: {e}", err=True)
+            return
+        stored.append(rid)
+        n = len(res.doc.get("results") or [])
+        if res.status == "done":
+            typer.echo(f"{key}: {res.doc['gpu'].get('name')}: {n} results, run {rid}")
+        else:
+            problems.append(f"{key}: {res.status} after {len(res.doc.get('cases') or {})} case(s)")
+            typer.echo(f"kernelscope bench: {key}: {res.status} mid-suite ({res.error}); the {n} results of the cases "
+                       f"it finished are stored as partial run {rid}", err=True)
+
+    results = fleet_bench(address, args=args, quick=quick, on_event=on_event, on_result=on_result)
+    done = sum(1 for r in results if r.status == "done")
+    typer.echo(f"fleet: {done} of {len(results)} GPUs finished" + (" (partial: " + "; ".join(problems) + ")"
+                                                                   if problems else ""))
+    for rid in stored:
+        typer.echo(rid)
+    if problems:
+        raise typer.Exit(1)
 
 
 # ---- `kernelscope analyze RUN` for bench runs (called from core.report_for) ------------------------

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 import os
 import sys
 from pathlib import Path
@@ -57,35 +56,6 @@ def ingest(
         raise typer.Exit(1)
 
 
-def run_summary(run, src=None) -> dict:
-    info = run.info
-    gpu = src.gpu_label(run) if src is not None else info.gpu_name
-    return {
-        "run_id": info.run_id, "kind": info.kind, "source_name": info.source_name, "gpu_name": gpu,
-        "items": info.item_count, "item_label": info.item_label,
-        "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ"),
-        "size_bytes": info.size_bytes, "warnings": list(info.warnings),
-    }
-
-
-@app.command()
-def runs(store: StoreOpt = None,
-         format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table) -> None:
-    """List the runs in the store, newest first: id, kind, file, GPU, item count (launches, kernels or results)."""
-    src = open_source(store)
-    rows = [run_summary(r, src) for r in src.runs()]
-    if format is ListFormat.json:
-        echo_json({"runs": rows})
-    else:
-        for r in rows:
-            r["warn"] = len(r["warnings"]) or None
-        print_table(rows, ["run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created",
-                           ("warn", "warnings", None)])
-        for r in rows:
-            for w in r["warnings"]:
-                typer.echo(f"{r['run_id']}: warning: {w}")
-
-
 class Compat(str, Enum):
     hta = "hta"
 
@@ -120,18 +90,11 @@ NCU_TABLE = [
 ]
 
 
-def _clean(rows: list[dict]) -> list[dict]:
-    for r in rows:
-        for key, v in r.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                r[key] = None
-    return rows
-
-
 def ncu_report(a, source: str) -> dict:
-    """The JSON of an ncu analysis (analyzers.ncu_run.NcuAnalysis)."""
+    """The JSON of an ncu analysis (analyzers.ncu_run.NcuAnalysis); `kernels` is a polars DataFrame (echo_json
+    writes it row by row, NaN and infinities as null)."""
     gpu = a.gpu
-    rows = _clean(a.kernels.rename({"kernel_name": "name"}).select(list(NCU_COLUMNS)).to_dicts())
+    rows = a.kernels.rename({"kernel_name": "name"}).select(list(NCU_COLUMNS))
     return {
         "source": source, "kind": "ncu",
         "gpu": {"name": gpu.name, "cc": f"{gpu.cc[0]}.{gpu.cc[1]}" if gpu.cc else None, "sm_count": gpu.sm_count,
@@ -143,10 +106,12 @@ def ncu_report(a, source: str) -> dict:
     }
 
 
-def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
+def report_for(src, run, source: str, *, executor=None, step: str | None = None,
+               threshold: float | None = None) -> tuple[dict, list[dict], list[tuple]]:
     """(JSON report, rows for table/csv, table columns) for any run kind; every report carries the run's
     `warnings` and what its file `lacks` (collectors: the format or version does not provide it). A file whose
-    GPU cannot be identified is an ArtifactError naming it (as `ingest` says it)."""
+    GPU cannot be identified is an ArtifactError naming it (as `ingest` says it). Trace runs also get the
+    multi-rank sections (ranks, iterations, collectives, iteration_times), reduced on `executor` for stored runs."""
     if run.kind == "ncu":
         try:
             a = src.ncu(run)
@@ -156,8 +121,9 @@ def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
         rows = rep["kernels"]
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
     elif run.kind in ("kineto", "nsys"):
-        from dashboard.cli import timeline
+        from dashboard.cli import ranks, timeline
         rep = timeline.report(src.trace(run))
+        rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold)))
         rows, cols = rep["kernels"], timeline.TABLE_COLUMNS
         warnings = list(run.meta.get("warnings") or [])
     elif run.kind == "bench":
@@ -172,9 +138,49 @@ def report_for(src, run, source: str) -> tuple[dict, list[dict], list[tuple]]:
     return rep, rows, cols
 
 
+RayOpt = Annotated[Optional[str], typer.Option(
+    "--ray", metavar="[ADDRESS]",
+    help="Run the per-rank tasks on a Ray cluster: the one of RAY_ADDRESS or a local `ray start --head` (no value), "
+         "HOST:PORT, or 'local' for a private instance (needs the ray extra).")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", min=1, help="Worker processes for the per-rank tasks "
+                                                   "(default: one per core for large inputs).")]
+StepOpt = Annotated[Optional[str], typer.Option("--step", metavar="REGEX", help="Regex naming the iteration ranges, "
+                                                "one group = the step number (default: ProfilerStep#N, then 'step N').")]
+ThresholdOpt = Annotated[float, typer.Option("--straggler-threshold", min=0.0, help="A rank is a straggler when it "
+                                             "is later than the median by more than this fraction of the median step.")]
+
+
+def analyze_ranks(target: str, store, format: Format, ray: Optional[str], workers: Optional[int],
+                  step: Optional[str], threshold: float) -> None:
+    """`kernelscope analyze FOLDER_OR_GLOB`: one task per rank trace on a process pool or Ray, summaries only
+    back here (dashboard.ranks)."""
+    from dashboard import execute, ranks
+    from dashboard.cli import ranks as R
+    src = open_source(store)
+    sources = ranks.path_sources(target)
+    total = sum(os.path.getsize(s.path) for s in sources)
+    ex = execute.make_executor(ray=ray, workers=workers, total_bytes=total, tasks=len(sources))
+    floors = {c["gpu_name"]: src.launch_floor_ns(c["gpu_name"]) for c in src.ceilings().select("gpu_name").unique().to_dicts()}
+    mr, info = ranks.analyze_sources(sources, ex, step_pattern=step, threshold=threshold, floors=floors,
+                                     on_done=R.progress() if len(sources) > 16 else None)
+    rep = R.folder_report(mr, info, target)
+    if format is Format.json:
+        echo_json(rep)
+    elif format is Format.csv:
+        sys.stdout.write(to_csv(R.csv_rows(rep)))
+    else:
+        typer.echo(f"{target}: {rep['summary']['rank_count']} ranks, {rep['summary']['iteration_count']} iterations"
+                   + (f", GPU {', '.join(rep['summary']['gpu_names'])}" if rep['summary']['gpu_names'] else ""))
+        R.print_tables(rep)
+    R.echo_execution(info)
+    if info.failures:
+        raise typer.Exit(1)
+
+
 @app.command()
 def analyze(
-    path_or_run: Annotated[str, typer.Argument(help="An artifact file, or a run id (or unique prefix) in the store.")],
+    path_or_run: Annotated[str, typer.Argument(help="An artifact file, a folder or glob of rank traces, or a run id "
+                                                    "(or unique prefix) in the store.")],
     store: StoreOpt = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
     gpu: GpuOpt = None,
@@ -182,16 +188,31 @@ def analyze(
     compat: Annotated[Optional[Compat], typer.Option(
         "--compat", help="Also give a trace's launch and idle statistics as another tool defines them (hta: "
                          "Holistic Trace Analysis), next to Kernelscope's, with the difference.")] = None,
+    ray: RayOpt = None,
+    workers: WorkersOpt = None,
+    step: StepOpt = None,
+    straggler_threshold: ThresholdOpt = 0.02,
 ) -> None:
     """Analyze one artifact or stored run: per-kernel duration, DRAM bandwidth and its fraction of the
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing, the biggest
-    finding; or, for traces, launch delays and GPU idle time; or, for bench runs, measurements next to
-    predictions. Measured ceilings of the store's bench runs are used as in the dashboard. Warnings and what
-    the file lacks (its format or version does not record it) are printed after the table."""
+    finding; or, for traces, launch delays and GPU idle time, and per rank and iteration the straggler and its
+    cause; or, for bench runs, measurements next to predictions. A folder or glob of rank traces (Kineto or
+    nsys) is analysed rank by rank in parallel (--workers, --ray). Measured ceilings of the store's bench runs
+    are used as in the dashboard. Warnings and what the file lacks (its format or version does not record it)
+    are printed after the table."""
     apply_limits(max_decompressed_mb)
+    from dashboard.ranks import is_multi_rank_target
+    if is_multi_rank_target(path_or_run):
+        analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
+        return
     run, source = load(path_or_run, store, gpu)
     src = open_source(store, gpu)
-    rep, rows, cols = report_for(src, run, source)
+    executor = None
+    from collectors.store import Run
+    if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
+        from dashboard import execute
+        executor = execute.make_executor(ray=ray, workers=workers, mode="pool", tasks=2)
+    rep, rows, cols = report_for(src, run, source, executor=executor, step=step, threshold=straggler_threshold)
     if compat is not None:
         if run.kind not in ("kineto", "nsys"):
             raise typer.BadParameter(f"--compat {compat.value} compares trace statistics; {source} is a {run.kind} run")

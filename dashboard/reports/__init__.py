@@ -10,6 +10,8 @@ widgets), `kernelscope export` and the download button write the same reports to
     compare   ?a=RUN&b=RUN&noise=5
     gpus      ?gpu=NAME,NAME
     timeline  ?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S
+    ranks     ?run=RUN&metric=COLUMN&threshold=FRACTION&step=REGEX
+    history   ?kernel=REGEX&gpu=NAME&source=FILE&noise=5
     cases     ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable)
     claims    ?verdict=V (repeatable)&claim=ID
 
@@ -27,7 +29,7 @@ from dashboard.reports.blocks import Report
 from dashboard.reports.common import REPEATABLE
 from dashboard.source import PAGE_FOR_KIND, Source
 
-EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus", "timeline", "cases", "claims")
+EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus", "timeline", "ranks", "history", "cases", "claims")
 
 
 def build(src: Source, page: str, params: dict) -> Report:

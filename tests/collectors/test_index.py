@@ -1,0 +1,138 @@
+"""The run index: rows that say what the stored tables say, atomic under eight concurrent writers while
+compactions run, repaired by refresh (runs it lacks, runs re-derived, runs gone) and rebuilt by reindex."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from collectors import index as I
+from collectors.schema import TABLE_VERSIONS
+from collectors.store import Store
+from tests.conftest import H200_KERNELS, H200_TORCH, REPO, SAMPLES
+
+
+def test_rows_say_what_the_tables_say(tmp_path):
+    st = Store(tmp_path / "s")
+    ncu, _ = st.ingest_path(H200_KERNELS / "full_raw_base.csv.gz")
+    tr, _ = st.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")
+    bench, _ = st.ingest_path(next((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz")))
+    ix = st.index()
+    runs = ix.runs.collect()
+    assert set(runs["run_id"]) == {ncu.run_id, tr.run_id, bench.run_id}
+    row = runs.filter(pl.col("run_id") == tr.run_id).row(0, named=True)
+    assert (row["kind"], row["gpu_name"], row["item_count"], row["table_version"]) == \
+        ("kineto", tr.meta["gpu_name"], tr.meta["item_count"], TABLE_VERSIONS["kineto"])
+    k = ix.kernels.filter(pl.col("run_id") == ncu.run_id).collect()
+    t = ncu.table("kernels")
+    assert k["n"].sum() == t.height
+    one = t.filter(pl.col("kernel_name") == "ks_colread4")["duration_ns"]
+    assert k.filter(pl.col("name") == "ks_colread4")["median_ns"][0] == pytest.approx(one.median())
+    g = tr.table("gpu_ops").filter(pl.col("kind") == "kernel")
+    kt = ix.kernels.filter(pl.col("run_id") == tr.run_id).collect()
+    assert kt["n"].sum() == g.height and kt["total_ns"].sum() == pytest.approx(g["duration_ns"].sum())
+    c = ix.ceilings.filter(pl.col("run_id") == bench.run_id).collect()
+    assert sorted(c["metric"]) == sorted(bench.table("ceilings")["metric"])
+
+
+WRITER = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from collectors.store import Store
+st = Store(sys.argv[2])
+for p in sys.argv[3:]:
+    st.ingest_path(p)
+"""
+
+
+def test_eight_concurrent_writers_while_compactions_run(tmp_path):
+    """8 processes ingest 6 distinct traces each into one store; a compaction runs every 3 segments. Every run
+    ends whole and indexed exactly once, no temporary folder is left, and nothing needs to be re-indexed."""
+    src = json.loads(gzip.open(H200_TORCH / "ffn_M1_eager.json.gz").read())
+    files = []
+    for i in range(48):
+        src["traceName"] = f"copy {i}"
+        p = tmp_path / "in" / f"job{i % 5}_{i}.json"
+        p.parent.mkdir(exist_ok=True)
+        p.write_text(json.dumps(src))
+        files.append(str(p))
+    root = tmp_path / "s"
+    env = dict(os.environ, KERNELSCOPE_INDEX_COMPACT_AT="3")
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(REPO), str(root), *files[w::8]], env=env,
+                              stderr=subprocess.PIPE, text=True) for w in range(8)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errs
+    st = Store(root)
+    assert len(st.run_ids()) == 48
+    assert not [p for p in (root / "runs").iterdir() if p.name.startswith(".")]
+    assert not [p for p in (root / "index").rglob(".*") if p.name != ".lock"]   # no temporary folder left
+    df = I.collect(root, lambda ix: ix.runs.collect())
+    assert df.height == 48 and df["run_id"].n_unique() == 48
+    assert I.stats(root)["base"] is not None            # compactions happened while the writers wrote
+    assert st.refresh_index() == {"added": 0, "dropped": 0}
+
+
+def test_refresh_adds_missing_reindexes_stale_and_drops_gone_runs(tmp_path):
+    st = Store(tmp_path / "s")
+    a, _ = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")
+    b, _ = st.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    shutil.rmtree(tmp_path / "s" / "index")                   # a store written before the index existed
+    assert st.refresh_index() == {"added": 2, "dropped": 0}
+    stale = I.index_rows(a)                                    # a indexed by a version with older tables
+    stale["runs"] = stale["runs"].with_columns(pl.lit(1, pl.Int64).alias("table_version"))
+    rb = I.index_rows(b)
+    I.compact(st.root, full=True)
+    I._new_base(st.root, {t: pl.concat([stale[t], rb[t]]) for t in I.TABLES})
+    shutil.rmtree(b.path)                                      # a run removed by hand
+    assert st.refresh_index() == {"added": 1, "dropped": 1}
+    runs = I.collect(st.root, lambda ix: ix.runs.collect())
+    assert runs["run_id"].to_list() == [a.run_id] and runs["table_version"][0] == TABLE_VERSIONS["kineto"]
+    assert I.collect(st.root, lambda ix: ix.kernels.collect())["run_id"].unique().to_list() == [a.run_id]
+
+
+def test_an_index_of_another_format_is_rebuilt(tmp_path):
+    st = Store(tmp_path / "s")
+    st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")
+    I.compact(st.root, full=True)
+    cur = I.index_dir(st.root) / "CURRENT"
+    cur.write_text(cur.read_text().split()[0] + " 999\n")
+    msgs = []
+    st.refresh_index(log=msgs.append)
+    assert msgs and "rebuilding" in msgs[0] and I.stats(st.root)["version"] == I.INDEX_VERSION
+    assert I.collect(st.root, lambda ix: ix.runs.collect()).height == 1
+
+
+def test_reindex_and_the_runs_command(tmp_path):
+    from dashboard.cli import main
+    s = str(tmp_path / "s")
+    st = Store(s)
+    ids = [st.ingest_path(H200_TORCH / f)[0].run_id for f in ("ffn_M1_eager.json.gz", "triton_add_x300.json.gz")]
+    shutil.rmtree(tmp_path / "s" / "index")
+    assert main(["reindex", "--store", s]) == 0
+    assert I.stats(st.root)["base"] is not None and I.stats(st.root)["segments"] == 0
+    r = subprocess.run([sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())",
+                        "runs", "--format", "json", "--store", s], capture_output=True, text=True, cwd=REPO)
+    rows = json.loads(r.stdout)["runs"]
+    assert {x["run_id"] for x in rows} == set(ids)
+    assert set(rows[0]) == {"run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created",
+                            "size_bytes", "warnings"}
+
+
+def test_store_whose_index_cannot_be_written_still_lists_runs(tmp_path, capsys, monkeypatch):
+    """(As root a folder cannot be made unwritable, so the write failure is the OS error itself.)"""
+    from dashboard.cli import main
+    st = Store(tmp_path / "s")
+    rid = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+
+    def refuse(self, log=None):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(Store, "refresh_index", refuse)
+    assert main(["runs", "--store", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    assert rid in out.out and "the run index cannot be written (Permission denied)" in out.err

@@ -1,0 +1,111 @@
+"""A real local Ray cluster for tests: `ray start --head` on 127.0.0.1 (and extra worker nodes), on free ports and
+in a private temporary folder, stopped by signalling the processes this test started (never `ray stop`, which
+would stop every Ray instance of the machine)."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+RAY = Path(sys.executable).with_name("ray")
+
+
+def ray_available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return RAY.exists()
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _node_args(temp_dir: str, num_cpus: int, num_gpus: int, resources: str | None) -> list[str]:
+    nm, om, w, agent, grpc, rt, metrics = _free_ports(7)
+    args = ["--block", "--node-ip-address=127.0.0.1", f"--node-manager-port={nm}", f"--object-manager-port={om}",
+            f"--min-worker-port={w}", f"--max-worker-port={w + 30}", f"--dashboard-agent-listen-port={agent}",
+            f"--dashboard-agent-grpc-port={grpc}", f"--runtime-env-agent-port={rt}", f"--metrics-export-port={metrics}",
+            "--disable-usage-stats", f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}",
+            "--object-store-memory=100000000"]
+    if resources:
+        args.append(f"--resources={resources}")
+    return args
+
+
+class Node:
+    def __init__(self, proc: subprocess.Popen, log: Path):
+        self.proc = proc
+        self.log = log
+
+    def kill(self, sig=signal.SIGTERM) -> None:
+        """Stop this node: SIGTERM to its `ray start --block` stops its processes; SIGKILL to the whole process
+        group simulates a machine that disappears."""
+        if self.proc.poll() is None:
+            if sig == signal.SIGKILL:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+def _start(args: list[str], log: Path, env: dict) -> Node:
+    f = open(log, "w")
+    proc = subprocess.Popen([str(RAY), "start", *args], stdout=f, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    return Node(proc, log)
+
+
+def _wait_nodes(address: str, n: int, env: dict, timeout: float = 90) -> None:
+    code = ("import ray, sys, time\nray.init(address=sys.argv[1], log_to_driver=False)\n"
+            "t = time.time()\nwhile sum(1 for x in ray.nodes() if x['Alive']) < int(sys.argv[2]):\n"
+            "    time.sleep(0.5)\n    assert time.time() - t < 60\n")
+    subprocess.run([sys.executable, "-c", code, address, str(n)], check=True, timeout=timeout, env=env,
+                   capture_output=True)
+
+
+@contextmanager
+def ray_cluster(*, num_cpus: int = 2, num_gpus: int = 0, workers: tuple[dict, ...] = ()):
+    """Yield (address, head Node, [worker Nodes]) of a running local cluster; everything is stopped after."""
+    tmp = tempfile.mkdtemp(prefix="ksray-", dir="/tmp")     # short: Ray's socket paths must stay < 108 bytes
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ADDRESS="")
+    port, = _free_ports(1)
+    head = _start(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={tmp}",
+                   *_node_args(tmp, num_cpus, num_gpus, None)], Path(tmp) / "head.log", env)
+    address = f"127.0.0.1:{port}"
+    nodes: list[Node] = []
+    try:
+        _wait_nodes(address, 1, env)
+        for i, w in enumerate(workers):
+            nodes.append(_start([f"--address={address}", *_node_args(tmp, w.get("num_cpus", 1), w.get("num_gpus", 0),
+                                                                      w.get("resources"))],
+                                Path(tmp) / f"worker{i}.log", env))
+        if workers:
+            _wait_nodes(address, 1 + len(workers), env)
+        yield address, head, nodes
+    finally:
+        for n in nodes:
+            n.kill()
+        head.kill()
+        time.sleep(0.5)
+        shutil.rmtree(tmp, ignore_errors=True)
