@@ -126,6 +126,10 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
     idents, parts, dc, row0 = [], [], None, 0
     chunks = _byte_chunks(data, body_start) if isinstance(data, (bytes, bytearray, memoryview)) else data
     for piece in _raw_batches(iter(chunks), name):
+        if b"\n\n" in piece or b"\n\r\n" in piece or piece[:1] in (b"\n", b"\r"):   # blank lines are no truncation
+            piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip())
+            if not piece:
+                continue
         try:
             wide = pl.read_csv(io.BytesIO(piece), has_header=False, new_columns=header, infer_schema=False,
                                quote_char='"')

@@ -83,6 +83,11 @@ class _Reader:
         self.path, self.name = path, name
         self.con = sqlite3.connect(_uri(path), uri=True)
         self._adbc = None
+        self.deadline = float("inf")       # set by _open: sqlite3's queries stop there, the Arrow reads after it
+
+    def _in_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise sqlite3.OperationalError("interrupted")
 
     def execute(self, sql: str, *args):
         return self.con.execute(sql, *args)
@@ -114,6 +119,7 @@ class _Reader:
                     st.close()
             except adbc_driver_manager.Error as e:
                 raise sqlite3.DatabaseError(str(e).splitlines()[0]) from None
+            self._in_time()
             return df.rename(dict(zip(df.columns, columns))) if df.width == len(columns) else \
                 pl.DataFrame({a: [] for a in columns}, schema={a: pl.Int64 for a in columns})
         rows = self.con.execute(sql).fetchall()
@@ -304,7 +310,7 @@ def _open(path: str, name: str) -> _Reader:
     except sqlite3.DatabaseError as e:
         raise ArtifactError(name, f"corrupt or truncated SQLite database ({e})") from None
     # all queries together stop at the time limit; no writes; untrusted schema functions off; one value bounded
-    deadline = time.monotonic() + sqlite_seconds()
+    deadline = con.deadline = time.monotonic() + sqlite_seconds()
     con.con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 20_000)
     try:
         con.execute("PRAGMA query_only = ON")

@@ -36,7 +36,9 @@ def snapshot(src, rid) -> list[tuple]:
     from dashboard.cli.core import ncu_report
     rep = ncu_report(src.ncu(rid), "x")
     keys = ("top_finding", "lost_ns", "dram_peak_fraction", "dram_measured_fraction", "tensor_peak_fraction")
-    return [tuple(k.get(x) for x in keys) for k in rep["kernels"]] + [
+    kernels = rep["kernels"]
+    kernels = kernels.to_dicts() if hasattr(kernels, "to_dicts") else kernels
+    return [tuple(k.get(x) for x in keys) for k in kernels] + [
         tuple(sorted((n, c["value"]) for n, c in rep["measured_ceilings"].items()))]
 
 
