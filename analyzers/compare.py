@@ -144,11 +144,26 @@ class CompareResult:
     dims: bool = True                                  # ncu: matched by grid/block dimensions (has_dims), else sizes
 
 
+def launch_metric_rows(metrics: pl.DataFrame, ids, sections: pl.DataFrame | None) -> pl.DataFrame:
+    """The long metric rows of some launches (names, texts and units as strings, id Int64) with the section of each
+    metric (a run's metric_sections table: metric, section; None: no section known)."""
+    m = metrics.filter(pl.col("id").is_in(list(ids))).with_columns(
+        pl.col("id").cast(pl.Int64), *[pl.col(c).cast(pl.String) for c in ("metric", "text", "unit") if c in metrics.columns])
+    if "section" in m.columns:
+        return m
+    if sections is None or not sections.height:
+        return m.with_columns(pl.lit(None, dtype=pl.String).alias("section"))
+    return m.join(sections.select(pl.col("metric").cast(pl.String), pl.col("section").cast(pl.String)),
+                  on="metric", how="left", maintain_order="left")
+
+
 def compare_ncu(ka: pl.DataFrame, kb: pl.DataFrame, ma: pl.DataFrame, mb: pl.DataFrame, *, noise_floor: float = NOISE_FLOOR,
-                extra: tuple[str, ...] = ()) -> CompareResult:
-    """Two analysed ncu kernel tables (with id, kernel_name, grid/block, duration_ns) and their long metric tables:
-    launches matched n-th with n-th per (name, configuration: dimensions when both runs have them, else blocks and
-    threads per block, see has_dims), each matched pair diffed metric by metric."""
+                extra: tuple[str, ...] = (), sections_a: pl.DataFrame | None = None,
+                sections_b: pl.DataFrame | None = None) -> CompareResult:
+    """Two analysed ncu kernel tables (with id, kernel_name, grid/block, duration_ns) and their long metric tables
+    (with their metric_sections tables, for the section of each metric): launches matched n-th with n-th per (name,
+    configuration: dimensions when both runs have them, else blocks and threads per block, see has_dims), each
+    matched pair diffed metric by metric."""
     dims = has_dims(ka) and has_dims(kb)
     la = ncu_launches(ka, extra=("id", *extra), dims=dims)
     lb = ncu_launches(kb, extra=("id", *extra), dims=dims)
@@ -158,6 +173,8 @@ def compare_ncu(ka: pl.DataFrame, kb: pl.DataFrame, ma: pl.DataFrame, mb: pl.Dat
     for r in matched.sort("id_a").iter_rows(named=True):
         pairs.append({"name": r["name"], "config": r["config"], "occurrence": r["occurrence"],
                       "a_id": int(r["id_a"]), "b_id": int(r["id_b"])})
+    ma = launch_metric_rows(ma, [p["a_id"] for p in pairs], sections_a)
+    mb = launch_metric_rows(mb, [p["b_id"] for p in pairs], sections_b)
     metrics = {i: metric_diff(ma.filter(pl.col("id") == p["a_id"]), mb.filter(pl.col("id") == p["b_id"]),
                               noise_floor=noise_floor) for i, p in enumerate(pairs)}
     return CompareResult("ncu", noise_floor, relatedness(ka["kernel_name"].to_list(), kb["kernel_name"].to_list()),

@@ -67,8 +67,10 @@ def kernels(gpu_ops: pl.DataFrame) -> pl.DataFrame:
     return gpu_ops.filter(pl.col("kind") == "kernel")
 
 
-def _kinds(gpu_ops: pl.DataFrame, kinds) -> pl.DataFrame:
-    return gpu_ops if kinds is None else gpu_ops.filter(pl.col("kind").is_in(list(kinds)))
+def _kinds(gpu_ops: pl.DataFrame, kinds) -> pl.LazyFrame:
+    """The ops of the given kinds, lazily: what follows reads only the columns it uses (no copy of every column)."""
+    lf = gpu_ops.lazy()
+    return lf if kinds is None else lf.filter(pl.col("kind").is_in(list(kinds)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ def launch_stats(gpu_ops: pl.DataFrame, *, by=DEVICE, kinds=("kernel",),
             (pl.col("api_duration_ns") > runtime_cutoff_ns).sum().alias("long_launch_calls"),
             (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_ops"),
         )
-        .sort(list(by))
+        .sort(list(by)).collect()
     )
 
 
@@ -110,39 +112,73 @@ def launch_delay_outliers(gpu_ops: pl.DataFrame, *, cutoff_ns: int = LAUNCH_DELA
            .sort("launch_delay_ns", descending=True)
            .select(*STREAM, "name", "start_ns", "duration_ns", "launch_api", "api_start_ns", "api_end_ns",
                    "launch_delay_ns", "queue_ns"))
-    return out.head(limit) if limit else out
+    return (out.head(limit) if limit else out).collect()
 
 
 # --------------------------------------------------------------------------------------------------
-# Busy time, idle fraction, gaps
+# Busy time, idle fraction, gaps: one pass over ops sorted by start
 # --------------------------------------------------------------------------------------------------
+# Over the ops of a group sorted by start, let M(i) = the latest end among the ops before op i. Op i adds
+# max(0, end_i - max(start_i, M(i))) to the union of the intervals (what it covers beyond everything before it),
+# and a gap [M(i), start_i) precedes it when start_i > M(i). So busy time, gaps and merged intervals come from one
+# sorted scan (a cumulative max), never from materialising the merged intervals and grouping them again.
+def _sorted(ops: pl.DataFrame, by) -> pl.DataFrame:
+    return ops.sort(*by, "start_ns")
+
+
+def _narrow(gpu_ops: pl.DataFrame, by) -> pl.DataFrame:
+    """The columns the interval scans need, sorted by (by..., start_ns): times and three flags (kernel, with its
+    launch call, an NCCL kernel), never the names, so that a million-op trace sorts a small frame."""
+    k = pl.col("kind") == "kernel"
+    return _sorted(gpu_ops.select(*by, "start_ns", "end_ns", k.alias("_k"),
+                                  (k & pl.col("launch_api").is_not_null()).alias("_l"),
+                                  (k & pl.col("name").str.contains(_COMM)).alias("_c")), list(by))
+
+
+def _with_prev_end(s: pl.DataFrame, by) -> pl.DataFrame:
+    """s sorted by (by..., start_ns) -> with `_prev_end` = latest end of the group's earlier ops (null: first)."""
+    return s.with_columns(pl.col("end_ns").cum_max().shift(1).over(list(by)).alias("_prev_end"))
+
+
+_COVER = (pl.col("end_ns") - pl.max_horizontal("start_ns", "_prev_end")).clip(lower_bound=0)
+_GAP = pl.col("_prev_end").is_not_null() & (pl.col("start_ns") > pl.col("_prev_end"))
+
+
+def _busy(s: pl.DataFrame, by, alias: str = "busy_ns") -> pl.DataFrame:
+    """Per group, the length of the union of the intervals of s (sorted by (by..., start_ns))."""
+    by = list(by)
+    return _with_prev_end(s.select(*by, "start_ns", "end_ns"), by).group_by(by).agg(_COVER.sum().alias(alias))
+
+
+def _gaps_sorted(s: pl.DataFrame, by, min_gap_ns: int = 0) -> pl.DataFrame:
+    by = list(by)
+    return (_with_prev_end(s.select(*by, "start_ns", "end_ns"), by).filter(_GAP)
+            .select(*by, pl.col("_prev_end").alias("start_ns"), pl.col("start_ns").alias("end_ns"))
+            .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("gap_ns"))
+            .filter(pl.col("gap_ns") > min_gap_ns))
+
+
 def merge_intervals(ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     """Union of the [start_ns, end_ns) intervals per group -> (by..., start_ns, end_ns), sorted."""
     by = list(by)
-    if ops.height == 0:
-        return ops.select(*by, "start_ns", "end_ns").clear()
-    s = ops.select(*by, "start_ns", "end_ns").sort(*by, "start_ns")
-    prev_max = pl.col("end_ns").cum_max().shift(1).over(by)
-    s = s.with_columns(((pl.col("start_ns") > prev_max) | prev_max.is_null()).cast(pl.Int64).alias("_new"))
-    s = s.with_columns(pl.col("_new").cum_sum().over(by).alias("_iv"))
-    return (s.group_by(*by, "_iv").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
-            .sort(*by, "start_ns").drop("_iv"))
+    s = _with_prev_end(_sorted(ops.select(*by, "start_ns", "end_ns"), by), by)
+    new = (pl.col("_prev_end").is_null() | (pl.col("start_ns") > pl.col("_prev_end")))
+    s = s.with_columns(new.cast(pl.Int64).cum_sum().alias("_iv"))   # sorted by group: ids never cross groups
+    return (s.group_by(*by, "_iv", maintain_order=True).agg(pl.col("start_ns").first(), pl.col("end_ns").max())
+            .drop("_iv"))
 
 
-def utilization(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
-    """Per group: op_count, kernel_count, kernels_with_launch, first_start_ns, last_end_ns, window_ns,
-    busy_ns (union of op intervals), idle_ns = window - busy, idle_fraction = idle / window."""
+def _utilization_sorted(s: pl.DataFrame, by) -> pl.DataFrame:
+    """utilization over _narrow(gpu_ops, by)."""
     by = list(by)
-    merged = merge_intervals(gpu_ops, by)
-    busy = merged.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
-    counts = gpu_ops.group_by(by).agg(
+    counts = s.group_by(by).agg(
         pl.len().alias("op_count"),
-        (pl.col("kind") == "kernel").sum().alias("kernel_count"),
-        ((pl.col("kind") == "kernel") & pl.col("launch_api").is_not_null()).sum().alias("kernels_with_launch"),
+        pl.col("_k").sum().alias("kernel_count"),
+        pl.col("_l").sum().alias("kernels_with_launch"),
         pl.col("start_ns").min().alias("first_start_ns"),
         pl.col("end_ns").max().alias("last_end_ns"),
     )
-    out = counts.join(busy, on=by, how="left").with_columns(
+    out = counts.join(_busy(s, by), on=by, how="left").with_columns(
         (pl.col("last_end_ns") - pl.col("first_start_ns")).alias("window_ns"))
     return out.with_columns(
         (pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"),
@@ -151,39 +187,51 @@ def utilization(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     ).sort(by)
 
 
+def utilization(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """Per group: op_count, kernel_count, kernels_with_launch, first_start_ns, last_end_ns, window_ns,
+    busy_ns (union of op intervals), idle_ns = window - busy, idle_fraction = idle / window."""
+    by = list(by)
+    return _utilization_sorted(_narrow(gpu_ops, by), by)
+
+
 def gaps(gpu_ops: pl.DataFrame, by=DEVICE, *, min_gap_ns: int = 0) -> pl.DataFrame:
     """Idle gaps between merged busy intervals per group: (by..., start_ns, end_ns, gap_ns), gap_ns > min_gap_ns."""
     by = list(by)
-    m = merge_intervals(gpu_ops, by)
-    return (m.with_columns(pl.col("start_ns").shift(-1).over(by).alias("_next"))
-            .filter(pl.col("_next").is_not_null())
-            .select(*by, pl.col("end_ns").alias("start_ns"), pl.col("_next").alias("end_ns"))
-            .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("gap_ns"))
-            .filter(pl.col("gap_ns") > min_gap_ns))
+    return _gaps_sorted(_sorted(gpu_ops.select(*by, "start_ns", "end_ns"), by), by, min_gap_ns)
 
 
-def stream_gaps(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
+def stream_gaps(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS,
+                names: bool = True) -> pl.DataFrame:
     """Every idle gap before an op on its stream, with its HTA category (module docstring).
 
     Columns: rank, device, stream, start_ns (end of the stream's previous work), end_ns (op start),
-    gap_ns, category, next_name (the op after the gap), api_start_ns (its launch call start, null if unknown)."""
-    s = gpu_ops.select(*STREAM, "start_ns", "end_ns", "name", "api_start_ns").sort(*STREAM, "start_ns")
-    prev_end = pl.col("end_ns").cum_max().shift(1).over(list(STREAM))
-    s = s.with_columns(prev_end.alias("_prev")).filter(pl.col("_prev").is_not_null()) \
-        .with_columns((pl.col("start_ns") - pl.col("_prev")).alias("gap_ns")).filter(pl.col("gap_ns") > 0)
-    cat = (pl.when(pl.col("api_start_ns") > pl.col("_prev")).then(pl.lit("host_wait"))
+    gap_ns, category, next_name (the op after the gap; left out with names=False), api_start_ns (its launch call
+    start, null if unknown)."""
+    s = gpu_ops.select(*STREAM, "start_ns", "end_ns", "api_start_ns",
+                       pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
+    s = _with_prev_end(_sorted(s, STREAM), STREAM)
+    s = s.filter(_GAP).with_columns((pl.col("start_ns") - pl.col("_prev_end")).alias("gap_ns"))
+    cat = (pl.when(pl.col("api_start_ns") > pl.col("_prev_end")).then(pl.lit("host_wait"))
            .when(pl.col("gap_ns") < kernel_wait_threshold_ns).then(pl.lit("kernel_wait"))
            .otherwise(pl.lit("other")))
-    return s.select(*STREAM, pl.col("_prev").alias("start_ns"), pl.col("start_ns").alias("end_ns"), "gap_ns",
-                    cat.alias("category"), pl.col("name").alias("next_name"), "api_start_ns")
+    out = s.select(*STREAM, pl.col("_prev_end").alias("start_ns"), pl.col("start_ns").alias("end_ns"), "gap_ns",
+                   cat.alias("category"), "api_start_ns", "_row")
+    if names:       # the names of the ops after the gaps only
+        out = out.with_columns(gpu_ops["name"].gather(out["_row"]).alias("next_name"))
+        return out.select(*STREAM, "start_ns", "end_ns", "gap_ns", "category", "next_name", "api_start_ns")
+    return out.drop("_row")
 
 
 def idle_categories(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS,
                     by=STREAM) -> pl.DataFrame:
     """Idle time per group and HTA category: idle_ns, gap_count, idle_ratio (share of the group's idle time).
     Every group gets the three categories (0 when absent), as HTA reports them."""
+    return _idle_categories(gpu_ops, stream_gaps(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns,
+                                                 names=False), by)
+
+
+def _idle_categories(gpu_ops: pl.DataFrame, g: pl.DataFrame, by=STREAM) -> pl.DataFrame:
     by = list(by)
-    g = stream_gaps(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns)
     groups = gpu_ops.select(by).unique()
     grid = groups.join(pl.DataFrame({"category": list(IDLE_CATEGORIES)}), how="cross")
     agg = g.group_by(*by, "category").agg(pl.col("gap_ns").sum().alias("idle_ns"), pl.len().alias("gap_count"))
@@ -213,16 +261,24 @@ def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None,
 
     i.e. most kernels finish faster than the host can issue them, and the device spends a large part of
     its window waiting for the host to submit the next op."""
+    return _launch_bound(gpu_ops, utilization(gpu_ops, by),
+                         idle_categories(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns, by=STREAM),
+                         launch_floor_ns=launch_floor_ns, short_share_min=short_share_min,
+                         host_wait_min=host_wait_min, host_wait_partial=host_wait_partial, by=by)
+
+
+def _launch_bound(gpu_ops: pl.DataFrame, util: pl.DataFrame, stream_idle: pl.DataFrame, *,
+                  launch_floor_ns: float | None, short_share_min: float = 0.5, host_wait_min: float = 0.3,
+                  host_wait_partial: float = 0.1, by=DEVICE) -> pl.DataFrame:
     by = list(by)
-    k = kernels(gpu_ops)
-    u = utilization(gpu_ops, by).select(*by, "window_ns", "idle_fraction")
-    hw = (idle_categories(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns, by=STREAM)
-          .filter(pl.col("category") == "host_wait").group_by(by).agg(pl.col("idle_ns").sum().alias("host_wait_ns")))
-    c = k.group_by(by).agg(
+    u = util.select(*by, "window_ns", "idle_fraction")
+    hw = (stream_idle.filter(pl.col("category") == "host_wait")
+          .group_by(by).agg(pl.col("idle_ns").sum().alias("host_wait_ns")))
+    c = _kinds(gpu_ops, ("kernel",)).group_by(by).agg(
         pl.len().alias("kernel_count"),
         pl.col("launch_api").is_not_null().sum().alias("kernels_with_launch"),
         (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_kernels"),
-    )
+    ).collect()
     out = c.join(u, on=by, how="left").join(hw, on=by, how="left").with_columns(pl.col("host_wait_ns").fill_null(0))
     floor = float(launch_floor_ns) if launch_floor_ns else None
     out = out.with_columns(
@@ -296,7 +352,7 @@ def run_spans(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None) -> p
 
 def union_ns(ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     by = list(by)
-    return merge_intervals(ops, by).group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns"))
+    return _busy(_sorted(ops.select(*by, "start_ns", "end_ns"), by), by, "ns")
 
 
 def temporal_breakdown(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
@@ -304,11 +360,17 @@ def temporal_breakdown(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     memcpy_ns = |U(all ops)| - |U(all kernels)| (memcpy + memset time not hidden under kernels),
     idle_ns = window_ns - |U(all ops)|, and each as a fraction of the window."""
     by = list(by)
-    is_k = pl.col("kind") == "kernel"
-    comp = union_ns(gpu_ops.filter(is_k & ~pl.col("name").str.contains(_COMM)), by).rename({"ns": "_c"})
-    allk = union_ns(gpu_ops.filter(is_k), by).rename({"ns": "_k"})
-    allo = union_ns(gpu_ops, by).rename({"ns": "_a"})
-    win = gpu_ops.group_by(by).agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("window_ns"))
+    return _temporal_sorted(_narrow(gpu_ops, by), by)
+
+
+def _temporal_sorted(s: pl.DataFrame, by, all_busy: pl.DataFrame | None = None) -> pl.DataFrame:
+    """temporal_breakdown over _narrow(gpu_ops, by); all_busy: the groups' busy_ns when known."""
+    by = list(by)
+    k = s.filter(pl.col("_k"))
+    comp = _busy(k.filter(~pl.col("_c")), by, "_c")
+    allk = _busy(k, by, "_k")
+    allo = _busy(s, by, "_a") if all_busy is None else all_busy.select(*by, pl.col("busy_ns").alias("_a"))
+    win = s.group_by(by).agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("window_ns"))
     out = (win.join(comp, on=by, how="left").join(allk, on=by, how="left").join(allo, on=by, how="left")
            .with_columns(pl.col("_c", "_k", "_a").fill_null(0)))
     out = out.select(
@@ -323,16 +385,17 @@ def temporal_breakdown(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     return out.with_columns(frac).sort(by)
 
 
-def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",)) -> pl.DataFrame:
+def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None) -> pl.DataFrame:
     """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = total_ns /
-    busy time of all GPU ops of the trace (union over each device, summed over devices). Shares of
-    overlapping kernels can add up to more than 1. Sorted by total_ns, largest first."""
-    busy = union_ns(gpu_ops, DEVICE)["ns"].sum() if gpu_ops.height else 0
+    busy time of all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller
+    has it). Shares of overlapping kernels can add up to more than 1. Sorted by total_ns, largest first."""
+    if busy_ns is None:
+        busy_ns = int(union_ns(gpu_ops, DEVICE)["ns"].sum()) if gpu_ops.height else 0
     d = pl.col("duration_ns")
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
         pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
-        d.min().alias("min_ns"), d.max().alias("max_ns"))
-    return out.with_columns((pl.col("total_ns") / busy if busy else pl.lit(None, pl.Float64)).alias("busy_share")) \
+        d.min().alias("min_ns"), d.max().alias("max_ns")).collect()
+    return out.with_columns((pl.col("total_ns") / busy_ns if busy_ns else pl.lit(None, pl.Float64)).alias("busy_share")) \
         .sort(["total_ns", *by], descending=[True] + [False] * len(by))
 
 
@@ -341,10 +404,15 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",)) ->
 # --------------------------------------------------------------------------------------------------
 @dataclass
 class TimelineSummary:
-    """What the CLI, the Timeline page and its export show of a trace (see `summarize`)."""
+    """What the CLI, the Timeline page and its export show of a trace (see `summarize`), computed once."""
     devices: pl.DataFrame          # one row per (rank, device): DEVICE_SUMMARY_COLUMNS
     run: dict                      # the whole run: RUN_SUMMARY_KEYS
     launch_floor_ns: float | None
+    launch: pl.DataFrame | None = None            # launch_stats per device
+    idle_categories: pl.DataFrame | None = None   # idle_categories per stream
+    temporal: pl.DataFrame | None = None          # temporal_breakdown per device
+    launch_bound: pl.DataFrame | None = None      # launch_bound per device
+    kernels: pl.DataFrame | None = None           # kernel_summary (every kernel name)
 
 
 DEVICE_SUMMARY_COLUMNS = (
@@ -364,17 +432,23 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     evidence and verdict (`launch_bound`), where its time goes (`bound`, `bound_evidence`: `bound_verdict`) and
     its rank's run time (`run_spans`). For the whole run: the same counts, busy and window summed over the
     devices, idle fraction = 1 - busy / window of those sums, the launch-delay median / p90 over all kernels,
-    and the run time of the slowest rank. The one place these numbers are computed."""
-    util = utilization(gpu_ops)
-    stats = launch_stats(gpu_ops).select(
-        *DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count",
-        "queue_median_ns", "delay_outliers")
-    lb = launch_bound(gpu_ops, launch_floor_ns=launch_floor_ns).select(
-        *DEVICE, "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict")
+    and the run time of the slowest rank. Also the per-device launch statistics, per-stream idle categories,
+    temporal breakdown and per-kernel summary. The one place these numbers are computed: the ops are sorted once
+    per device and once per stream, and every interval quantity comes from those two scans."""
+    dev_sorted = _narrow(gpu_ops, DEVICE)
+    util = _utilization_sorted(dev_sorted, DEVICE)
+    launch = launch_stats(gpu_ops)
+    stream_idle = _idle_categories(gpu_ops, stream_gaps(gpu_ops, names=False), STREAM)
+    lb = _launch_bound(gpu_ops, util, stream_idle, launch_floor_ns=launch_floor_ns)
+    temporal = _temporal_sorted(dev_sorted, DEVICE, util)
+    del dev_sorted
     spans = run_spans(gpu_ops, api_calls) if gpu_ops.height else pl.DataFrame(
         schema={"rank": pl.Int32, "first_ns": pl.Int64, "last_ns": pl.Int64, "run_ns": pl.Int64})
-    devices = util.join(stats, on=list(DEVICE), how="left").join(lb, on=list(DEVICE), how="left") \
-        .join(spans.select("rank", "run_ns"), on="rank", how="left")
+    devices = (util.join(launch.select(*DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns",
+                                       "queue_count", "queue_median_ns", "delay_outliers"), on=list(DEVICE), how="left")
+               .join(lb.select(*DEVICE, "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict"),
+                     on=list(DEVICE), how="left")
+               .join(spans.select("rank", "run_ns"), on="rank", how="left"))
     verdicts = []
     for i, h, sh, win, run_ns in devices.select("idle_fraction", "host_wait_fraction", "short_kernel_share",
                                                 "window_ns", "run_ns").iter_rows():
@@ -387,7 +461,7 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     devices = devices.with_columns(pl.Series("bound", [v for v, _ in verdicts], dtype=pl.String),
                                    pl.Series("bound_evidence", [e for _, e in verdicts], dtype=pl.String))
     devices = devices.select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE))
-    k = kernels(gpu_ops)
+    k = _kinds(gpu_ops, ("kernel",)).select("launch_delay_ns", "launch_api").collect()
     d = k["launch_delay_ns"].drop_nulls()
     busy = int(util["busy_ns"].sum()) if util.height else 0
     window = int(util["window_ns"].sum()) if util.height else 0
@@ -408,7 +482,8 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
         "slowest_rank": int(spans.sort("run_ns", descending=True)["rank"][0]) if spans.height else None,
         "delay_outliers": int((d > LAUNCH_DELAY_CUTOFF_NS).sum()) if d.len() else 0,
     }
-    return TimelineSummary(devices, run, launch_floor_ns)
+    return TimelineSummary(devices, run, launch_floor_ns, launch=launch, idle_categories=stream_idle,
+                           temporal=temporal, launch_bound=lb, kernels=kernel_summary(gpu_ops, busy_ns=busy))
 
 
 # --------------------------------------------------------------------------------------------------

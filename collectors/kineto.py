@@ -30,11 +30,12 @@ import tarfile
 
 import polars as pl
 
-from collectors.decompress import gunzip_if_needed, is_tar
+from collectors.decompress import gunzip_if_needed, is_tar, read_chunks
 from collectors.errors import ArtifactError
-from collectors.kineto_events import (FastPathFailed, collect_events, event_frames, fast_chunks, json_error, loads,
-                                      ndjson_frames)
-from collectors.launches import api_kind_columns, link_launches
+from collectors.limits import max_artifact_bytes
+from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
+                                      json_error, loads, ndjson_frames, ndjson_stream)
+from collectors.launches import api_kind_columns, link_launches, op_counts
 from collectors.trace_notes import check_kineto, kineto_lacks, trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, TIMELINE_SCHEMAS,
                                Parsed, conform, empty, finish_meta)
@@ -228,14 +229,12 @@ def _meta(top: dict, rank: int, base: int | None, name: str, n_events: int) -> d
 
 def _finish_meta(tables: dict[str, pl.DataFrame], meta: dict) -> dict:
     g = tables["gpu_ops"]
-    k = g.filter(pl.col("kind") == "kernel")
+    n_k, n_kl, n_mc, n_ms = op_counts(g)
     meta["counts"] = {
-        "gpu_ops": g.height, "kernels": k.height,
-        "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
-        "memcpy": int((g["kind"] == "memcpy").sum()), "memset": int((g["kind"] == "memset").sum()),
+        "gpu_ops": g.height, "kernels": n_k, "kernels_with_launch": n_kl, "memcpy": n_mc, "memset": n_ms,
         "api_calls": tables["api_calls"].height, "cpu_ops": tables["cpu_ops"].height, "nvtx": tables["nvtx"].height,
     }
-    meta["item_count"] = k.height
+    meta["item_count"] = n_k
     if g.height:
         meta["window_ns"] = [int(g["start_ns"].min()), int(g["end_ns"].max())]
     names = {}
@@ -265,6 +264,19 @@ def parse(data: bytes, name: str) -> Parsed:
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
 
 
+def parse_file(path, name: str) -> Parsed:
+    """A Kineto trace file (JSON or .json.gz, not a rank archive) read as a stream: the fast reader never holds the
+    whole document (`kernelscope analyze TRACE` on a large trace); anything it cannot read goes to `parse`."""
+    try:
+        top, frames, n, cats = ndjson_stream(read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
+        tables, meta = _build(top, frames, name, None, n, cats)
+    except FastPathFailed:
+        with open(path, "rb") as f:
+            return parse(f.read(), name)
+    meta["ranks"] = [meta["rank"]]
+    return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
+
+
 def _parse_tar(data: bytes, name: str) -> Parsed:
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
@@ -274,10 +286,12 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
     if not members:
         raise ArtifactError(name, "rank archive holds no trace")
     parts, metas = [], []
+    left = max_artifact_bytes()                # the members together count as one artifact
     for m in sorted(members, key=lambda m: m.name):
         raw = tf.extractfile(m).read()
         member = f"{name}:{m.name}"
-        raw, _ = gunzip_if_needed(raw, member)
+        raw, _ = gunzip_if_needed(raw, member, limit=left)
+        left -= len(raw)
         tables, meta = _parse_one(raw, member)
         parts.append(tables)
         metas.append(meta)

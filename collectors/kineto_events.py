@@ -169,31 +169,64 @@ def exact_ns(col: str) -> pl.Expr:
     return pl.when(ip.is_not_null() & digits_ok).then(exact).otherwise(approx)
 
 
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_HEAD_MAX = 64 << 20
+
+
+def _slices(data: bytes, step: int):
+    view = memoryview(data)
+    for i in range(0, len(view), step):
+        yield view[i:i + step]
+
+
 def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
-    """Tier 1 reader: (top, typed frames per category, number of events, events per category).
+    """Tier 1 reader over a document in memory (see ndjson_stream)."""
+    return ndjson_stream(_slices(data, NDJSON_CHUNK_BYTES))
+
+
+def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
+    """Tier 1 reader: (top, typed frames per category, number of events, events per category), from the
+    document's bytes given as a stream of chunks (a file read piece by piece, or a gzip stream decompressed piece
+    by piece), so a large trace is never held whole in memory.
 
     JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
     separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
-    newline once every newline has become a space. polars then reads each piece with a fixed schema.
+    newline once every newline has become a space. polars then reads each piece of about NDJSON_CHUNK_BYTES
+    with a fixed schema. The top-level object is what remains with an empty events array (it must parse).
     Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
     missing ts / dur / name) raises FastPathFailed, and the exact Python readers take over."""
-    top, open_at, close_at = _locate(data)
-    m = _SEP.search(data, open_at + 1, close_at)
+    it = iter(chunks)
+    buf = bytearray()
+    eof = False
+
+    def more() -> bool:
+        nonlocal eof
+        if eof:
+            return False
+        nxt = next(it, None)
+        if nxt is None:
+            eof = True
+            return False
+        buf.extend(nxt)
+        return True
+
+    while (m := _EVENTS_KEY.search(buf)) is None:       # the head: everything before the events array
+        if len(buf) > _HEAD_MAX or not more():
+            raise FastPathFailed
+    head = bytes(buf[:m.end() - 1])
+    del buf[:m.end()]
+    while (m := _SEP.search(buf)) is None:               # the separator between two events
+        if not more():
+            raise FastPathFailed                          # zero or one event: not worth a special path
+    sep = m.group(0)
+    sep_flat = sep.translate(_NL_TO_SPACE)
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
     n_events = 0
     cats: dict[str, int] = {}
-    if m is None:  # zero or one event: not worth a special path
-        raise FastPathFailed
-    sep = m.group(0)
-    sep_flat = sep.translate(_NL_TO_SPACE)
-    pos = open_at + 1
-    while pos < close_at:
-        target = pos + NDJSON_CHUNK_BYTES
-        cut = data.find(sep, target, close_at) if target < close_at else -1
-        end = cut + 1 if cut >= 0 else close_at
-        piece = data[pos:end]
-        pos = cut + len(sep) - 1 if cut >= 0 else close_at
-        piece = piece.translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
+
+    def read(piece) -> None:
+        nonlocal n_events
+        piece = bytes(piece).translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
         try:
             df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
             if needs_text(df["ts"]):
@@ -206,6 +239,45 @@ def ndjson_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int
             cats[c] = cats.get(c, 0) + n
         for k, f in _split_events(df).items():
             frames[k].append(f)
+
+    while True:
+        while len(buf) < NDJSON_CHUNK_BYTES and more():
+            pass
+        if eof:
+            break
+        cut = buf.rfind(sep)                              # whole events only; the rest waits for more bytes
+        if cut < 0:
+            if not more():
+                break
+            continue
+        read(memoryview(buf)[:cut + 1])
+        del buf[:cut + len(sep) - 1]                     # keep the next event's "{"
+    # the end: the last events, the array's "]", and the rest of the top-level object
+    close = len(buf)
+    top = None
+    for _ in range(8):
+        close = buf.rfind(b"]", 0, close)
+        if close < 0:
+            raise FastPathFailed
+        try:
+            top = loads(head + b"[]" + bytes(buf[close + 1:]))
+            break
+        except ValueError:
+            continue
+    if not isinstance(top, dict):
+        raise FastPathFailed
+    top.pop("traceEvents", None)
+    rest = bytes(buf[:close])
+    del buf
+    pos = 0
+    while len(rest) - pos > NDJSON_CHUNK_BYTES:           # what is left may still be more than one piece
+        cut = rest.rfind(sep, pos, pos + NDJSON_CHUNK_BYTES)
+        if cut < 0:
+            break
+        read(memoryview(rest)[pos:cut + 1])
+        pos = cut + len(sep) - 1
+    if rest[pos:].strip():
+        read(memoryview(rest)[pos:])
     return top, frames, n_events, cats
 
 

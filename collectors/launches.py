@@ -54,6 +54,14 @@ def api_kind_columns(names: pl.Series) -> pl.DataFrame:
     })
 
 
+def op_counts(gpu_ops: pl.DataFrame) -> tuple[int, int, int, int]:
+    """(kernels, kernels with their launch call, memcpy, memset) of a gpu_ops table, without copying its rows."""
+    k = pl.col("kind") == "kernel"
+    return tuple(int(x) for x in gpu_ops.select(
+        k.sum().alias("k"), (k & pl.col("launch_api").is_not_null()).sum().alias("kl"),
+        (pl.col("kind") == "memcpy").sum().alias("mc"), (pl.col("kind") == "memset").sum().alias("ms")).row(0))
+
+
 def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
     """Whether df is sorted by keys (lexicographically, nulls first)."""
     if df.height < 2:
@@ -71,26 +79,38 @@ def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
     return not df.select(bad.slice(1).any()).item()
 
 
+def _key(a: pl.DataFrame, b: pl.DataFrame, col: str) -> tuple[list[str], list[pl.Expr]]:
+    """The join key (rank, col) of frames a and b as one Int64 column (rank * 2**40 + col) when every value fits,
+    which polars hashes without encoding rows (a fraction of the memory of a two-column key); else both columns."""
+    def fits(df):
+        if df.height == 0:
+            return True
+        row = df.select(pl.col(col).min().alias("a"), pl.col(col).max().alias("b"), pl.col("rank").min().alias("c"),
+                        pl.col("rank").max().alias("d")).row(0)
+        return all(v is None or 0 <= v < lim for v, lim in zip(row, (1 << 40, 1 << 40, 1 << 22, 1 << 22)))
+    if fits(a) and fits(b):
+        return ["_key"], [(pl.col("rank").cast(pl.Int64) * (1 << 40) + pl.col(col)).alias("_key")]
+    return ["rank", col], [pl.col("rank"), pl.col(col)]
+
+
 def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
     CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
     api_calls must be sorted by start_ns (when a runtime and a driver call share a correlation id, the
     outer one, which starts first, is the launch call)."""
-    launches = (
-        api_calls.filter(pl.col("correlation").is_not_null())
-        .unique(["rank", "correlation"], keep="first")   # api_calls come sorted by start: the outer call
-        .select("rank", "correlation",
-                pl.col("name").alias("launch_api"), pl.col("pid").alias("api_pid"), pl.col("tid").alias("api_tid"),
-                pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
-                pl.col("external_id").alias("api_external_id"))
-    )
     # ops in (rank, device, stream, start) order; traces usually deliver them so, then nothing moves
     order = ["rank", "device", "stream", "start_ns"]
     if not _is_sorted(gpu_raw, order):
         gpu_raw = gpu_raw.sort(order)
-    # the joins run on narrow key frames (left order kept); their columns are then put beside the ops
-    lk = gpu_raw.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
-                                                     maintain_order="left").drop("rank", "correlation")
+    launch_cols = [pl.col("name").alias("launch_api"), pl.col("pid").alias("api_pid"), pl.col("tid").alias("api_tid"),
+                   pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
+                   pl.col("external_id").alias("api_external_id")]
+    on, key = _key(api_calls, gpu_raw, "correlation")
+    launches = (api_calls.select(*key, *launch_cols).drop_nulls(on)
+                .unique(on, keep="first", maintain_order=True))   # api_calls come sorted by start: the outer call
+    # the join runs on narrow key frames (left order kept); its columns are then put beside the ops
+    lk = gpu_raw.select(*key).join(launches, on=on, how="left", maintain_order="left").drop(on)
+    del launches
     g = pl.concat([gpu_raw, lk], how="horizontal")
     lag = pl.col("start_ns") - pl.col("api_end_ns")
     graph = pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)
@@ -103,11 +123,12 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
         .alias("launch_delay_ns"),
         pl.when(graph).then(pl.col("correlation")).otherwise(None).alias("graph_launch_correlation"),
     )
+    on, key = _key(cpu_ops, g, "external_id")
     ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
            .sort("start_ns")
-           .unique(["rank", "external_id"], keep="last", maintain_order=True)  # innermost op of a nest
-           .select("rank", "external_id", pl.col("name").alias("op_name")))
-    on = g.select("rank", "external_id").join(ops, on=["rank", "external_id"], how="left", maintain_order="left")
-    g = g.with_columns(on["op_name"])
+           .select(*key, pl.col("name").alias("op_name"))
+           .unique(on, keep="last", maintain_order=True))  # innermost op of a nest
+    names = g.select(*key).join(ops, on=on, how="left", maintain_order="left")
+    g = g.with_columns(names["op_name"])
     g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])
     return conform(g, GPU_OPS_SCHEMA, "gpu_ops")

@@ -10,7 +10,7 @@ and `==PROF==` noise lines. Every value is converted to base units (ns, bytes, h
 
 Output tables (`Parsed.tables`):
   * `kernels`: KERNEL_SCHEMA, one row per profiled launch, the metrics the analyzers use;
-  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form) for the detail view.
+  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form, names categorical) for the detail view.
 `Parsed.meta` has `gpu_name`, `cc`, `device_attributes` (ncu `device__attribute_*` without the prefix),
 `source_format` and `metric_set` hints.
 """
@@ -20,88 +20,22 @@ import csv
 import hashlib
 import io
 import json
-import math
-import os
 import re
-import tempfile
 from importlib import resources
-from pathlib import Path
 
 import polars as pl
 
 from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.kernel_names import canonical_name, display_names
-from collectors.ncu_source import sections_of, source_tables
-from collectors.schema import (KERNEL_SCHEMA, METRIC_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS,
-                               SASS_SCHEMA, SOURCE_FILES_SCHEMA, SOURCE_METRIC_SCHEMA, Parsed, finish_meta)
+from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
+from collectors.ncu_values import (_NA, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma, _number,  # noqa: F401
+                                   _parse_raw, ncu_to_base)
+from collectors.schema import (KERNEL_SCHEMA, METRIC_SECTION_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS,
+                               SASS_SCHEMA, SOURCE_FILES_SCHEMA, SOURCE_METRIC_SCHEMA, Parsed, conform_metrics,
+                               finish_meta)
 
 #: report files: `.ncu-rep`, and `.nsight-cuprof-report` as Nsight Compute named them until 2020.1
 REPORT_SUFFIXES = (".ncu-rep", ".nsight-cuprof-report")
-IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-            "Block Size", "Grid Size", "Device", "CC"]
-
-# ---------------------------------------------------------------------------------------------
-# units
-
-_SI = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_TO_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-               "s": 1e9, "second": 1e9}
-_TIME_TO_S = {k: v * 1e-9 for k, v in _TIME_TO_NS.items()}
-
-
-def _scale_term(term: str, denominator: bool) -> tuple[float, str]:
-    """Factor and base unit of one unit term (numerator: time -> ns; denominator: time -> s)."""
-    if term in _TIME_TO_NS:
-        return (_TIME_TO_S[term], "s") if denominator else (_TIME_TO_NS[term], "ns")
-    m = re.fullmatch(r"([numKkMGTP]?)(byte|hz|Hz)", term)
-    if m:
-        base = "byte" if m.group(2) == "byte" else "hz"
-        return _SI[m.group(1)], base
-    return 1.0, term
-
-
-def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
-    """Convert an ncu value with its (possibly auto-scaled) unit to base units.
-
-    `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte);
-    times become ns, rates per second, frequencies hz: `Kbyte/block` -> byte/block, `sector/us` -> sector/s.
-    """
-    unit = (unit or "").strip()
-    if not unit:
-        return value, ""
-    num, _, den = unit.partition("/")
-    f_num, b_num = _scale_term(num, denominator=False)
-    if not den:
-        return value * f_num, b_num
-    f_den, b_den = _scale_term(den, denominator=True)
-    return value * f_num / f_den, f"{b_num}/{b_den}"
-
-
-_NA = {"", "n/a", "N/A", "nan", "NaN", "-"}
-
-
-def _detect_decimal_comma(samples: list[str]) -> bool:
-    """True for exports written in a locale with ',' as decimal point ("27.595.520" or "1,5")."""
-    for s in samples:
-        if re.fullmatch(r"-?\d{1,3}(\.\d{3}){2,}(,\d+)?", s) or re.fullmatch(r"-?\d+,\d{1,2}", s):
-            return True
-    return False
-
-
-def _number(s: str, decimal_comma: bool) -> float | None:
-    s = s.strip()
-    if s in _NA:
-        return None
-    if decimal_comma:
-        s = s.replace(".", "").replace(",", ".")
-    else:
-        s = s.replace(",", "")
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
 # CSV
 
@@ -168,52 +102,6 @@ def metric_sections() -> dict[str, str]:
     return _section_map
 
 
-def _parse_raw(text: str, header: list[str], units: list[str], body_start: int, name: str):
-    """Wide raw page -> (identity dicts, long metric frame). Vectorised with polars: the per-value work
-    (thousands separators, unit scaling, n/a) runs column-wise, not in a Python loop."""
-    if len(units) != len(header) or any(units[: len(IDENTITY)]):
-        raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
-    body = text[body_start:]
-    if "\n==" in body or body.startswith("=="):
-        body = "\n".join(ln for ln in body.split("\n") if not ln.startswith("=="))
-    if not body.strip():
-        raise ArtifactError(name, "raw-page CSV has no kernel rows")
-    try:
-        wide = pl.read_csv(io.StringIO(body), has_header=False, new_columns=header, infer_schema=False,
-                           quote_char='"')
-    except pl.exceptions.PolarsError as e:
-        raise ArtifactError(name, f"raw-page CSV rows do not match its header (truncated file?): "
-                                  f"{str(e).splitlines()[0]}") from None
-    if wide.width != len(header):
-        raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
-    short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
-    if short.height:
-        raise ArtifactError(name, f"raw-page CSV kernel row {short.item(0, 0) + 1} is incomplete (truncated file?)")
-    ids = wide["ID"].str.strip_chars()
-    if not ids.str.contains(r"^\d+$").all():
-        raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
-    metric_cols = header[len(IDENTITY):]
-    sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
-    dc = _detect_decimal_comma([v for v in sample if v])
-    scale = pl.DataFrame({"metric": metric_cols,
-                          "factor": [ncu_to_base(1.0, u)[0] for u in units[len(IDENTITY):]],
-                          "unit": [ncu_to_base(1.0, u)[1] for u in units[len(IDENTITY):]]})
-    long = wide.select(pl.col("ID").cast(pl.Int64).alias("id"), *metric_cols).unpivot(
-        index="id", variable_name="metric", value_name="raw")
-    raw = pl.col("raw").str.strip_chars()
-    num = (raw.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True) if dc
-           else raw.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
-    long = long.join(scale, on="metric", how="left", maintain_order="left").select(
-        "id", "metric",
-        (num * pl.col("factor")).alias("value"),
-        pl.when(num.is_null() & ~raw.is_in(list(_NA))).then(pl.col("raw")).otherwise(None).alias("text"),
-        "unit",
-        pl.col("metric").replace_strict(metric_sections(), default=None, return_dtype=pl.String).alias("section"),
-    )
-    idents = wide.select(IDENTITY).to_dicts()
-    return idents, long
-
-
 def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
     header = rows[h]
     idx = {c: i for i, c in enumerate(header)}
@@ -267,9 +155,20 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
     return list(launches.values())
 
 
-def _parse_csv(data: bytes, name: str):
+_HEAD_BYTES = 8 << 20
+
+
+def _parse_csv(data: bytes, name: str, rest=None):
+    """The header is found in the decoded head of the file; a details page is decoded whole, a raw page's kernel
+    rows are read from the bytes in batches (`_parse_raw`). rest: an iterator over the file's bytes after `data`
+    (a file read as a stream, `parse_file`), None when data is the whole file."""
+    import codecs
+    import itertools
+    bom = 3 if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8-sig")
+        whole = rest is None and len(data) <= _HEAD_BYTES
+        text = data.decode("utf-8-sig") if whole else \
+            codecs.getincrementaldecoder("utf-8-sig")().decode(data[:_HEAD_BYTES], final=False)
     except UnicodeDecodeError:
         raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
     if "\x00" in text[:65536]:
@@ -298,6 +197,13 @@ def _parse_csv(data: bytes, name: str):
     if header is None:
         raise ArtifactError(name, 'not an Nsight Compute CSV export (no header row with "ID" and "Kernel Name")')
     if "Metric Name" in header and "Metric Value" in header:
+        if rest is not None:
+            data = b"".join([data, *rest])
+        if not whole:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
         rows = _read_csv_rows(text[pos:], name)
         return _long_from_launches(_parse_details([header] + rows, 0, name)), "csv-details"
     nl = text.find("\n", pos)
@@ -305,135 +211,59 @@ def _parse_csv(data: bytes, name: str):
     if not units_line.strip():
         raise ArtifactError(name, "raw-page CSV has a header but no units row and no kernels")
     units = next(csv.reader([units_line]))
-    return _parse_raw(text, header, units, nl + 1 if nl >= 0 else len(text), name), "csv-raw"
+    body_start = bom + len(text[:nl + 1 if nl >= 0 else len(text)].encode("utf-8"))
+    if rest is not None:
+        return (*_parse_raw(itertools.chain([memoryview(data)[body_start:]], rest), header, units, 0, name), None), \
+            "csv-raw"
+    return (*_parse_raw(data, header, units, body_start, name), None), "csv-raw"
 
 
 def _long_from_launches(launches: list[tuple[dict, dict]]):
-    idents, rows = [], []
+    """(identity, {metric: (value, text, unit[, section])}) per launch -> (identities, long metric frame, the section
+    of each metric: the first one a launch names)."""
+    idents, rows, sections = [], [], {}
     for ident, metrics in launches:
         idents.append(ident)
         kid = _int(ident["ID"])
         for m, (v, text, unit, *sec) in metrics.items():
-            rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit,
-                         "section": sec[0] if sec else None})
-    return idents, pl.DataFrame(rows, schema=METRIC_SCHEMA)
+            rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
+            if sec and sec[0]:
+                sections.setdefault(m, sec[0])
+    return idents, pl.DataFrame(rows, schema={"id": pl.Int32, "metric": pl.String, "value": pl.Float64,
+                                              "text": pl.String, "unit": pl.String}), sections
 
 
 # ---------------------------------------------------------------------------------------------
 # .ncu-rep
 
-def check_report_container(data: bytes, name: str) -> None:
-    """Reject what is not an .ncu-rep before handing it to NVIDIA's library (which loads random or
-    truncated bytes without complaint). As observed in reports of Nsight Compute 2025.3: the magic
-    b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size + payload) that end exactly at EOF."""
-    if len(data) < 8 or data[:4] != b"NVR\x00":
-        raise ArtifactError(name, "not an Nsight Compute report (no NVR header; expected a .ncu-rep from ncu -o)")
-    off = 4
-    while off + 4 <= len(data):
-        off += 4 + int.from_bytes(data[off:off + 4], "little")
-    if off != len(data):
-        raise ArtifactError(name, f"truncated Nsight Compute report (its last block needs {off - len(data):,} "
-                                  "more bytes)")
+def check_report_container(data: bytes, name: str) -> int | None:
+    """Reject what is not an intact .ncu-rep before handing it to NVIDIA's library (which loads random or
+    truncated bytes without complaint): the block framing, headers paired with their payloads, a report cut after
+    its first kernel (collectors.ncu_container). Returns the number of kernel results (None: another layout)."""
+    from collectors.ncu_container import walk
+    return walk(data, name)
 
 
-def _parse_report(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], dict]:
-    """(launches, source) where each launch is (identity, {metric: (value, text, unit, section)}) and source has
-    the SASS / source-counter tables of every launch (collectors.ncu_source)."""
-    check_report_container(data, name)
+def _parse_report(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], dict[str, str], dict]:
+    """Check the container here, then read it with NVIDIA's library in a child process (collectors.sandbox): a
+    report that makes the library abort or run away costs one refusal, never this process."""
+    from collectors.sandbox import run_reader
+    blocks = check_report_container(data, name)
     try:
-        import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
+        import ncu_report  # noqa: F401  NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:
         raise ArtifactError(name, "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' "
                                   "(or export a CSV: ncu --import FILE --page raw --csv > FILE.csv)") from None
-    with tempfile.TemporaryDirectory(prefix="ks-ncu-") as d:
-        path = os.path.join(d, "report.ncu-rep")
-        Path(path).write_bytes(data)
-        try:
-            ctx = ncu_report.load_report(path)
-        except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
-            raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
-        out = []
-        source: dict = {"sass": [], "metrics": [], "files": {}}
-        for ri in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(ri)
-            for ai in range(rng.num_actions()):
-                act = rng.action_by_idx(ai)
-                sections = sections_of(act)
-                labelled = metric_sections()
-                metrics = {}
-                for m in act.metric_names():
-                    met = act.metric_by_name(m)
-                    if met is None or met.num_instances() > 1 and not met.has_value():
-                        continue
-                    v = met.value()
-                    unit = met.unit() or ""
-                    sec = sections.get(m) or labelled.get(m)
-                    if isinstance(v, str):
-                        metrics[m] = (None, v, unit, sec)
-                    elif v is None:
-                        metrics[m] = (None, None, unit, sec)
-                    elif not math.isfinite(float(v)):   # e.g. a duration of an incomplete collection
-                        metrics[m] = (None, None, unit, sec)
-                    else:
-                        fv, u = ncu_to_base(float(v), unit)
-                        metrics[m] = (fv, None, u, sec)
-
-                def num(m: str):
-                    t = metrics.get(m)
-                    return None if t is None or t[0] is None else t[0]
-
-                bx, by, bz = (num(f"launch__block_dim_{c}") for c in "xyz")
-                gx, gy, gz = (num(f"launch__grid_dim_{c}") for c in "xyz")
-                ccmaj, ccmin = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
-                ident = {
-                    "ID": str(len(out)),
-                    "Process ID": "", "Process Name": "", "Host Name": "",
-                    "Kernel Name": act.name(ncu_report.IAction.NameBase_DEMANGLED)
-                    if hasattr(ncu_report, "IAction") else act.name(),
-                    "Context": _fmt_int(num("launch__context_id")),
-                    "Stream": _fmt_int(num("launch__stream_id")),
-                    "Block Size": f"({_fmt_int(bx)}, {_fmt_int(by)}, {_fmt_int(bz)})",
-                    "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
-                    "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
-                    "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
-                    "NVTX": _nvtx_of(act),
-                }
-                kid = len(out)
-                out.append((ident, metrics))
-                sass, rows, files = source_tables(act)
-                source["sass"] += [{"id": kid, **r} for r in sass]
-                source["metrics"] += [(kid, *r) for r in rows]
-                for f, content in files.items():
-                    if content or f not in source["files"]:
-                        source["files"][f] = content
-        if not out:
-            raise ArtifactError(name, "the report holds no profiled kernels")
-        return out, source
-
-
-def _nvtx_of(act) -> str | None:
-    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/", start/end ranges
-    by name, "domain@" in front for a non-default domain; None without NVTX data."""
-    try:
-        st = act.nvtx_state()
-    except Exception:  # noqa: BLE001 - reports without NVTX support
-        return None
-    if st is None:
-        return None
-    parts = []
-    for d in st.domains():
-        dom = st.domain_by_id(d)
-        name = dom.name()
-        pre = "" if name in (None, "", "<default domain>") else f"{name}@"
-        pp = [str(x) for x in (dom.push_pop_ranges() or ())]
-        if pp:
-            parts.append(pre + "/".join(pp) + "/")
-        parts += [pre + str(x) for x in (dom.start_end_ranges() or ())]
-    return "; ".join(parts) or None
-
-
-def _fmt_int(v) -> str:
-    return "" if v is None else str(int(v))
+    res = run_reader("ncu-rep", data, name, ".ncu-rep")
+    out = res.get("launches") if isinstance(res, dict) else None
+    if not isinstance(out, list) or not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], dict)
+                                            and isinstance(x[1], dict) for x in out) \
+            or not isinstance(res.get("sections"), dict) or not isinstance(res.get("source"), dict):
+        raise ArtifactError(name, "the report reader returned an unexpected result")
+    if blocks is not None and len(out) != blocks:
+        raise ArtifactError(name, f"the report holds {blocks} kernel result blocks but {len(out)} could be read "
+                                  "(corrupt report)")
+    return [(ident, metrics) for ident, metrics in out], res["sections"], res["source"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,11 +306,28 @@ def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
     return {"sass": sass, "source_metrics": sm, "source_files": files}
 
 
-def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_level: dict | None = None) -> Parsed:
-    long = long.cast(dict(METRIC_SCHEMA))
+def _section_frame(long: pl.DataFrame, sections: dict[str, str] | None) -> pl.DataFrame:
+    """The section of each metric the run has: the file's own (a report's sections, a details page's Section Name),
+    else the section whose label names it in ncu's label table (the raw page names none)."""
+    names = long.get_column("metric").cast(pl.String).unique().to_list()
+    labelled = metric_sections()
+    own = sections or {}
+    rows = [(m, own.get(m) or labelled.get(m)) for m in names]
+    rows = [r for r in rows if r[1]]
+    return pl.DataFrame(rows, schema=METRIC_SECTION_SCHEMA, orient="row").sort("metric")
+
+
+def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_level: dict | None = None,
+           sections: dict[str, str] | None = None) -> Parsed:
+    long = conform_metrics(long)
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
-    sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null())
-    values: dict[tuple[int, str], float] = {(i, m): v for i, m, v in sel.select("id", "metric", "value").iter_rows()}
+    sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null()) \
+        .select("id", pl.col("metric").cast(pl.String), "value").unique(["id", "metric"], keep="last",
+                                                                       maintain_order=True)
+    per_launch = sel.pivot(on="metric", index="id", values="value") if sel.height else pl.DataFrame(
+        {"id": []}, schema={"id": pl.Int32})
+    sizes = {(i, m): v for i, m, v in sel.filter(pl.col("metric").is_in(["launch__grid_size", "launch__block_size"]))
+             .iter_rows()}                                   # for _contradiction
     raw_names = [ident["Kernel Name"] for ident in idents]
     shown = display_names(raw_names)
     krows, contradicted = [], []
@@ -490,39 +337,44 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
         kname = canonical_name(raw)
         bx, by, bz = _dims(ident["Block Size"])
         gx, gy, gz = _dims(ident["Grid Size"])
-        bad = _contradiction(kid, ident, (gx, gy, gz), (bx, by, bz), values)
+        bad = _contradiction(kid, ident, (gx, gy, gz), (bx, by, bz), sizes)
         if bad:   # dimensions the launch's own size metrics disprove are not kept (see _contradiction)
             contradicted.append(bad)
             bx = by = bz = gx = gy = gz = None
-        row = {
+        krows.append({
             "id": kid, "kernel_name": kname, "raw_name": raw, "short_name": label,
             "kernel_key": hashlib.sha1(f"{kname}|{(bx, by, bz)}|{(gx, gy, gz)}".encode()).hexdigest()[:12],
             "process_id": _int(ident["Process ID"]), "process_name": ident["Process Name"] or None,
             "device": _int(ident["Device"]), "context": _int(ident["Context"]), "stream": _int(ident["Stream"]),
             "cc": ident["CC"] or None, "nvtx_range": ident.get("NVTX") or None,
             "block_x": bx, "block_y": by, "block_z": bz, "grid_x": gx, "grid_y": gy, "grid_z": gz,
-        }
-        for col, metric in NCU_METRIC_COLUMNS.items():
-            v = values.get((kid, metric))
-            row[col] = v if v is not None else values.get((kid, NCU_ALTERNATE_METRICS.get(metric, "")))
-        krows.append(row)
-    kernels = pl.DataFrame(krows, schema=KERNEL_SCHEMA)
+        })
+    ident_schema = {c: t for c, t in KERNEL_SCHEMA.items() if c not in NCU_METRIC_COLUMNS}
+    kernels = pl.DataFrame(krows, schema=ident_schema).join(
+        per_launch.with_columns(pl.col("id").cast(pl.Int64)), on="id", how="left", maintain_order="left")
+    have = set(kernels.columns)
+    kernels = kernels.select(*ident_schema, *[          # each column: its metric, else the older name of it
+        pl.coalesce([pl.col(m) for m in (metric, NCU_ALTERNATE_METRICS.get(metric)) if m and m in have]
+                    or [pl.lit(None)]).cast(pl.Float64).alias(col)
+        for col, metric in NCU_METRIC_COLUMNS.items()]).select(list(KERNEL_SCHEMA))
+    kernels = kernels.cast(dict(KERNEL_SCHEMA))
     if kernels.height == 0 or kernels["duration_ns"].null_count() == kernels.height:
         raise ArtifactError(name, "no kernel has a duration (gpu__time_duration.sum, or 'Duration' in the Speed Of "
                                   "Light section): not an Nsight Compute export of kernel launches, a truncated one, "
                                   "or an incomplete collection")
     first = kernels["id"][0]
-    attrs_rows = long.filter((pl.col("id") == first) & pl.col("metric").str.starts_with("device__attribute_"))
+    attrs_rows = long.filter(pl.col("id") == first).with_columns(pl.col("metric", "text").cast(pl.String)) \
+        .filter(pl.col("metric").str.starts_with("device__attribute_"))
     attrs = {}
     for m, v, text in attrs_rows.select("metric", "value", "text").iter_rows():
         attrs[m[len("device__attribute_"):]] = text if v is None else (int(v) if float(v).is_integer() else v)
     gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
     source = ("device attributes" if attrs.get("display_name") else idents[0].get("GPU Name Source")
               if gpu_name else None)
-    counts = long.group_by("id").len()
+    metric_count = _most_per_launch(long["id"])
     meta = {"source_format": fmt, "gpu_name": gpu_name, "gpu_name_source": source, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
-            "metric_count": int(counts["len"].max()) if counts.height else 0}
+            "metric_count": metric_count}
     meta.update(_gpu_facts(long, attrs))
     if contradicted:
         meta["warnings"] = [f"{len(contradicted)} of {kernels.height} launches have grid/block dimensions that "
@@ -533,7 +385,25 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
     src = _source_frames(source_level)
     meta["source_counters"] = src["source_metrics"].height > 0
     meta["source_lines"] = bool(src["sass"]["line"].is_not_null().any()) if src["sass"].height else False
-    return Parsed("ncu", {"kernels": kernels, "metrics": long, **src}, finish_meta("ncu", meta))
+    return Parsed("ncu", {"kernels": kernels, "metrics": long, "metric_sections": _section_frame(long, sections), **src},
+                  finish_meta("ncu", meta))
+
+
+def _most_per_launch(ids: pl.Series) -> int:
+    """The largest number of metric rows of one launch (ids are launch IDs), counted chunk by chunk without
+    grouping (or copying) 22 million rows."""
+    import numpy as np
+    total = None
+    for chunk in ids.get_chunks():
+        if chunk.null_count() or chunk.len() == 0:
+            continue
+        lo, hi = chunk.min(), chunk.max()
+        if lo < 0 or hi >= 1 << 24:
+            return int(ids.value_counts()["count"].max())
+        b = np.bincount(chunk.to_numpy())
+        total = b if total is None else (np.pad(total, (0, max(0, len(b) - len(total))))
+                                         + np.pad(b, (0, max(0, len(total) - len(b)))))
+    return int(total.max()) if total is not None else 0
 
 
 def _median(long: pl.DataFrame, metric: str) -> float | None:
@@ -586,11 +456,29 @@ def _lacks(kernels: pl.DataFrame, meta: dict, contradicted: bool = False) -> lis
     return out
 
 
+def parse_file(path, name: str) -> Parsed:
+    """An Nsight Compute CSV export (plain or gzip) read as a stream: a raw page's rows are parsed batch by batch,
+    the file is never held whole in memory; a report (.ncu-rep) and a details page are read whole (`parse`)."""
+    from collectors.decompress import read_chunks
+    base = (name[:-3] if name.endswith(".gz") else name).lower()
+    chunks = read_chunks(path, name, step=RAW_BATCH_BYTES)
+    head = bytearray()
+    for c in chunks:
+        head += c
+        if len(head) >= _HEAD_BYTES:
+            break
+    if base.endswith(REPORT_SUFFIXES):
+        return parse(bytes(head) + b"".join(chunks), name)
+    (idents, long, sections), fmt = _parse_csv(bytes(head), name, rest=chunks)
+    return _build(idents, long, name, fmt, sections=sections)
+
+
 def parse(data: bytes, name: str) -> Parsed:
     """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
     base = (name[:-3] if name.endswith(".gz") else name).lower()
     if base.endswith(REPORT_SUFFIXES):
-        launches, source = _parse_report(data, name)
-        return _build(*_long_from_launches(launches), name, "ncu-rep", source)
-    (idents, long), fmt = _parse_csv(data, name)
-    return _build(idents, long, name, fmt)
+        launches, sections, source = _parse_report(data, name)
+        idents, long, _ = _long_from_launches(launches)
+        return _build(idents, long, name, "ncu-rep", source, sections)
+    (idents, long, sections), fmt = _parse_csv(data, name)
+    return _build(idents, long, name, fmt, sections=sections)

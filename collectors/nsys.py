@@ -12,6 +12,12 @@ correlationId *in the same process* (correlation ids are per process). `rank` is
 processes with GPU ops first, in process-key order. Times stay on the export's session clock (ns);
 meta["utc_offset_ns"] (utcEpochNs - systemClockNs of TARGET_INFO_SESSION_START_TIME) converts them to UTC
 where the export has it.
+
+Reading: the large tables (kernels, copies, API calls, NVTX) are read straight into Arrow by the ADBC SQLite driver
+(`adbc-driver-sqlite`, the Apache Arrow project's driver, which bundles SQLite: no Python object per row, nothing
+downloaded at run time) and joined in polars; the small ones (strings, metadata) through Python's sqlite3. The file
+is opened read-only where it lies (`parse_file`); bytes in memory (an upload) are written to a temporary file first.
+Without the driver, Python's sqlite3 reads everything (slower, the same tables).
 """
 from __future__ import annotations
 
@@ -20,39 +26,122 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
-import orjson
 import polars as pl
 
 from collectors.errors import ArtifactError
-from collectors.launches import api_kind_columns, link_launches
+from collectors.limits import MAX_ROWS, sqlite_seconds
+from collectors.launches import api_kind_columns, link_launches, op_counts
 from collectors.trace_notes import trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, Parsed, conform, empty,
                                finish_meta)
-
-_loads = orjson.loads
 
 _MEMCPY_KIND = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
                 8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD"}
 _MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
              6: "Managed Static", 7: "Unknown"}
 _NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS")
+#: tables this reader queries (besides CUPTI_ACTIVITY_KIND_*)
+_READ_TABLES = {"StringIds", "StringTable", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_GPU",
+                "NVTX_EVENTS", "PROCESSES"}
 
 
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+def _tables(con, name: str = "") -> set[str]:
+    """The export's real tables. Views and virtual tables are not tables nsys writes: one under a name this
+    reader uses is refused (a view runs as long as its author wants), so are its tables with generated columns
+    (computed on every read) and tables above MAX_ROWS rows."""
+    out = set()
+    for tname, ttype, sql in con.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
+        virtual = ttype == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL")
+        if ttype == "view" or virtual:
+            if tname in _READ_TABLES or tname.startswith("CUPTI_ACTIVITY_KIND_"):
+                raise ArtifactError(name, f"{tname} is a {'virtual table' if virtual else 'view'}, not a table: "
+                                          "not an export nsys writes")
+            continue
+        out.add(tname)
+    for tname in sorted(out & (_READ_TABLES | {t for t in out if t.startswith("CUPTI_ACTIVITY_KIND_")})):
+        if any(r[6] for r in con.execute(f"PRAGMA table_xinfo([{tname}])") if len(r) > 6):
+            raise ArtifactError(name, f"{tname} has generated columns: not an export nsys writes")
+        n = con.execute(f"SELECT count(*) FROM [{tname}]").fetchone()[0]
+        if n > MAX_ROWS:
+            raise ArtifactError(name, f"{tname} has {n:,} rows, more than the {MAX_ROWS:,} one run may hold")
+    return out
 
 
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+def _columns(con, table: str) -> set[str]:
     return {r[1] for r in con.execute(f"PRAGMA table_info([{table}])")}
 
 
-def _select(con, table: str, wanted: dict[str, str], required: tuple[str, ...], name: str,
+class _Reader:
+    """An export opened read-only: sqlite3 for the schema and small tables, ADBC (Arrow) for the large ones."""
+
+    BATCH_ROWS = 131_072
+
+    def __init__(self, path: str, name: str):
+        self.path, self.name = path, name
+        self.con = sqlite3.connect(_uri(path), uri=True)
+        self._adbc = None
+        self.deadline = float("inf")       # set by _open: sqlite3's queries stop there, the Arrow reads after it
+
+    def _in_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise sqlite3.OperationalError("interrupted")
+
+    def execute(self, sql: str, *args):
+        return self.con.execute(sql, *args)
+
+    def _adbc_connection(self):
+        if self._adbc is None:
+            try:          # the driver's low-level API: Arrow streams straight into polars, no pyarrow import
+                import adbc_driver_manager
+                import adbc_driver_sqlite
+                db = adbc_driver_sqlite.connect(_uri(self.path))
+                self._adbc = (db, adbc_driver_manager.AdbcConnection(db))
+            except ImportError:
+                self._adbc = False
+        return self._adbc
+
+    def frame(self, sql: str, columns: list[str]) -> pl.DataFrame:
+        """The rows of a query as a polars frame, typed by SQLite's values (a column of NULLs reads as Int64)."""
+        ad = self._adbc_connection()
+        if ad:
+            import adbc_driver_manager
+            try:
+                st = adbc_driver_manager.AdbcStatement(ad[1])
+                try:
+                    st.set_options(**{"adbc.sqlite.query.batch_rows": str(self.BATCH_ROWS)})
+                    st.set_sql_query(sql)
+                    stream, _ = st.execute_query()
+                    df = pl.DataFrame(stream)
+                finally:
+                    st.close()
+            except adbc_driver_manager.Error as e:
+                raise sqlite3.DatabaseError(str(e).splitlines()[0]) from None
+            self._in_time()
+            return df.rename(dict(zip(df.columns, columns))) if df.width == len(columns) else \
+                pl.DataFrame({a: [] for a in columns}, schema={a: pl.Int64 for a in columns})
+        rows = self.con.execute(sql).fetchall()
+        return pl.DataFrame(rows, schema=columns, orient="row", infer_schema_length=None) if rows else \
+            pl.DataFrame({a: [] for a in columns}, schema={a: pl.Int64 for a in columns})
+
+    def close(self) -> None:
+        if self._adbc:
+            self._adbc[1].close()
+            self._adbc[0].close()
+        self.con.close()
+
+
+def _uri(path: str) -> str:
+    from urllib.parse import quote
+    return f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1"
+
+
+def _select(con: _Reader, table: str, wanted: dict[str, str], required: tuple[str, ...], name: str,
             where: str = "") -> pl.DataFrame:
     """SELECT the wanted columns (alias -> column name); a missing optional column reads as NULL, a missing
-    required one is an error. Values come back column by column (one json_group_array per column, built by
-    SQLite in C), which avoids a Python tuple per row; plain fetchall() where SQLite lacks JSON functions."""
+    required one is an error. The rows come back as Arrow columns (no Python object per row)."""
     have = _columns(con, table)
     lacking = [c for c in required if c not in have]
     if lacking:
@@ -65,18 +154,8 @@ def _select(con, table: str, wanted: dict[str, str], required: tuple[str, ...], 
             exprs[alias] = fmt(present) if present else "NULL"
         else:
             exprs[alias] = f"[{col}]" if col in have else "NULL"
-    try:
-        sql = "SELECT " + ", ".join(f"json_group_array({e})" for e in exprs.values()) + f" FROM [{table}] {where}"
-        row = con.execute(sql).fetchone()
-        cols = {alias: _loads(text) for alias, text in zip(exprs, row)}
-        return pl.DataFrame({a: pl.Series(a, v, strict=False) for a, v in cols.items()})
-    except sqlite3.OperationalError as e:
-        if "json_group_array" not in str(e):
-            raise
     sql = "SELECT " + ", ".join(f"{e} AS [{a}]" for a, e in exprs.items()) + f" FROM [{table}] {where}"
-    rows = con.execute(sql).fetchall()
-    return pl.DataFrame(rows, schema=list(wanted), orient="row", infer_schema_length=None) if rows else \
-        pl.DataFrame({a: [] for a in wanted})
+    return con.frame(sql, list(wanted))
 
 
 def _strings(con, tables: set[str]) -> pl.DataFrame:
@@ -87,7 +166,15 @@ def _strings(con, tables: set[str]) -> pl.DataFrame:
 
 
 def _name(df: pl.DataFrame, strings: pl.DataFrame, id_cols: list[str], out: str) -> pl.DataFrame:
-    """Resolve StringIds ids: the first of id_cols that resolves gives the name."""
+    """Resolve StringIds ids: the first of id_cols that resolves gives the name. The names are gathered from the
+    strings table by position (rows share its text: a million kernels do not hold a million copies of a name)."""
+    ids = strings["id"]
+    if ids.len() and ids.min() >= 0 and ids.max() < 4 * ids.len() + 1024:        # dense ids, as nsys writes them
+        lookup = pl.Series(out, [None] * (int(ids.max()) + 1), dtype=pl.String).scatter(ids, strings["value"])
+        n = lookup.len()
+        names = [lookup.gather(df.select(pl.when(pl.col(c).is_between(0, n - 1)).then(pl.col(c))
+                                         .cast(pl.Int64)).to_series()) for c in id_cols]
+        return df.with_columns(pl.coalesce(names).alias(out) if len(names) > 1 else names[0].alias(out))
     parts = []
     for c in id_cols:
         s = strings.rename({"id": c, "value": f"__{c}"})
@@ -210,12 +297,25 @@ def _meta(con, tables: set[str], name: str) -> dict:
     return meta
 
 
-def _open(data: bytes, name: str) -> sqlite3.Connection:
-    if not data.startswith(b"SQLite format 3\x00"):
-        raise ArtifactError(name, "not an SQLite database")
-    con = sqlite3.connect(":memory:")
+def _open(path: str, name: str) -> _Reader:
     try:
-        con.deserialize(data)
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        raise ArtifactError(name, f"cannot read file ({e.strerror})") from None
+    if head != b"SQLite format 3\x00":
+        raise ArtifactError(name, "not an SQLite database")
+    try:
+        con = _Reader(path, name)
+    except sqlite3.DatabaseError as e:
+        raise ArtifactError(name, f"corrupt or truncated SQLite database ({e})") from None
+    # all queries together stop at the time limit; no writes; untrusted schema functions off; one value bounded
+    deadline = con.deadline = time.monotonic() + sqlite_seconds()
+    con.con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 20_000)
+    try:
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1 << 30)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         con.close()
@@ -224,18 +324,36 @@ def _open(data: bytes, name: str) -> sqlite3.Connection:
 
 
 def parse(data: bytes, name: str) -> Parsed:
-    """An Nsight Systems SQLite export -> Parsed(kind="nsys") with the timeline tables."""
-    con = _open(data, name)
+    """An Nsight Systems SQLite export (bytes) -> Parsed(kind="nsys") with the timeline tables."""
+    if not data.startswith(b"SQLite format 3\x00"):
+        raise ArtifactError(name, "not an SQLite database")
+    with tempfile.TemporaryDirectory(prefix="ks-nsys-") as tmp:
+        path = os.path.join(tmp, "export.sqlite")
+        try:
+            Path(path).write_bytes(data)
+        except OSError as e:
+            raise ArtifactError(name, f"cannot write a temporary copy to read it ({e.strerror})") from None
+        return parse_file(path, name)
+
+
+def parse_file(path, name: str) -> Parsed:
+    """An Nsight Systems SQLite export read where it lies (read-only) -> Parsed(kind="nsys")."""
+    con = _open(str(path), name)
     try:
         return _parse(con, name)
+    except sqlite3.OperationalError as e:
+        if "interrupted" in str(e):
+            raise ArtifactError(name, f"its queries took longer than {sqlite_seconds():g} s (the limit for one "
+                                      "export; KERNELSCOPE_SQLITE_SECONDS raises it)") from None
+        raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
     except sqlite3.DatabaseError as e:
         raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
     finally:
         con.close()
 
 
-def _parse(con: sqlite3.Connection, name: str) -> Parsed:
-    tables = _tables(con)
+def _parse(con: _Reader, name: str) -> Parsed:
+    tables = _tables(con, name)
     if "StringTable" in tables and "StringIds" not in tables:
         raise ArtifactError(name, "a legacy nvprof database, not an Nsight Systems export (nsys export --type sqlite)")
     if not any(t in tables for t in _NSYS_MARKERS) and not any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):
@@ -257,10 +375,14 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
     pid_of = lambda col: (pl.col(col) // _P) % _P  # noqa: E731
 
     if gpu_parts:
-        g = pl.concat([f.select([c for c in f.columns]) .with_columns(
-            rank_of("gpid").alias("rank"), pid_of("gpid").alias("pid")) for f in gpu_parts], how="diagonal_relaxed")
+        g = pl.concat([f.with_columns(rank_of("gpid").alias("rank"), pid_of("gpid").alias("pid"))
+                       for f in gpu_parts], how="diagonal_relaxed")
+        gpu_parts.clear()
         g = g.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
         gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops")
+        del g
+        # the order link_launches wants, made here so that the unsorted frame is released before the join runs
+        gpu_raw = gpu_raw.sort("rank", "device", "stream", "start_ns", maintain_order=True)
     else:
         gpu_raw = empty(GPU_RAW_SCHEMA)
 
@@ -270,7 +392,9 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
                                (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
                                pl.lit(None, _INT).alias("external_id"))
         api = conform(pl.concat([api, api_kind_columns(api["name"])], how="horizontal"), API_CALLS_SCHEMA,
-                      "api_calls").sort("start_ns")
+                      "api_calls")
+        if not api["start_ns"].is_sorted():          # exports usually list the calls in time order already
+            api = api.sort("start_ns")
     else:
         api = empty(API_CALLS_SCHEMA)
     if nvtx.height:
@@ -290,13 +414,12 @@ def _parse(con: sqlite3.Connection, name: str) -> Parsed:
     meta["ranks"] = list(range(max(len(gpu_keys), 1 if gpu.height else 0)))
     meta["processes"] = [{"rank": ranks[k], "pid": k % _P} for k in gpu_keys]
     meta["source_tables"] = sorted(t for t in tables if t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS")))
-    k = gpu.filter(pl.col("kind") == "kernel")
+    n_k, n_kl, n_mc, n_ms = op_counts(gpu)
     meta["counts"] = {
-        "gpu_ops": gpu.height, "kernels": k.height, "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
-        "memcpy": int((gpu["kind"] == "memcpy").sum()), "memset": int((gpu["kind"] == "memset").sum()),
+        "gpu_ops": gpu.height, "kernels": n_k, "kernels_with_launch": n_kl, "memcpy": n_mc, "memset": n_ms,
         "api_calls": api.height, "cpu_ops": 0, "nvtx": nvtx.height,
     }
-    meta["item_count"] = k.height
+    meta["item_count"] = n_k
     if gpu.height:
         meta["window_ns"] = [int(gpu["start_ns"].min()), int(gpu["end_ns"].max())]
     tabs = {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu, "nvtx": nvtx}
@@ -360,6 +483,6 @@ def parse_report(data: bytes, name: str) -> Parsed:
             tail = (r.stderr or r.stdout or "").strip().splitlines()[-1:] or [""]
             raise ArtifactError(name, f"nsys export failed (exit {r.returncode}: {tail[0]}); "
                                       f"run `{export_command(base)}` yourself")
-        parsed = parse(Path(out).read_bytes(), name)
+        parsed = parse_file(out, name)
     parsed.meta["exported_from"] = "nsys-rep"
     return parsed

@@ -6,10 +6,11 @@ dict whose common keys are declared in `CommonMeta` and checked by `finish_meta`
 trusts the columns.
 
 Kinds and their tables:
-    ncu     kernels (KERNEL_SCHEMA, one row per profiled launch), metrics (METRIC_SCHEMA, every metric, long form,
-            with the Nsight Compute section that shows it), and from `.ncu-rep` files the source level: sass
-            (SASS_SCHEMA, one row per instruction address), source_metrics (SOURCE_METRIC_SCHEMA: the Source
-            Counters per address) and source_files (SOURCE_FILES_SCHEMA); empty for CSV exports
+    ncu     kernels (KERNEL_SCHEMA, one row per profiled launch), metrics (METRIC_SCHEMA, every metric, long form),
+            metric_sections (METRIC_SECTION_SCHEMA: the Nsight Compute section that shows each metric), and from
+            `.ncu-rep` files the source level: sass (SASS_SCHEMA, one row per instruction address), source_metrics
+            (SOURCE_METRIC_SCHEMA: the Source Counters per address) and source_files (SOURCE_FILES_SCHEMA); empty
+            for CSV exports
     kineto  gpu_ops, api_calls, cpu_ops, nvtx (TIMELINE_SCHEMAS; shared with nsys)
     nsys    the same timeline tables
     bench   ceilings, results (BENCH_SCHEMA); predictions and verdicts are added when a run is read
@@ -26,7 +27,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 6, "kineto": 4, "nsys": 4, "bench": 2}
+TABLE_VERSIONS = {"ncu": 8, "kineto": 5, "nsys": 5, "bench": 3}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -204,9 +205,20 @@ KERNEL_SCHEMA = pl.Schema(
     }
     | {col: pl.Float64 for col in NCU_METRIC_COLUMNS}
 )
-METRIC_SCHEMA = pl.Schema({"id": pl.Int64, "metric": pl.String, "value": pl.Float64,
-                           "text": pl.String, "unit": pl.String,
-                           "section": pl.String})   # the section showing it (null: none names one)
+#: every metric of every launch, long form: metric names, units and texts are categorical (a few thousand distinct
+#: names, tens of units), values numeric; 10,000 launches x 2,227 metrics take ~24 bytes per value
+METRIC_SCHEMA = pl.Schema({"id": pl.Int32, "metric": pl.Categorical(), "value": pl.Float64,
+                           "text": pl.Categorical(), "unit": pl.Categorical()})
+
+
+def conform_metrics(df: pl.DataFrame) -> pl.DataFrame:
+    """A metrics table in METRIC_SCHEMA's order and types (an Enum of metric names reads as Categorical)."""
+    return df.select([pl.col(c).cast(t) for c, t in METRIC_SCHEMA.items()])
+
+
+#: the Nsight Compute section that shows each metric (one row per metric name; a metric no section names is absent):
+#: from the report's own sections, a details page's Section Name column, or for the raw page ncu's label table
+METRIC_SECTION_SCHEMA = pl.Schema({"metric": pl.String, "section": pl.String})
 #: `.ncu-rep` only: the SASS of each profiled launch, one row per instruction address (collectors.ncu_source)
 SASS_SCHEMA = pl.Schema({"id": pl.Int64, "address": pl.Int64, "offset": pl.Int64, "sass": pl.String,
                          "file": pl.String, "line": pl.Int64})      # file/line: null without nvcc -lineinfo

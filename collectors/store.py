@@ -13,6 +13,9 @@ leaves no half run, and two processes ingesting the same file both end with the 
 
 Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the listing in one step,
 then removes it: the one change to the store a user makes.
+Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
+metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
+within RACY_S seconds of a change is taken again next time, since file times are coarse).
 
 Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
 run is read, so a model fix reaches every stored run. When a reader expects a newer table version
@@ -27,7 +30,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import threading
 import time
 from functools import cached_property
 from pathlib import Path
@@ -43,6 +48,9 @@ MANIFEST = "manifest.json"
 META = "meta.json"
 RUN_ID_LEN = 16
 STORE_FORMAT = 2
+#: a folder changed less than this many seconds before it was read may change again within the same file-time
+#: tick: its listing is not trusted from cache (git's "racy" rule)
+RACY_S = 2.0
 _RUN_ID = re.compile(r"[0-9a-f]{4,16}")
 
 
@@ -57,12 +65,33 @@ def run_id_for(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:RUN_ID_LEN]
 
 
+def _stamp(path: Path) -> tuple | None:
+    """What changes when a folder's entries change: modification and change times, inode, link count."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink)
+
+
+def _settled(stamp: tuple | None, read_at_ns: int) -> bool:
+    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last changed (its
+    modification time; the change time is part of the stamp, so a later chmod or touch still moves it)."""
+    return stamp is not None and read_at_ns - stamp[0] > RACY_S * 1e9
+
+
 class Run:
     """A stored run: a read-only view of one run folder (its tables re-derived first when out of date)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, stamp: tuple | None = None, manifest: dict | None = None,
+                 info: RunInfo | None = None):
         self.path = Path(path)
         self._memory: Parsed | None = None      # tables re-derived but not writable to the store
+        self._stamp = stamp                     # the run folder's stamp when this view was made (listing cache)
+        self._made_ns = time.time_ns()
+        self._info = info                       # preloaded from the store's index
+        if manifest is not None:
+            self.__dict__["manifest"] = manifest
 
     def __repr__(self) -> str:
         return f"Run({self.path})"
@@ -164,12 +193,73 @@ class Run:
 
     @property
     def info(self) -> RunInfo:
+        if self._info is None:
+            self._info = self._make_info()
+        return self._info
+
+    def _make_info(self) -> RunInfo:
         m, meta = self.manifest, self.meta
         return RunInfo(run_id=m["run_id"], kind=m["kind"], source_name=m["source_name"],
                        size_bytes=int(m.get("size_bytes") or 0), created=float(m.get("created") or 0),
                        gpu_name=meta.get("gpu_name"), gpu_uuid=meta.get("gpu_uuid"),
                        item_count=meta.get("item_count"), item_label=ITEM_LABELS.get(m["kind"], "items"),
                        warnings=tuple(meta.get("warnings") or ()))
+
+
+def _io_problem(e: BaseException) -> str:
+    """The operating system's reason inside a library's error message ("No space left on device")."""
+    text = str(e)
+    for marker in ("No space left on device", "Disk quota exceeded", "Permission denied", "Read-only file system"):
+        if marker in text:
+            return marker
+    return " ".join(text.splitlines()[:1])[:160]
+
+
+def _owner() -> str:
+    """Who writes a temporary folder: host and process id, so that a later start can tell a dead writer's folder."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def _host() -> str:
+    return (socket.gethostname().split(".")[0].replace("-", "_") or "host")[:32]
+
+
+def _writer_gone(name: str, max_age_s: float, mtime: float) -> bool:
+    """A temporary folder (…-HOST-PID-xxxx) whose writer is not running: same host and no such process, or older than
+    max_age_s (a writer on another host of a shared store)."""
+    parts = name.split("-")
+    host = _host()
+    for i in range(len(parts) - 2):
+        if parts[i] == host and parts[i + 1].isdigit():
+            try:
+                os.kill(int(parts[i + 1]), 0)
+            except ProcessLookupError:
+                return True
+            except (PermissionError, OverflowError):
+                pass
+            return False
+    return time.time() - mtime > max_age_s
+
+
+def _manifest_ok(run: Run) -> bool:
+    try:
+        m = run.manifest
+        return isinstance(m, dict) and m.get("run_id") == run.path.name and m.get("kind") in TABLE_VERSIONS \
+            and isinstance(m.get("source_name"), str) and _safe_name(m["source_name"]) == m["source_name"]
+    except (OSError, ValueError):
+        return False
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _safe_name(name: str) -> str:
+    """A file name to keep the artifact under: its last path component, without control characters, at most 200
+    characters (a hostile upload name never reaches outside the run folder)."""
+    base = Path(str(name).replace("\\", "/")).name
+    base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\x00")[-200:].strip()
+    return base if base and base not in (".", "..") else "artifact"
 
 
 def with_gpu_override(meta: dict, gpu: str | None) -> dict:
@@ -187,10 +277,13 @@ def with_gpu_override(meta: dict, gpu: str | None) -> dict:
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
     """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
     final = run_dir / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=run_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{_owner()}-", dir=run_dir))
     try:
         for tname, df in parsed.tables.items():
-            df.write_parquet(tmp / f"{tname}.parquet")
+            try:
+                df.write_parquet(tmp / f"{tname}.parquet")
+            except pl.exceptions.PolarsError as e:        # polars reports a failed write (a full disk) as its own error
+                raise OSError(_io_problem(e)) from None
         (tmp / META).write_text(json.dumps(parsed.meta, indent=1, default=str))
         try:
             os.rename(tmp, final)
@@ -205,24 +298,99 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
         raise
 
 
+SETTINGS = "settings.json"
+_LOCK = threading.Lock()
+#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name)
+_LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run]]] = {}
+
+
 class Store:
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root).expanduser() if root else default_store_dir()
         self.runs_dir = self.root / "runs"
 
+    # ---- settings (the user's choices about the store's runs: pinned / excluded ceilings) ---------------
+    def settings(self) -> dict:
+        """<store>/settings.json, or {} (also when it cannot be read)."""
+        try:
+            v = json.loads((self.root / SETTINGS).read_text())
+        except (OSError, ValueError):
+            return {}
+        return v if isinstance(v, dict) else {}
+
+    def settings_stamp(self) -> float:
+        try:
+            return (self.root / SETTINGS).stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    def update_settings(self, change) -> dict:
+        """Apply change(settings) -> settings under a lock and write the file atomically (temp file + rename)."""
+        import fcntl
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.root / ".settings.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                new = change(self.settings())
+                fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=self.root)
+                try:
+                    with os.fdopen(fd, "w") as f:
+                        json.dump(new, f, indent=1, sort_keys=True)
+                    os.replace(tmp, self.root / SETTINGS)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+        except OSError as e:
+            raise StoreError(str(self.root / SETTINGS), f"cannot write the store's settings ({e.strerror or e})") from None
+        return new
+
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
-        """All complete runs, newest first."""
-        if not self.runs_dir.is_dir():
+        """All complete runs, newest first. Cached by change time (module docstring): an unchanged store is listed
+        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once).
+        A run folder whose manifest cannot be read (or names anything but a plain file) is left out, and listed
+        by `unreadable()`, so one damaged folder never hides the others."""
+        stamp = _stamp(self.runs_dir)
+        if stamp is None:
             return []
+        key = str(self.runs_dir.resolve())
+        with _LOCK:
+            hit = _LISTINGS.get(key)
+        if hit is not None and hit[0] == stamp and hit[1]:
+            return list(hit[2])
+        now = time.time_ns()
+        old = hit[3] if hit is not None else {}
         out = []
-        for p in self.runs_dir.iterdir():
-            if not p.name.startswith(".") and (p / MANIFEST).is_file():
-                out.append(Run(p))
-        out.sort(key=lambda r: (r.manifest.get("created", 0), r.run_id), reverse=True)
+        try:
+            entries = list(self.runs_dir.iterdir())
+        except OSError:
+            return []
+        for p in entries:
+            if p.name.startswith(".") or not _RUN_ID.fullmatch(p.name):
+                continue
+            rs = _stamp(p)
+            prev = old.get(p.name)
+            if prev is not None and rs is not None and prev._stamp == rs and _settled(rs, prev._made_ns):
+                out.append(prev)
+            elif rs is not None and (p / MANIFEST).is_file():
+                run = Run(p, stamp=rs)
+                if _manifest_ok(run):
+                    out.append(run)
+        out.sort(key=lambda r: (_num(r.manifest.get("created")), r.run_id), reverse=True)
+        with _LOCK:
+            _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
+        return list(out)
+
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(folder name, problem) of run folders whose manifest cannot be read."""
+        out = []
+        if self.runs_dir.is_dir():
+            for p in sorted(self.runs_dir.iterdir()):
+                if not p.name.startswith(".") and (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
+                    out.append((p.name, "its manifest.json cannot be read"))
         return out
 
-    def get(self, run_id: str) -> Run:
+    def get(self, run_id: str) -> Run:  # noqa: C901
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
         that is not a run id: a path never reaches the file system)."""
         rid = str(run_id).strip()
@@ -230,11 +398,14 @@ class Store:
             raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
         p = self.runs_dir / rid
         if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
-            return Run(p)
+            if not _manifest_ok(Run(p)):
+                raise RunNotFound(rid, "its folder is damaged (manifest.json cannot be read)")
+            return self._listed(p)
         if self.runs_dir.is_dir():
-            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and (q / MANIFEST).is_file()]
+            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and _RUN_ID.fullmatch(q.name)
+                    and (q / MANIFEST).is_file() and _manifest_ok(Run(q))]
             if len(hits) == 1:
-                return Run(hits[0])
+                return self._listed(hits[0])
             if len(hits) > 1:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
@@ -269,7 +440,7 @@ class Store:
         and temporary folders start with a dot)."""
         if not self.runs_dir.is_dir():
             return set()
-        return {e.name for e in os.scandir(self.runs_dir) if not e.name.startswith(".") and e.is_dir()}
+        return {e.name for e in os.scandir(self.runs_dir) if _RUN_ID.fullmatch(e.name) and e.is_dir()}
 
     # ---- the run index (collectors.index) ----------------------------------------------------------
     def refresh_index(self, log=None) -> dict:
@@ -303,6 +474,15 @@ class Store:
             self.refresh_index(log)
         return run_index.open_index(self.root)
 
+    def _listed(self, p: Path) -> Run:
+        """The Run of the cached listing for folder p when that folder did not change since, else a new one."""
+        with _LOCK:
+            hit = _LISTINGS.get(str(self.runs_dir.resolve()))
+        r = hit[3].get(p.name) if hit is not None else None
+        if r is not None and r._stamp == _stamp(p) and _settled(r._stamp, r._made_ns):
+            return r
+        return Run(p)
+
     def __contains__(self, run_id: str) -> bool:
         return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
 
@@ -313,8 +493,8 @@ class Store:
         nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`), kept in the
         manifest (the tables stay what the file says, so a re-derived run keeps it). The same bytes are one run:
         a second ingest returns the stored run as it is. dashboard.source.Source.ingest_bytes checks that the run
-        can be analysed before it stores it; use that."""
-        name = Path(name).name or "artifact"
+        can be analysed before it stores it; use that. The name is kept as a plain file name (`_safe_name`)."""
+        name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
             return Run(self.runs_dir / rid), False
@@ -330,10 +510,39 @@ class Store:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    def housekeeping(self) -> int:
+        """On start: the store's leftover temporary folders and the .ncu-rep reader's (collectors.sandbox)."""
+        from collectors.sandbox import sweep_stale
+        return self.clean_stale() + sweep_stale()
+
+    def clean_stale(self, max_age_s: float = 24 * 3600) -> int:
+        """Remove the temporary folders of interrupted ingests and re-derivations (a writer killed mid-way): those
+        whose writer process is gone on this host, or older than max_age_s. Returns how many."""
+        n = 0
+        try:
+            tops = [e for e in os.scandir(self.runs_dir) if e.name.startswith(".tmp-")]
+        except OSError:
+            return 0
+        inner = []
+        for e in os.scandir(self.runs_dir):
+            if _RUN_ID.fullmatch(e.name) and e.is_dir(follow_symlinks=False):
+                try:
+                    inner += [x for x in os.scandir(e.path) if x.name.startswith(".tables-v")]
+                except OSError:
+                    continue
+        for e in tops + inner:
+            try:
+                if e.is_dir(follow_symlinks=False) and _writer_gone(e.name, max_age_s, e.stat().st_mtime):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                    n += 1
+            except OSError:
+                continue
+        return n
+
     def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-", dir=self.runs_dir))
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
         except OSError as e:
             raise StoreError(str(self.runs_dir), f"cannot write to the store ({e.strerror or e})") from None
         try:
@@ -368,7 +577,13 @@ class Store:
             return run, True
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({e.strerror or e})") from None
+            reason = e.strerror or str(e)
+            try:
+                if shutil.disk_usage(self.runs_dir).free < 1 << 20:
+                    reason = "No space left on device"
+            except OSError:
+                pass
+            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({reason})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -6,8 +6,10 @@ pasted into chat opens the same view in a new browser.
 Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment; required
 with a non-loopback --host; at least 16 characters) a browser gives it once, in the form or as ?token=… in the first
 URL: the page that was asked for (its path and every query parameter) opens after the login, the token is removed
-from the address bar (a copied link never carries it), and a signed cookie (dashboard.auth) keeps the browser logged
-in for its session, across reloads and new tabs.
+from the address bar (a copied link never carries it), and the browser stays logged in for its session, across
+reloads and new tabs. Under `kernelscope dashboard` the gate in front of Streamlit (dashboard/gate.py,
+dashboard/serve.py) does all of this before any session or upload exists, with its own cookie; the form and the
+signed cookie below (dashboard.auth) serve `streamlit run dashboard/app.py`.
 """
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ sections = {
 pages = {k: [p for p in v if p is not None] for k, v in sections.items() if any(p is not None for p in v)}
 
 token = os.environ.get("KERNELSCOPE_TOKEN")
+if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed
+    token = None
 if token and not st.session_state.get("authenticated"):
     # the requested page is chosen from the URL before the gate, so the login keeps it (and its query parameters)
     current = st.navigation(pages, position="hidden")

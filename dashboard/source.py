@@ -27,25 +27,24 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from analyzers import ceilings as C
-from analyzers.cases.bench_verdicts import attach, skipped_checks
 from analyzers.errors import AnalysisError
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
-from analyzers.ncu_run import NcuAnalysis, analyze_ncu
-from analyzers.baseline import relatedness, trace_values
-from analyzers.compare import NOISE_FLOOR, CompareResult, compare_ncu, compare_traces
-from analyzers.kernel_link import match_launches
-from analyzers.source_hotspots import source_hotspots
-from analyzers.timeline import TimelineSummary, summarize
-from analyzers.timeline_view import TimelineTracks, build_tracks
-from collectors.errors import ArtifactError, RunNotFound
+from collectors.errors import ArtifactError, InputError, RunNotFound
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
+
+if TYPE_CHECKING:
+    from analyzers.compare import CompareResult
+    from analyzers.ncu_run import NcuAnalysis
+    from analyzers.timeline import TimelineSummary
+    from analyzers.timeline_view import TimelineTracks
 
 #: the page that shows a run of each kind
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
@@ -115,14 +114,45 @@ class Source:
         self._cache: OrderedDict = OrderedDict()
         self._max = cache_entries
         self._lock = threading.Lock()
+        self._broken: dict[str, str] = {}
 
     # ---- runs ------------------------------------------------------------------------------------
     def runs(self, kinds: tuple[str, ...] | None = None) -> list[Run]:
-        rs = self.store.runs()
-        return [r for r in rs if r.kind in kinds] if kinds else rs
+        """The store's readable runs, newest first (of `kinds`). A run whose tables cannot be read (or re-derived
+        from its artifact) is left out and listed by `broken()`, so one bad run never takes a page down."""
+        out = []
+        for r in self.store.runs():
+            if kinds and r.kind not in kinds:
+                continue
+            if self._readable(r):
+                out.append(r)
+        return out
+
+    def _readable(self, run: Run) -> bool:
+        try:
+            run.meta
+            return True
+        except (InputError, OSError, ValueError, KeyError) as e:
+            with self._lock:
+                self._broken[run.run_id] = str(e)
+            return False
+
+    def broken(self) -> list[tuple[str, str]]:
+        """(run id, problem) of the runs left out of `runs()` (damaged folders, artifacts that no longer read)."""
+        self.runs()
+        with self._lock:
+            out = sorted(self._broken.items())
+        return out + [(rid, p) for rid, p in self.store.unreadable()]
 
     def get(self, run_id: str) -> Run:
-        return self.store.get(run_id)
+        """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for a run whose
+        tables cannot be read."""
+        run = self.store.get(run_id)
+        try:
+            run.meta
+        except (InputError, OSError, ValueError, KeyError) as e:
+            raise RunNotFound(run.run_id, f"cannot be read ({e})") from None
+        return run
 
     def delete(self, run_id: str) -> Run:
         """Delete a run from the store (collectors.store.Store.delete) and forget its cached analyses."""
@@ -144,9 +174,13 @@ class Source:
         return self._cached(("table", run.run_id, name), lambda: run.table(name))
 
     def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
-        """Every ncu metric of one launch (long form: metric, value, unit, text)."""
-        return self._cached(("launch", run_id, launch_id),
-                            lambda: self.table(run_id, "metrics").filter(pl.col("id") == launch_id))
+        """Every ncu metric of one launch (long form: id, metric, value, text, unit, section; names and texts as
+        strings, the stored table keeps them categorical; section: the Nsight Compute section that shows it)."""
+        def make():
+            from analyzers.compare import launch_metric_rows
+            run = self.get(run_id)
+            return launch_metric_rows(self.table(run_id, "metrics"), [launch_id], _sections(run))
+        return self._cached(("launch", run_id, launch_id), make)
 
     # ---- cache -----------------------------------------------------------------------------------
     def _cached(self, key, make):
@@ -168,23 +202,38 @@ class Source:
         return tuple(r.run_id for r in self.bench_runs())
 
     # ---- measured ceilings -----------------------------------------------------------------------
+    def ceiling_choices(self) -> tuple[dict[str, str], frozenset[str]]:
+        """(GPU model -> pinned run id, excluded run ids) from the store's settings (`kernelscope ceilings`)."""
+        c = self.store.settings().get("ceilings") or {}
+        pinned = c.get("pinned") if isinstance(c.get("pinned"), dict) else {}
+        excluded = c.get("excluded") if isinstance(c.get("excluded"), list) else []
+        return ({str(k): str(v) for k, v in pinned.items()}, frozenset(str(x) for x in excluded))
+
+    def _ceilings_key(self) -> tuple:
+        return self._bench_key() + (self.store.settings_stamp(),)
+
     def ceilings(self) -> pl.DataFrame:
-        """Every measured ceiling of the store's bench runs, newest run first (analyzers.ceilings.CEILING_SCHEMA)."""
+        """Every measured ceiling of the store's bench runs, newest run first, judged (analyzers.ceilings.
+        JUDGED_SCHEMA: status trusted / rejected / excluded / not pinned, with the reason)."""
         def make():
             runs = self.bench_runs()
             labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
             frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
                                        gpu_label=labels[r.run_id]) for r in runs if "ceilings" in r.tables]
-            return pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
-        return self._cached(("ceilings", self._bench_key()), make)
+            frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
+            return C.judge_ceilings(frame, *self.ceiling_choices())
+        return self._cached(("ceilings", self._ceilings_key()), make)
 
     def ceiling_records(self) -> list[dict]:
-        """The raw ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        """The trusted ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        trusted = {(r["run_id"], r["ceiling"]) for r in
+                   self.ceilings().filter(pl.col("status") == "trusted").iter_rows(named=True)}
         out = []
         for r in self.bench_runs():
             if "ceilings" in r.tables:
                 for row in r.table("ceilings").iter_rows(named=True):
-                    out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
+                    if (r.run_id, row["metric"]) in trusted:
+                        out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
         return out
 
     def best_ceilings(self, gpu_name: str) -> dict[str, C.Ceiling]:
@@ -224,25 +273,27 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.ncu_run import analyze_ncu      # imported by the kind that needs it: `analyze` stays quick
             ident = identify(run.meta, self.gpu)
             gpu = ident.spec
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
                                gpu_warning=ident.warning)
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("ncu", run.run_id, self.gpu, self._bench_key()), make)
+        return self._cached(("ncu", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
         run = self._resolve(run)
 
         def make():
+            from analyzers.timeline import summarize
             g, api = run.table("gpu_ops"), run.table("api_calls")
             meta = self.meta(run)
             floor = self.launch_floor_ns(meta.get("gpu_name"))
             return TraceAnalysis(run.kind, meta, g, api, summarize(g, api, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("trace", run.run_id, self.gpu, self._bench_key()), make)
+        return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def source_hotspots(self, run: Run | str, launch_id: int):
         """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
@@ -251,6 +302,7 @@ class Source:
         def make():
             if "sass" not in run.tables:
                 return None
+            from analyzers.source_hotspots import source_hotspots
             return source_hotspots(self.table(run.run_id, "sass"), self.table(run.run_id, "source_metrics"),
                                    self.table(run.run_id, "source_files"), launch_id)
         return self._cached(("hotspots", run.run_id, launch_id), make)
@@ -263,8 +315,8 @@ class Source:
 
     def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
         """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
+        from analyzers.timeline_view import build_tracks
         run = self._resolve(run)
-
         if isinstance(run, Parsed):
             return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
         t = lambda name: self.table(run.run_id, name)  # noqa: E731  (cached: the trace's analysis reads them too)
@@ -283,6 +335,7 @@ class Source:
             frames.append(k.with_columns(pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")))
         if not frames:
             return pl.DataFrame()
+        from analyzers.kernel_link import match_launches
         return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
@@ -329,6 +382,7 @@ class Source:
         run = self._resolve(run)
 
         def make():
+            from analyzers.cases.bench_verdicts import attach, skipped_checks   # the case catalog: bench runs only
             try:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
@@ -387,12 +441,18 @@ class Source:
     # ---- ingest: parse, check that it can be analysed, store ------------------------------------------
     def check(self, parsed: Parsed, name: str, gpu: str | None = None) -> None:
         """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
-        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once)."""
+        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
+        stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
         probe = Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
         try:
             probe.analysis(parsed)
+        except InputError:
+            raise
         except AnalysisError as e:
             raise ArtifactError(name, str(e)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, never stored
+            first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
+            raise ArtifactError(name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored") from None
 
     def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None) -> tuple[Run, bool]:
         """Parse, check (`check`), store: (run, created). A file already stored is returned as stored."""
@@ -414,9 +474,13 @@ class Source:
             raise ArtifactError(str(path), e.problem) from None
 
     # ---- baselines ----------------------------------------------------------------------------------
-    def compare(self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float = NOISE_FLOOR) -> CompareResult:
+    def compare(self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float | None = None) -> CompareResult:
         """Run B against run A (analyzers.compare.compare_ncu / compare_traces): what `kernelscope compare` prints
-        and the Compare page shows. Both runs must be Nsight Compute runs, or both traces."""
+        and the Compare page shows. Both runs must be Nsight Compute runs, or both traces. noise_floor: None is
+        analyzers.compare.NOISE_FLOOR."""
+        from analyzers.baseline import trace_values
+        from analyzers.compare import NOISE_FLOOR, compare_ncu, compare_traces
+        noise_floor = NOISE_FLOOR if noise_floor is None else noise_floor
         a, b = self._resolve(a), self._resolve(b)
 
         def make():
@@ -424,7 +488,8 @@ class Source:
                 extra = lambda r: self.ncu(r).kernels.with_columns(  # noqa: E731
                     dram_pct=pl.col("dram_peak_fraction") * 100, fp32_pct=pl.col("fp32_peak_fraction") * 100)
                 return compare_ncu(extra(a), extra(b), a.table("metrics"), b.table("metrics"),
-                                   noise_floor=noise_floor, extra=("dram_pct", "fp32_pct"))
+                                   noise_floor=noise_floor, extra=("dram_pct", "fp32_pct"),
+                                   sections_a=_sections(a), sections_b=_sections(b))
             if a.kind in TRACE_KINDS and b.kind in TRACE_KINDS:
                 ta, tb = self.trace(a), self.trace(b)
                 return compare_traces(ta.gpu_ops, tb.gpu_ops, trace_values(ta.summary, ta.gpu_ops),
@@ -440,6 +505,7 @@ class Source:
         """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
         .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never
         compared by default)."""
+        from analyzers.baseline import relatedness
         kinds = TRACE_KINDS if b.kind in TRACE_KINDS else (b.kind,)
         names = self._kernel_names(b)
         for r in self.runs(kinds):
@@ -517,7 +583,12 @@ class Source:
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
-        return self._cached(("claims", self._bench_key()), lambda: claim_measurements(self.ceiling_records()))
+        return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
+
+
+def _sections(run: Run | Parsed) -> pl.DataFrame | None:
+    """A ncu run's metric_sections table (None for runs stored before it existed: no section known)."""
+    return run.table("metric_sections") if "metric_sections" in run.tables else None
 
 
 def _same_gpu(name, gpu_name) -> bool:

@@ -48,9 +48,34 @@ GpuOpt = Annotated[
 ]
 
 
+
+MaxMBOpt = Annotated[
+    Optional[int],
+    typer.Option("--max-decompressed-mb", min=1, envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
+                 help="Largest artifact accepted, after decompression, in MB (default 4096)."),
+]
+
+
+def apply_limits(max_decompressed_mb: Optional[int]) -> None:
+    """Set the artifact size limit for this process and the readers it starts (collectors.limits)."""
+    import os
+
+    from collectors.limits import ENV_ARTIFACT_MB
+    if max_decompressed_mb:
+        os.environ[ENV_ARTIFACT_MB] = str(max_decompressed_mb)
+
+
+_cleaned: set = set()
+
+
 def open_store(store: Optional[Path]):
+    """The store (once per process: the temporary folders of interrupted ingests are removed first)."""
     from collectors.store import Store
-    return Store(store)
+    st = Store(store)
+    if st.root not in _cleaned:
+        _cleaned.add(st.root)
+        st.housekeeping()
+    return st
 
 
 def open_source(store: Optional[Path], gpu: Optional[str] = None):
@@ -58,19 +83,22 @@ def open_source(store: Optional[Path], gpu: Optional[str] = None):
     return Source(open_store(store), gpu=gpu)
 
 
-def load(path_or_run: str, store: Optional[Path]):
-    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored); anything else is
-    looked up as a run id."""
+def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None):
+    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
+    ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
+    store (a run that cannot be read is `RunNotFound`)."""
     import os
 
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
     p = Path(path_or_run)
     if p.exists():
-        return parse_path(p), p.name
+        parsed = parse_path(p)
+        open_source(store, gpu).check(parsed, path_or_run)
+        return parsed, p.name
     if p.suffix or os.sep in path_or_run:
         raise ArtifactError(path_or_run, "no such file")
-    run = open_store(store).get(path_or_run)
+    run = open_source(store).get(path_or_run)
     return run, run.source_name
 
 
@@ -84,19 +112,99 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+_TABLE_MARK = "\x00kernelscope-table-"
+TABLE_CHUNK_ROWS = 20_000
+
+
+class Rows:
+    """Rows of a polars DataFrame picked and ordered by an index, with the output columns computed chunk by chunk:
+    a large table is written without a reordered copy of it ever existing whole."""
+
+    def __init__(self, frame, index, columns: list):
+        self.frame, self.index, self.columns = frame, index, columns
+
+    @property
+    def height(self) -> int:
+        return self.index.len()
+
+    def slice(self, offset: int, length: int):
+        return self.frame[self.index.slice(offset, length)].select(self.columns)
+
+    def collect(self):
+        return self.slice(0, self.height)
+
+
+def _is_frame(o) -> bool:
+    return isinstance(o, Rows) or type(o).__name__ == "DataFrame" and type(o).__module__.startswith("polars")
+
+
+def _mark_tables(obj, tables: list, mark: str):
+    """obj with every polars DataFrame (at any depth of dicts and lists) replaced by a marker string."""
+    if _is_frame(obj):
+        tables.append(obj)
+        return f"{mark}{len(tables) - 1}"
+    if isinstance(obj, dict):
+        return {k: _mark_tables(v, tables, mark) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_mark_tables(v, tables, mark) for v in obj]
+    return obj
+
+
+def _write_table(write, df, indent: bytes) -> None:
+    """A DataFrame as a JSON array of row objects, one row per line, written in chunks of TABLE_CHUNK_ROWS rows by
+    polars (NaN and infinities become null), so a table of millions of rows is never a list of dicts in Python."""
+    import io
+    if df.height == 0:
+        write(b"[]")
+        return
+    write(b"[\n" + indent + b"  ")
+    sep = b",\n" + indent + b"  "
+    for off in range(0, df.height, TABLE_CHUNK_ROWS):
+        buf = io.BytesIO()
+        df.slice(off, TABLE_CHUNK_ROWS).write_ndjson(buf)
+        rows = buf.getvalue().replace(b"\n", sep)           # JSON strings hold no raw newline
+        del buf
+        last = off + TABLE_CHUNK_ROWS >= df.height
+        write(memoryview(rows)[:len(rows) - len(sep)] if last else rows)
+    write(b"\n" + indent + b"]")
+
+
 def echo_json(obj) -> None:
-    """JSON on stdout, written by orjson (NaN and infinities become null), indented two spaces."""
+    """JSON on stdout, written by orjson (NaN and infinities become null), indented two spaces. polars DataFrames
+    in obj are written as arrays of row objects, one row per line, streamed in chunks (`_write_table`)."""
     import orjson
-    data = orjson.dumps(obj, default=_json_default,
+    import secrets
+    tables: list = []
+    mark_text = f"{_TABLE_MARK}{secrets.token_hex(6)}-"        # a fresh marker: no value of obj can hold it
+    marked = _mark_tables(obj, tables, mark_text)
+    data = orjson.dumps(marked, default=_json_default,
                         option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
     out = sys.stdout
     buf = getattr(out, "buffer", None)
     if buf is not None:
         out.flush()
-        buf.write(data + b"\n")
-        buf.flush()
+        write = buf.write
     else:                                  # a captured stream without a byte buffer (tests)
-        out.write(data.decode() + "\n")
+        def write(b) -> None:
+            out.write(bytes(b).decode())
+    if tables:
+        mark = orjson.dumps(mark_text)[:-1]            # the marker as orjson escapes it, without the closing quote
+        pos = 0
+        while True:
+            at = data.find(mark, pos)
+            if at < 0:
+                break
+            end = data.index(b'"', at + len(mark))
+            i = int(data[at + len(mark):end])
+            line = data[data.rfind(b"\n", 0, at) + 1:at]
+            indent = line[:len(line) - len(line.lstrip(b" "))]
+            write(data[pos:at])
+            _write_table(write, tables[i], indent)
+            pos = end + 1
+        data = data[pos:]
+    write(data + b"\n")
+    if buf is not None:
+        buf.flush()
 
 
 def repo_root() -> Path:

@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-import polars as pl
 import typer
 
-from analyzers.timeline import DEFINITIONS
-from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, load
+from dashboard.cli._app import ListFormat, MaxMBOpt, Rows, StoreOpt, app, apply_limits, echo_json, load
 
 TIMELINE_KINDS = ("kineto", "nsys")
 
@@ -39,11 +37,13 @@ def _us(ns):
 
 
 def report(tr, *, max_kernels: int | None = None) -> dict:
-    """The timeline report of a trace analysis (dashboard.source.TraceAnalysis; see the module docstring). The
-    per-device and whole-run numbers are analyzers.timeline.summarize's, unchanged but for ns -> µs."""
-    from analyzers import timeline as T
+    """The timeline report of a trace analysis (dashboard.source.TraceAnalysis; see the module docstring). Every
+    number is analyzers.timeline.summarize's (computed once per trace), unchanged but for ns -> µs. `kernels` is a
+    dashboard.cli._app.Rows view of gpu_ops (one row per kernel, in rank, device, start order): echo_json writes it
+    chunk by chunk, the table and CSV outputs read it whole."""
+    import polars as pl
 
-    g = tr.gpu_ops
+    from analyzers.timeline import DEFINITIONS
     s = tr.summary
     devices = []
     for u in s.devices.iter_rows(named=True):
@@ -69,18 +69,19 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "run_ns": run["run_ns"], "slowest_rank": run["slowest_rank"], "delay_outliers": run["delay_outliers"],
         "launch_floor_ns": s.launch_floor_ns,
     }
-    kern = T.kernels(g).sort("rank", "device", "start_ns")
+    g = tr.gpu_ops
+    is_k = pl.col("kind") == "kernel"
+    order = g.select(pl.int_range(pl.len(), dtype=pl.UInt32).filter(is_k).sort_by(
+        [pl.col(c).filter(is_k) for c in ("rank", "device", "start_ns")], maintain_order=True)).to_series()
     if max_kernels is not None:
-        kern = kern.head(max_kernels)
-    kernels_out = kern.select(
-        "name", "rank", "device", "stream", "start_ns", "end_ns", "duration_ns", "launch_api", "correlation",
-        (pl.col("launch_delay_ns") / 1e3).round(3).alias("launch_delay_us"),
-        (pl.col("queue_ns") / 1e3).round(3).alias("queue_us"),
-        "op_name", "graph_launch_correlation",
-    ).to_dicts()
+        order = order.head(max_kernels)
+    kern = Rows(g, order, ["name", "rank", "device", "stream", "start_ns", "end_ns", "duration_ns", "launch_api",
+                           "correlation", (pl.col("launch_delay_ns") / 1e3).round(3).alias("launch_delay_us"),
+                           (pl.col("queue_ns") / 1e3).round(3).alias("queue_us"), "op_name",
+                           "graph_launch_correlation"])
 
-    def rows(df: pl.DataFrame) -> list[dict]:
-        return [{c: (_r(v, 6) if isinstance(v, float) else v) for c, v in r.items()} for r in df.to_dicts()]
+    def rows(df: pl.DataFrame) -> list[dict]:       # small per-device / per-stream tables
+        return [{c: (_r(v, 6) if isinstance(v, float) else v) for c, v in r.items()} for r in df.iter_rows(named=True)]
 
     return {
         "kind": tr.kind,
@@ -88,19 +89,14 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "gpu_name": tr.meta.get("gpu_name"),
         "summary": summary,
         "devices": devices,
-        "launch": rows(T.launch_stats(g)),
-        "idle_categories": rows(T.idle_categories(g)),
-        "temporal": rows(T.temporal_breakdown(g)),
-        "launch_bound": rows(T.launch_bound(g, launch_floor_ns=s.launch_floor_ns)),
-        "top_kernels": rows(T.kernel_summary(g).head(20)),
+        "launch": rows(s.launch),
+        "idle_categories": rows(s.idle_categories),
+        "temporal": rows(s.temporal),
+        "launch_bound": rows(s.launch_bound),
+        "top_kernels": rows(s.kernels.head(20)),
         "definitions": DEFINITIONS,
-        "kernels": kernels_out,
+        "kernels": kern,
     }
-
-
-def kernel_rows(rep: dict) -> list[dict]:
-    """The per-kernel rows of a report (for table / CSV output)."""
-    return list(rep.get("kernels", []))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -113,11 +109,13 @@ def whatif_cmd(
     speedup: Annotated[float, typer.Option("--speedup", help="How many times faster the matched kernels run.")],
     format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
     store: StoreOpt = None,
+    max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Predict the run time if kernels matching --kernel ran --speedup times faster: a replay of the trace's
     own dependencies (launch calls, stream order, synchronisations) next to the plain Amdahl estimate."""
-    from analyzers.timeline import what_if
+    from analyzers.timeline import DEFINITIONS, what_if
 
+    apply_limits(max_decompressed_mb)
     if not (math.isfinite(speedup) and speedup > 0):
         raise typer.BadParameter(f"--speedup must be a finite number > 0, got {speedup:g}")
     run, _ = load(trace, store)

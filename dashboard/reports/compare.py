@@ -161,6 +161,10 @@ def build(src: Source, params: dict) -> Report:
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))
     if a.kind == "ncu" and b.kind == "ncu":   # the GPU each run is analysed on (named, inferred or given)
         ga, gb = src.ncu(a).gpu.name, src.ncu(b).gpu.name
+        for label, r in (("A", a), ("B", b)):
+            for f in src.ncu(r).flagged:
+                rep.add(Text(f"Run {label}, launch {f['id']} ({code(f['name'])}) is implausible for its GPU: "
+                             + "; ".join(f["flags"]) + ".", "error"))
     r = src.compare(a, b, view.noise_pct / 100)
     per_launch, dims = r.kind == "ncu", r.dims
     c = r.totals["counts"]

@@ -74,6 +74,9 @@ def detail(src: Source, view) -> list:
                          f"{_dim(row, 'block')} · {MISSING if regs is None else int(regs)} registers/thread",
                          "caption"),
                     key_numbers(row)]
+    if row.get("flags"):
+        blocks.append(Text(f"**Implausible for {a.gpu.name}:** " + "; ".join(row["flags"])
+                           + ". The numbers of this launch should not be trusted.", "error"))
     notes = [n for n in a.over_peak if n["id"] == view.kernel]
     for n in notes:
         blocks.append(Text(f"{n['pct']:.1f} % of {n['peak']}: above 100 % because {n['reason']}.", "caption"))

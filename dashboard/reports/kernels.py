@@ -77,6 +77,8 @@ KERNEL_COLS: dict[str, Col] = {
     "global_ld_coalescing_ratio": num("coalescing ratio", "×", "%.2f", "sectors per request / ideal (1 = coalesced)"),
     "registers_per_thread": num("registers/thread", "regs"), "block_size": num("block", "threads"),
     "grid_size": num("grid", "blocks"),
+    "flag": text("implausible", "what cannot be right for this GPU (analyzers.plausibility): a rate above the spec "
+                                "peak, a launch the GPU cannot run; the launch's other numbers are suspect too"),
 }
 SORT_KEYS = tuple(KERNEL_COLS)
 _ALWAYS = ("id", "kernel", "duration_us")
@@ -103,7 +105,8 @@ def display_frame(a: NcuAnalysis) -> pl.DataFrame:
     keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
-    return k.select(*shown, *[c for c in keep if c not in DISPLAY]).with_columns(
+    return k.select(*shown, *[c for c in keep if c not in DISPLAY],
+                    pl.col("flags").list.join("; ").replace("", None).alias("flag")).with_columns(
         # a share of the tensor peak means something only for a launch that used the tensor cores
         tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_pct_spec")))
 
@@ -244,6 +247,10 @@ def overview(src: Source, view: KernelsView) -> Report:
         rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
     rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
     rep.add(*missing_warnings(a))
+    for f in a.flagged:
+        rep.add(Text(f"**Implausible for {a.gpu.name}: launch {f['id']}** ({code(f['name'])}): "
+                     + "; ".join(f["flags"]) + ". Its findings and rates are shown but should not be trusted.",
+                     "error"))
     dram = _sum_or_missing(frame["dram_bytes"])
     lost = _sum_or_missing(frame["lost_us"])
     rep.add(Metrics([

@@ -141,6 +141,13 @@ def definitions(run: Run) -> list:
                            + [f"- **Perfetto**: {perfetto}"]))]
 
 
+def _kernel_summary(src: Source, view: TimelineView) -> pl.DataFrame:
+    """analyzers.timeline.kernel_summary of the chosen device (of the whole run: the summary's, computed once)."""
+    if view.device == "all":
+        return src.trace(view.run).summary.kernels
+    return T.kernel_summary(device_ops(src, view))
+
+
 def device_summary(src: Source, view: TimelineView) -> pl.DataFrame:
     """The summary rows (analyzers.timeline.summarize) of the chosen device, or of every device."""
     d = src.trace(view.run).summary.devices
@@ -280,14 +287,14 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
             pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream"),
             ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"), (pl.col("gap_ns") / 1e3).alias("gap_us"), "category",
             pl.col("next_name").str.slice(0, 80).alias("next op"))
-        cats = T.idle_categories(g).with_columns(pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
+        cats = (tr.summary.idle_categories if view.device == "all" else T.idle_categories(g)).with_columns(pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
                                                  (pl.col("idle_ns") / 1e3).alias("idle_us"))
         out += [Chart("idle_gaps", charts.idle_gaps(pts, list(T.IDLE_CATEGORIES))),
                 Chart("idle_categories", charts.idle_category_bars(cats, list(T.IDLE_CATEGORIES)),
                       "Idle categories: " + DEFINITIONS["idle_categories"] + ".")]
     else:
         out.append(Text("No idle gaps between ops on any stream.", "info"))
-    tb = T.temporal_breakdown(g)
+    tb = tr.summary.temporal if view.device == "all" else T.temporal_breakdown(g)
     fractions = ("compute_fraction", "communication_fraction", "memcpy_fraction", "idle_fraction")
     out.append(Table("temporal_breakdown", tb.select("rank", "device", *[pl.col(c) * 100 for c in fractions]), {
         "rank": num("rank"), "device": num("device"),
@@ -303,7 +310,7 @@ def kernel_blocks(src: Source, view: TimelineView) -> list:
     g = device_ops(src, view)
     out: list = []
     out.append(Heading("Top kernels by total time"))
-    ks = T.kernel_summary(g).head(20).select(
+    ks = _kernel_summary(src, view).head(20).select(
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
         (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
         (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
@@ -330,7 +337,7 @@ def kernel_blocks(src: Source, view: TimelineView) -> list:
 
 def default_kernel(src: Source, view: TimelineView) -> str:
     """The what-if's default: the name (without template arguments and parameters) of the kernel with the most time."""
-    top = T.kernel_summary(device_ops(src, view)).head(1)["name"].to_list()
+    top = _kernel_summary(src, view).head(1)["name"].to_list()
     return top[0][:120].split("<")[0].split("(")[0] if top else "."
 
 

@@ -250,3 +250,53 @@ def test_launch_floor_comes_from_a_bench_run_of_the_same_gpu(store, capsys):
     assert any(r.get("launch_floor_ns") and abs(r["launch_floor_ns"] - 6519.2) < 1 for r in rows)
     rows0 = before if isinstance(before, list) else [before]
     assert all(not r.get("launch_floor_ns") for r in rows0)
+
+
+# ---------------------------------------------------------------------------------------------- one-pass intervals
+def _brute_union(intervals):
+    """Length of the union, gaps and merged intervals by the textbook method (sort, merge into a list)."""
+    merged = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    gaps = [(a[1], b[0]) for a, b in zip(merged, merged[1:]) if b[0] > a[1]]
+    return sum(e - s for s, e in merged), gaps, [tuple(m) for m in merged]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_pass_busy_gaps_and_merge_match_a_plain_merge(seed):
+    """Busy time, gaps and merged intervals from one sorted scan equal a plain merge, per device, on random
+    timelines with nesting, touching and identical intervals; the temporal breakdown adds up to the window."""
+    import random
+    rnd = random.Random(seed)
+    rows = []
+    for dev in range(rnd.randint(1, 3)):
+        for _ in range(rnd.randint(1, 60)):
+            s = rnd.randint(0, 2_000)
+            e = s + rnd.choice([0, 1, rnd.randint(1, 50), rnd.randint(1, 400)])
+            rows.append({"device": dev, "start_ns": s, "end_ns": e, "stream": rnd.randint(1, 3),
+                         "kind": rnd.choice(["kernel", "kernel", "memcpy"]), "name": rnd.choice(["gemm", "nccl_ar"])})
+    g = ops(rows)
+    u = {r["device"]: r for r in T.utilization(g).iter_rows(named=True)}
+    gp = T.gaps(g)
+    mi = T.merge_intervals(g)
+    tb = {r["device"]: r for r in T.temporal_breakdown(g).iter_rows(named=True)}
+    for dev in {r["device"] for r in rows}:
+        iv = [(r["start_ns"], r["end_ns"]) for r in rows if r["device"] == dev]
+        busy, gaps, merged = _brute_union(iv)
+        assert u[dev]["busy_ns"] == busy
+        assert u[dev]["window_ns"] - busy == sum(b - a for a, b in gaps) == u[dev]["idle_ns"]
+        assert gp.filter(pl.col("device") == dev).select("start_ns", "end_ns").rows() == gaps
+        assert [tuple(x) for x in mi.filter(pl.col("device") == dev).select("start_ns", "end_ns").rows()] == merged
+        t = tb[dev]
+        assert t["compute_ns"] + t["communication_ns"] + t["memcpy_ns"] + t["idle_ns"] == t["window_ns"]
+        k_busy = _brute_union([(r["start_ns"], r["end_ns"]) for r in rows if r["device"] == dev
+                               and r["kind"] == "kernel"])[0] if any(r["device"] == dev and r["kind"] == "kernel"
+                                                                     for r in rows) else 0
+        assert t["memcpy_ns"] == busy - k_busy
+    s = T.summarize(g)
+    assert s.devices["busy_ns"].to_list() == T.utilization(g)["busy_ns"].to_list()
+    assert s.temporal.equals(T.temporal_breakdown(g)) and s.launch_bound.equals(T.launch_bound(g))
+    assert s.idle_categories.equals(T.idle_categories(g))

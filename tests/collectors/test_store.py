@@ -70,3 +70,52 @@ def test_dashboard_samples_listing_exists():
     for line in listing:
         if not line.startswith("#") and "/" in line:
             assert (SAMPLES / line).is_file(), line
+
+
+# ---- listing cached by change time ---------------------------------------------------------------------------
+def _age(store, seconds=60):
+    """Set the runs folder and every run folder back in time (as if nothing had changed for a while)."""
+    import os
+    import time
+    t = time.time() - seconds
+    for p in [*store.runs_dir.iterdir(), store.runs_dir]:
+        os.utime(p, (t, t))
+
+
+def test_listing_is_cached_until_the_store_changes(store):
+    """An unchanged store is listed without reading a manifest again (the same Run objects come back); a new run
+    changes the runs folder's stamp, the listing is read again, and the runs that did not change keep their Run."""
+    from collectors import store as store_mod
+    a, _ = store.ingest_path(SAMPLE)
+    b, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    _age(store)
+    first = store.runs()
+    assert [r.run_id for r in first] == [b.run_id, a.run_id]
+    assert first[0].info.item_count == 180
+    second = Store(store.root).runs()                          # another Store object on the same folder
+    assert all(x is y for x, y in zip(first, second))
+    c, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    third = store.runs()
+    assert [r.run_id for r in third] == [c.run_id, b.run_id, a.run_id]
+    assert third[1] is first[0] and third[2] is first[1]
+    assert store.get(a.run_id) is first[1]                      # get() hands out the listed run too
+    assert store_mod._stamp(store.runs_dir) is not None
+
+
+def test_a_listing_read_right_after_a_change_is_read_again(store, monkeypatch):
+    """File times are coarse: a change within the same tick leaves the stamp as it was. A listing read within
+    RACY_S of the runs folder's last change is therefore not trusted, one read long after it is."""
+    import time
+
+    from collectors import store as store_mod
+    store.ingest_path(SAMPLE)
+    now = time.time_ns()
+    monkeypatch.setattr(store_mod, "_stamp", lambda p: (now, now, 1, 2))        # a stamp that never moves
+    assert len(store.runs()) == 1
+    store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    assert len(store.runs()) == 2                              # the stamp is recent: read again
+    old = now - 10**10
+    monkeypatch.setattr(store_mod, "_stamp", lambda p: (old, old, 1, 2))
+    assert len(store.runs()) == 2                              # read once more (a new stamp), now settled
+    store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    assert len(store.runs()) == 2                              # trusted: the cache is what answered

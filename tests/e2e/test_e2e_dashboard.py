@@ -295,9 +295,9 @@ def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, bro
         ctx = b.new_context(viewport={"width": 1440, "height": 900})
         page = ctx.new_page()
         deep = f"{url}/kernels?run={rid}&kernel=7&cols=memory"
-        page.goto(deep)
-        page.wait_for_selector(IDLE, timeout=90_000)
+        page.goto(deep)                     # the gate in front of Streamlit asks first (dashboard/gate.py)
         box = page.get_by_label("Access token")
+        box.wait_for(timeout=90_000)
         box.fill(TOKEN)
         box.press("Enter")
         page.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=90_000)
@@ -370,3 +370,35 @@ def test_every_page_draws_every_chart(server, browser):
                                    " && f.status === 'loaded')", timeout=30_000)
     assert seen >= 10
     page.context.close()
+
+
+def _idle(page) -> None:
+    page.wait_for_selector(IDLE, timeout=90_000)
+
+
+def test_token_login_in_a_browser_then_the_app(tmp_path):
+    """On a tokened server the browser first gets kernelscope's login form (no Streamlit at all); the right token
+    opens the app and is gone from the address bar; a second browser without the cookie gets the form again."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the e2e extra (pip install playwright)")
+    from tests.dashboard.server import running_dashboard
+    token = "browser-token-1234"
+    with running_dashboard(tmp_path, tmp_path / "store", token=token) as srv, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_context().new_page()
+            page.goto(f"{srv.url}/runs?kind=ncu")
+            assert page.locator("input[name=token]").count() == 1 and "Streamlit" not in page.content()
+            page.fill("input[name=token]", "wrong-token")
+            page.click("button[type=submit]")
+            page.get_by_text("Wrong token.").wait_for(timeout=10_000)
+            page.fill("input[name=token]", token)
+            page.click("button[type=submit]")
+            page.wait_for_url("**/runs?kind=ncu", timeout=30_000)
+            _idle(page)
+            page.locator("h1", has_text="Runs").wait_for(timeout=30_000)
+            assert token not in page.url
+            fresh = browser.new_context().new_page()
+            fresh.goto(f"{srv.url}/runs")
+            assert fresh.locator("input[name=token]").count() == 1
+        finally:
+            browser.close()

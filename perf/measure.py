@@ -1,0 +1,154 @@
+"""Timing the commands users run: each tool in a fresh process, wall and CPU time and peak memory per run, the
+tools alternated within every round, medians and spread over the rounds, and a Markdown table for the README.
+
+    from measure import Tool, compare, machine, write_results
+
+A `Tool` is a command line (and where its standard output goes). `compare(tools, rounds)` runs every tool once per
+round, in an order that rotates from round to round (A B, B A, ... so that neither tool always runs on a warm or a
+cold machine), and returns per tool the samples and their medians. CPU time is user + system time of the process
+(os.wait4 in a small launcher process that forks the command), peak memory the largest resident set of the command
+(ru_maxrss); wall time from the fork to the command's exit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "perf" / "results"
+
+
+@dataclass
+class Tool:
+    name: str
+    argv: list[str]
+    env: dict = field(default_factory=dict)
+    stdout: str | None = None          # a file for the command's standard output (default: discarded)
+    cwd: str | None = None
+    setup: object = None               # called before each run, not timed (e.g. empty a store)
+
+
+# The command runs as the child of a small launcher process, which reports the child's own resource use. Measured
+# directly from this script, a child's peak memory would include this script's (the child shares it until it
+# execs the command: Python starts children with vfork, and a process keeps its peak across exec).
+_LAUNCHER = r"""
+import json, os, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t0
+with open(out, "w") as f:
+    json.dump({"rc": os.waitstatus_to_exitcode(status), "wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+               "maxrss_kib": ru.ru_maxrss}, f)
+"""
+
+
+def run_once(tool: Tool, timeout: float = 3600) -> dict:
+    """One run of the tool in a fresh process: wall_s, cpu_s (user + sys), maxrss_mib (the command's own peak
+    resident memory), through the launcher above."""
+    import tempfile
+    if tool.setup:
+        tool.setup()
+    out = open(tool.stdout, "wb") if tool.stdout else subprocess.DEVNULL
+    env = dict(os.environ, **tool.env)
+    fd, report = tempfile.mkstemp(prefix="ks-perf-", suffix=".json")
+    os.close(fd)
+    try:
+        p = subprocess.run([sys.executable, "-c", _LAUNCHER, report, *tool.argv], stdout=out,
+                           stderr=subprocess.PIPE, env=env, cwd=tool.cwd, timeout=timeout)
+        ru = json.loads(Path(report).read_text() or "{}")
+    finally:
+        if tool.stdout:
+            out.close()
+        os.unlink(report)
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != 0 or ru.get("rc") != 0:
+        raise RuntimeError(f"{tool.name} failed (exit {ru.get('rc', p.returncode)}): {' '.join(tool.argv)}\n"
+                           f"{err[-3000:]}")
+    return {"wall_s": ru["wall_s"], "cpu_s": ru["user_s"] + ru["sys_s"], "user_s": ru["user_s"], "sys_s": ru["sys_s"],
+            "maxrss_mib": ru["maxrss_kib"] / 1024, "stderr_tail": err[-500:]}
+
+
+def stats(samples: list[dict]) -> dict:
+    out = {"n": len(samples)}
+    for k in ("wall_s", "cpu_s", "maxrss_mib"):
+        v = [s[k] for s in samples]
+        out[k] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
+    return out
+
+
+def compare(tools: list[Tool], rounds: int, log=print) -> dict:
+    """Every tool once per round, the order rotated each round; per tool its samples and stats."""
+    samples: dict[str, list[dict]] = {t.name: [] for t in tools}
+    for r in range(rounds):
+        order = tools[r % len(tools):] + tools[:r % len(tools)]
+        for t in order:
+            s = run_once(t)
+            s["round"] = r
+            samples[t.name].append(s)
+            log(f"  round {r + 1}/{rounds} {t.name:<28} wall {s['wall_s']:7.2f} s  cpu {s['cpu_s']:7.2f} s  "
+                f"peak {s['maxrss_mib']:8.0f} MiB")
+    return {name: {"samples": v, **stats(v)} for name, v in samples.items()}
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu_model": model, "memory_gib": round(mem / 2**30, 1),
+            "python": platform.python_version(), "platform": platform.platform(), "loadavg_start": loadavg(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def fmt_spread(st: dict, key: str, unit: str, nd: int = 2) -> str:
+    """"median (min–max) unit" of one stat."""
+    s = st[key]
+    return f"{s['median']:.{nd}f} ({s['min']:.{nd}f}–{s['max']:.{nd}f}) {unit}"
+
+
+def write_results(name: str, doc: dict, table: list[list[str]], header: list[str], notes: list[str]) -> Path:
+    """perf/results/<name>.json and perf/results/<name>.md (the table the README quotes, with the machine)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    doc["machine"]["loadavg_end"] = loadavg()
+    (RESULTS / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    m = doc["machine"]
+    lines = [f"| {' | '.join(header)} |", f"|{'|'.join('---' for _ in header)}|"]
+    lines += [f"| {' | '.join(row)} |" for row in table]
+    lines += ["", f"Machine: {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Python {m['python']}; load "
+                  f"average {m['loadavg_start']} at the start, {m['loadavg_end']} at the end; {m['date']}."]
+    lines += notes
+    path = RESULTS / f"{name}.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,127 @@
+"""What `analyze --format json` writes for large tables: polars frames and row views streamed in chunks, one row
+per line, NaN and infinities as null, the same document whatever the chunk size; and the big readers (streamed
+Kineto, batched ncu raw CSV, ADBC nsys) equal to the whole-document / plain-sqlite3 paths."""
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+
+import polars as pl
+import pytest
+
+from tests.conftest import H200_KERNELS, H200_TORCH, SHARED_NSYS
+
+
+def _echo(obj, monkeypatch, rows: int) -> str:
+    from dashboard.cli import _app
+    monkeypatch.setattr(_app, "TABLE_CHUNK_ROWS", rows)
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    _app.echo_json(obj)
+    monkeypatch.setattr(sys, "stdout", sys.__stdout__)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 1000])
+def test_tables_are_streamed_as_json_arrays(monkeypatch, rows):
+    from dashboard.cli._app import Rows
+    df = pl.DataFrame({"name": ["a\nb", 'q"uote', None, "x"], "v": [1.5, math.nan, math.inf, 2.0],
+                       "n": [1, None, 3, 4]})
+    view = Rows(df, pl.Series([3, 0], dtype=pl.UInt32), ["name", (pl.col("v") * 2).alias("v2")])
+    doc = {"a": 1, "t": df, "nested": [{"view": view}], "empty": df.clear(), "s": "\x00kernelscope-table-0"}
+    text = _echo(doc, monkeypatch, rows)
+    got = json.loads(text)
+    assert got["t"] == [{"name": "a\nb", "v": 1.5, "n": 1}, {"name": 'q"uote', "v": None, "n": None},
+                        {"name": None, "v": None, "n": 3}, {"name": "x", "v": 2.0, "n": 4}]
+    assert got["nested"] == [{"view": [{"name": "x", "v2": 4.0}, {"name": "a\nb", "v2": 3.0}]}]
+    assert got["empty"] == [] and got["s"] == "\x00kernelscope-table-0" and got["a"] == 1
+    assert text.count('{"name":') == 6                  # one row per line
+    assert _echo(doc, monkeypatch, 1) == text            # the chunk size changes nothing
+
+
+def test_trace_json_kernels_are_the_ordered_kernel_rows(capsys, tmp_path):
+    from dashboard.cli import main
+    p = H200_TORCH / "ffn_M1_eager.json.gz"
+    assert main(["analyze", str(p), "--format", "json", "--store", str(tmp_path / "s")]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    k = rep["kernels"]
+    assert len(k) == rep["summary"]["kernel_count"] == 120
+    assert [(r["rank"], r["device"], r["start_ns"]) for r in k] == sorted((r["rank"], r["device"], r["start_ns"])
+                                                                        for r in k)
+    assert main(["analyze", str(p), "--format", "csv", "--store", str(tmp_path / "s")]) == 0
+    assert pl.read_csv(io.StringIO(capsys.readouterr().out)).height == 120
+
+
+def test_streamed_kineto_file_equals_bytes(tmp_path, monkeypatch):
+    """A trace read from its file as a stream (8 MiB pieces; here 4 KiB) gives the tables of the whole document."""
+    from collectors import kineto, kineto_events, schema
+    src = H200_TORCH / "ffn_M1_eager.json.gz"
+    whole = kineto.parse(src.read_bytes(), src.name)
+    monkeypatch.setattr(kineto_events, "NDJSON_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(kineto, "NDJSON_CHUNK_BYTES", 4096)
+    streamed = kineto.parse_file(src, src.name)
+    for t in schema.TIMELINE_SCHEMAS:
+        assert streamed.tables[t].equals(whole.tables[t]), t
+    assert streamed.meta == whole.meta
+
+
+def test_raw_csv_in_batches_equals_one_batch(monkeypatch, tmp_path):
+    """The raw page read in batches of rows (from bytes or from the file) gives the tables of one batch; metric
+    names, units and texts are categorical, values numeric."""
+    import gzip
+    from collectors import ncu, ncu_values
+    data = gzip.decompress((H200_KERNELS / "full_raw.csv.gz").read_bytes())
+    one = ncu.parse(data, "full_raw.csv")
+    monkeypatch.setattr(ncu_values, "RAW_BATCH_BYTES", 5000)
+    monkeypatch.setattr(ncu, "RAW_BATCH_BYTES", 5000)
+    many = ncu.parse(data, "full_raw.csv")
+    path = tmp_path / "full_raw.csv"
+    path.write_bytes(data)
+    from_file = ncu.parse_file(path, path.name)
+    def plain(m):      # rows come batch by batch, metric-major within a batch: the order is not part of the table
+        return m.with_columns(pl.col("metric", "text", "unit").cast(pl.String)).sort("id", "metric")
+    for p in (many, from_file):
+        assert p.tables["kernels"].equals(one.tables["kernels"])
+        assert plain(p.tables["metrics"]).equals(plain(one.tables["metrics"]))
+    m = one.tables["metrics"]
+    assert m.schema["metric"] == pl.Categorical() and m.schema["value"] == pl.Float64 and m.height == 9 * 2227
+    assert one.meta["metric_count"] == 2227
+
+
+def test_nsys_without_the_adbc_driver_reads_the_same(tmp_path, monkeypatch):
+    """Without adbc-driver-sqlite, Python's sqlite3 reads the same tables."""
+    from collectors import nsys, schema
+    from tests.collectors.test_nsys_ingest import two_process_export
+    data = two_process_export(tmp_path)
+    adbc = nsys.parse(data, "two.sqlite")
+    monkeypatch.setattr(nsys._Reader, "_adbc_connection", lambda self: False)
+    plain = nsys.parse(data, "two.sqlite")
+    for t in schema.TIMELINE_SCHEMAS:
+        assert plain.tables[t].equals(adbc.tables[t]), t
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("fname", ["h100_2gpu_1s.sqlite", "mfu_2gpu_before.sqlite", "mfu_2gpu_after.sqlite"])
+def test_plain_sql_baseline_equals_analyze(fname, capsys, tmp_path):
+    """perf/nsys_sql_baseline.py (sqlite3 alone) computes the numbers `analyze` reports, identically."""
+    import importlib.util
+    from pathlib import Path
+    perf = Path(__file__).resolve().parents[2] / "perf"
+    saved = list(sys.path)
+    try:                                  # the perf scripts put perf/ on sys.path; it holds a dashboard.py
+        mods = {}
+        for name in ("nsys_sql_baseline", "traces"):
+            spec = importlib.util.spec_from_file_location(f"_ks_perf_{name}", perf / f"{name}.py")
+            mods[name] = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mods[name])
+    finally:
+        sys.path[:] = saved
+    baseline, nsys_identical = mods["nsys_sql_baseline"].baseline, mods["traces"].nsys_identical
+    from dashboard.cli import main
+    db = SHARED_NSYS / fname
+    assert main(["analyze", str(db), "--format", "json", "--store", str(tmp_path / "s")]) == 0
+    (tmp_path / "ours.json").write_text(capsys.readouterr().out)
+    (tmp_path / "sql.json").write_text(json.dumps(baseline(str(db))))
+    assert nsys_identical(tmp_path / "ours.json", tmp_path / "sql.json") == []
