@@ -113,7 +113,8 @@ def whatif_cmd(
 ) -> None:
     """Predict the run time if kernels matching --kernel ran --speedup times faster: a replay of the trace's
     own dependencies (launch calls, stream order, synchronisations) next to the plain Amdahl estimate."""
-    from analyzers.timeline import DEFINITIONS, what_if
+    from analyzers.timeline import DEFINITIONS
+    from analyzers.whatif import what_if
 
     apply_limits(max_decompressed_mb)
     if not (math.isfinite(speedup) and speedup > 0):

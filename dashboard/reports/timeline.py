@@ -278,6 +278,7 @@ def delay_blocks(src: Source, view: TimelineView) -> list:
 def idle_blocks(src: Source, view: TimelineView) -> list:
     """GPU idle gaps per stream, their HTA categories, and the temporal breakdown."""
     g = device_ops(src, view)
+    tr = src.trace(view.run)
     out: list = []
     out.append(Heading("GPU idle gaps per stream"))
     sg = T.stream_gaps(g)
@@ -347,7 +348,8 @@ def whatif(src: Source, view: TimelineView) -> list:
         view.kernel = default_kernel(src, view)
     tr = src.trace(view.run)
     try:
-        w = T.what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
+        from analyzers.whatif import what_if
+        w = what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
     except ValueError as e:
         return [Text(f"No what-if: {code(e)}", "error")]
     ms = lambda ns: f"{ns / 1e6:,.3f} ms"  # noqa: E731

@@ -131,7 +131,8 @@ def test_a_share_above_100_percent_says_why(full):
 # ---- baselines -----------------------------------------------------------------------------------------------
 def test_metric_baseline_of_two_real_reports(full, basic):
     from analyzers.baseline import metric_diff
-    m = lambda p, k: p.tables["metrics"].filter(pl.col("id") == k)  # noqa: E731
+    from analyzers.compare import launch_metric_rows
+    m = lambda p, k: launch_metric_rows(p.tables["metrics"], [k], p.tables["metric_sections"])  # noqa: E731
     d = metric_diff(m(basic, 5), m(full, 5))
     assert d.height > 400 and not d["metric"].str.starts_with("profiler__").any()     # bookkeeping left out
     launch = d.filter(pl.col("kind") == "launch parameter")

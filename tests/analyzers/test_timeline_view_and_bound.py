@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from analyzers import timeline as T
+from analyzers import whatif as W
 from analyzers.timeline_view import build_tracks, window, with_launches
 from tests.conftest import H200_TORCH
 
@@ -87,7 +88,7 @@ def test_real_traces_and_a_measurement_that_flips_the_verdict():
     s = T.summarize(m1024["gpu_ops"], m1024["api_calls"])
     assert s.devices["bound"].to_list() == ["GPU-bound"]
     assert s.run["run_ns"] == 2_302_313 and s.run["slowest_rank"] == 0          # one run time: the what-if's
-    assert T.what_if(m1024["gpu_ops"], m1024["api_calls"], "nvjet", 1.0).run_ns == s.run["run_ns"]
+    assert W.what_if(m1024["gpu_ops"], m1024["api_calls"], "nvjet", 1.0).run_ns == s.run["run_ns"]
     t = sample("triton_add_x300")
     assert T.summarize(t["gpu_ops"], t["api_calls"]).devices["bound"].to_list() == ["launch-bound"]
     # the M = 1024 FFN with the host 2 ms late before every launch: the GPU now waits for the host, and its

@@ -22,8 +22,8 @@ def test_ncu_rep_keeps_source_counters_and_sections():
     names = set(sm["metric"])
     assert {"inst_executed", "smsp__pcsamp_sample_count", "smsp__pcsamp_warps_issue_stalled_mio_throttle"} <= names
     assert set(sm["address"]) <= set(sass["address"])                      # every counter sits on an instruction
-    sec = p.tables["metrics"].filter(pl.col("id") == 0).select("metric", "section")
-    got = dict(sec.iter_rows())
+    got = dict(p.tables["metric_sections"].iter_rows())               # the section that shows each metric
+    assert set(got) <= set(p.tables["metrics"]["metric"].cast(pl.String))
     assert got["gpu__time_duration.sum"] == "GPU Speed Of Light Throughput"
     assert got["launch__registers_per_thread"] == "Launch Statistics"
     assert p.tables["kernels"]["inst_executed"][7] == pytest.approx(2.2898e9, rel=1e-3)
@@ -31,10 +31,11 @@ def test_ncu_rep_keeps_source_counters_and_sections():
 
 def test_exports_name_sections_too():
     from collectors.ingest import parse_path
-    d = parse_path(H200_KERNELS / "full_details_base.csv.gz").tables["metrics"]
-    assert d["section"].null_count() == 0                                  # the details page names every section
-    r = parse_path(H200_KERNELS / "full_raw_base.csv.gz").tables["metrics"]
-    got = dict(r.filter(pl.col("id") == 0).select("metric", "section").iter_rows())
+    d = parse_path(H200_KERNELS / "full_details_base.csv.gz").tables
+    named = set(d["metric_sections"]["metric"])
+    assert named == set(d["metrics"]["metric"].cast(pl.String))             # the details page names every section
+    r = parse_path(H200_KERNELS / "full_raw_base.csv.gz").tables
+    got = dict(r["metric_sections"].iter_rows())
     assert got["gpu__time_duration.sum"] == "GPU Speed Of Light Throughput"  # the raw page: from the label table
 
 
@@ -63,8 +64,6 @@ def test_delete_is_atomic_and_leaves_the_rest(store, capsys):
 SOURCE_REPORT = H200_KERNELS.parent / "source_counters" / "source.ncu-rep.gz"
 
 
-@pytest.mark.skipif(not SOURCE_REPORT.exists(), reason="the -lineinfo H200 recording is not committed yet "
-                                                        "(sample_traces/h200/source_counters/record.sh)")
 def test_lineinfo_report_ranks_cuda_source_lines():
     """The chapter-5 kernels built with -lineinfo (record.sh): every profiled launch has SASS mapped to lines of
     chapter5.cuh, the line table sums its instructions' samples exactly, and the stride-32 column read spends its
