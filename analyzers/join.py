@@ -88,10 +88,18 @@ def signature(name: str) -> str:
     return s[:cut] if cut < len(s) and s.endswith(")") else s
 
 
+def _per_name(col: pl.Series, f) -> pl.Series:
+    """f of each name, computed once per distinct name (a trace repeats a few hundred names a million times)."""
+    names = col.cast(pl.String)
+    u = names.unique().drop_nulls().to_list()
+    table = pl.DataFrame({"_n": u, "_v": [f(x) for x in u]}, schema={"_n": pl.String, "_v": pl.String})
+    return pl.DataFrame({"_n": names}).join(table, on="_n", how="left", maintain_order="left")["_v"] \
+        .fill_null(f(""))
+
+
 def _key_cols(df: pl.DataFrame, name_col: str) -> pl.DataFrame:
     return df.with_columns(
-        pl.col(name_col).map_elements(base_name, return_dtype=pl.String).alias("base"),
-        pl.col(name_col).map_elements(signature, return_dtype=pl.String).alias("sig"),
+        _per_name(df[name_col], base_name).alias("base"), _per_name(df[name_col], signature).alias("sig"),
         pl.format("({},{},{})", "grid_x", "grid_y", "grid_z").alias("grid"),
         pl.format("({},{},{})", "block_x", "block_y", "block_z").alias("block"),
     ).with_columns(pl.concat_str(["sig", "grid", "block"], separator=" ").alias("key"))
@@ -204,6 +212,7 @@ class JoinedKernel:
     lost_ns: float | None               # per launch (analyzers.findings)
     lost_per_step_ns: float | None      # lost_ns x the step's launches of this key per profiled launch of it
     bound: str | None                   # the ncu-derived bound: dram, fp32, tensor, smem, latency; or launch
+    trace_key: str = ""                 # the trace kernel's key (signature grid block) it was matched to
 
 
 @dataclass
@@ -342,7 +351,7 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
             trace_duration_p90_ns=float(inf["p90"]), trace_samples=int(inf["samples"]),
             ncu_duration_ns=r.get("duration_ns"), durations_agree=agree, duration_note=note,
             top_finding=r.get("top_finding"), lost_ns=lost,
-            lost_per_step_ns=None if lost is None else lost * per_step, bound=bound))
+            lost_per_step_ns=None if lost is None else lost * per_step, bound=bound, trace_key=t["key"]))
     first = min(matched_ncu.values(), default=0)
     last = max(matched_ncu.values(), default=-1)
     main_tid = steps.filter(pl.col("step") == step)["tid"].to_list()[:1]
@@ -376,3 +385,90 @@ def _busy_per_step(k: pl.DataFrame) -> pl.DataFrame:
     s = s.with_columns(((pl.col("start_ns") > prev) | prev.is_null()).cast(pl.Int64).cum_sum().over("step").alias("iv"))
     return (s.group_by("step", "iv").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
             .group_by("step").agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns")))
+
+
+#: what a timeline kernel is coloured by when an ncu run of the same program is joined: the bound of its matched
+#: launches (analyzers.findings.bound_of, or "launch" from this join), "no counters" when the report lacks the
+#: counters of every bound, "not profiled" when no launch of it was matched
+BOUNDS = ("dram", "fp32", "tensor", "smem", "latency", "launch", "no counters", "not profiled")
+
+
+def bound_meanings() -> dict[str, str]:
+    """What each of BOUNDS means and where it comes from, for legends and tables."""
+    from analyzers.findings import AT_BOUND
+    at = f"at least {AT_BOUND * 100:.0f} % of the launch's ncu duration and the largest of the throughput bounds"
+    return {
+        "dram": f"t_dram = DRAM bytes read + written / DRAM peak is {at}",
+        "fp32": f"t_fp32 = FP32 FLOP (fadd + fmul + 2 × ffma) / FP32 peak is {at}",
+        "tensor": f"t_tensor = tensor FLOP / tensor peak is {at}",
+        "smem": f"t_smem = shared-memory wavefronts / (SMs × clock) is {at}",
+        "latency": f"no throughput bound reaches {AT_BOUND * 100:.0f} % of the duration (too little in flight)",
+        "launch": "in this trace the kernel is shorter than its launch call (most of its launches), so the "
+                  "host sets the pace whatever its counters say",
+        "no counters": "profiled, but the report lacks the counters of the throughput bounds (e.g. --set basic)",
+        "not profiled": "no launch of this kernel (name, grid and block) was matched in the Nsight Compute run",
+    }
+
+
+def kernel_key(row: dict) -> str:
+    """The join's key of one trace kernel (a gpu_ops row: name, grid_x..z, block_x..z): signature, grid, block."""
+    g, b = (f"({row.get(w + '_x')},{row.get(w + '_y')},{row.get(w + '_z')})" for w in ("grid", "block"))
+    return f"{signature(row.get('name') or '')} {g} {b}"
+
+
+def trace_signature(m: JoinedKernel) -> str:
+    """The signature of the trace kernel a launch was matched to (the ncu name's for a result without it)."""
+    return m.trace_key.rsplit(" ", 2)[0] if m.trace_key else m.signature
+
+
+def _mode(values: list[str]) -> str:
+    return max(values, key=values.count)          # the most common; ties: the first (lowest ncu launch id)
+
+
+def bounds_by_signature(res: JoinResult) -> list[dict]:
+    """Per kernel signature of the trace: the bound of its matched launches ("varies" when they differ), the most
+    common one (`mode`), and its first profiled launch id; in ncu launch order."""
+    by: dict[str, list[JoinedKernel]] = {}
+    for m in sorted(res.matched, key=lambda m: m.ncu_id):
+        by.setdefault(trace_signature(m), []).append(m)
+    out = []
+    for sig, ms in by.items():
+        bs = [m.bound or "no counters" for m in ms]
+        out.append({"signature": sig, "bound": bs[0] if len(set(bs)) == 1 else "varies", "mode": _mode(bs),
+                    "ncu_id": ms[0].ncu_id})
+    return out
+
+
+def kernel_bounds(res: JoinResult | None, kernels: pl.DataFrame) -> list[str]:
+    """The bound (one of BOUNDS) of each row of `kernels` (name, grid_x..z, block_x..z; a null grid: a mark that
+    stands for several kernels, judged by its name): the most common bound of the matched ncu launches with the
+    same key (signature, grid, block) — any configuration of the signature when the grid is null — else "not
+    profiled"."""
+    if not kernels.height:
+        return []
+    if res is None or not res.matched:
+        return ["not profiled"] * kernels.height
+    by_key: dict[str, list[str]] = {}
+    for m in sorted(res.matched, key=lambda m: m.ncu_id):
+        by_key.setdefault(m.trace_key, []).append(m.bound or "no counters")
+    key_bound = {k: _mode(v) for k, v in by_key.items()}
+    sig_bound = {r["signature"]: r["mode"] for r in bounds_by_signature(res)}
+    k = _key_cols(kernels, "name")
+    out = []
+    for key, sig, gx in zip(k["key"].to_list(), k["sig"].to_list(), k["grid_x"].to_list()):
+        b = sig_bound.get(sig) if gx is None else key_bound.get(key)
+        out.append(b or "not profiled")
+    return out
+
+
+def name_overlap(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame) -> float:
+    """The share of an ncu run's launches whose function (base_name) the trace runs at all: a cheap upper bound on
+    the share `join` can match (every match, high or medium, needs the same base name), to skip unrelated runs
+    without joining them."""
+    if not ncu_kernels.height:
+        return 0.0
+    col = "raw_name" if "raw_name" in ncu_kernels.columns else "kernel_name"
+    trace = {base_name(x) for x in gpu_ops.filter(pl.col("kind") == "kernel")["name"].cast(pl.String).unique()
+             .drop_nulls().to_list()}
+    ncu = _per_name(ncu_kernels[col], base_name).to_list()
+    return sum(1 for b in ncu if b in trace) / len(ncu)

@@ -24,12 +24,13 @@ def _noop() -> None:
     return None
 
 
-def timeline(payload: bytes, key: str, on_window=None, on_select=None):
-    """Draw the timeline; returns its state: `window` ({t0, t1, width} the user zoomed/panned to, relative ns) and
-    `select` ({src, row} of the event clicked), each None until it happened. The callbacks run (before the rerun
-    of the fragment that holds the timeline) when they change; the state is in st.session_state[key] too."""
+def timeline(payload: bytes, key: str, on_window=None, on_select=None, on_color=None):
+    """Draw the timeline; returns its state: `window` ({t0, t1, width} the user zoomed/panned to, relative ns),
+    `select` ({src, row} of the event clicked) and `color` ("bound" or "name", the kernels' colouring the user
+    chose), each None until it happened. The callbacks run (before the rerun of the fragment that holds the
+    timeline) when they change; the state is in st.session_state[key] too."""
     return _timeline_component()(data=payload, key=key, on_window_change=on_window or _noop,
-                                 on_select_change=on_select or _noop)
+                                 on_select_change=on_select or _noop, on_color_change=on_color or _noop)
 
 
 @lru_cache(maxsize=None)

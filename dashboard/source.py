@@ -421,11 +421,11 @@ class Source:
                               message=f"{getattr(t, 'run_id', 'the second run')} is a {t.kind} run, not a PyTorch "
                                       "profiler trace or Nsight Systems export")
 
-        def make():
-            return join(self.ncu(a).kernels, self.trace(t).gpu_ops, t.table("nvtx"))
-        if isinstance(a, Parsed) or isinstance(t, Parsed):
-            return make()
-        return self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key()), make)
+        def make():                   # stored tables: no wait for the trace's summary
+            return join(self.ncu(a).kernels, *[t.table(n) if isinstance(t, Parsed) else self.table(t.run_id, n)
+                                               for n in ("gpu_ops", "nvtx")])
+        return make() if isinstance(a, Parsed) or isinstance(t, Parsed) else \
+            self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key()), make)
 
     def analysis(self, run: Run | Parsed | str):
         """The analysis of any run, by kind."""

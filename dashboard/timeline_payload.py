@@ -4,6 +4,11 @@ canvas renderer (dashboard/static/timeline.js), which the Streamlit page and the
 Layout: b"KSTL", a little-endian uint32 header length, the header as UTF-8 JSON, then the arrays the header lists
 (`arrays`: [name, dtype, length], dtype f8 / i4 / u1), each aligned to its element size from the start of the array
 section. Names, kinds and source tables are sent once each and referred to by index.
+
+Kernel colouring: `color` ("bound" or "name") is what the page asked for; with `legend` (an ncu run of the same
+program joined: the bound names, their meanings and the ncu run) the marks' `bound` column (analyzers.join.
+kernel_bounds, null for marks that are not kernels) is sent as a u1 array `bound`, an index into legend["names"]
+(255: none).
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ SRCS = ("gpu_ops", "api_calls", "cpu_ops", "nvtx")
 
 
 def encode(tt: TimelineTracks, win: Window, marks: pl.DataFrame, *, selected: dict | None = None,
-           font: str | None = None) -> bytes:
+           font: str | None = None, legend: dict | None = None, color: str = "name") -> bytes:
     marks = marks.with_columns(pl.col("name").cast(pl.String))
     names = pl.concat([marks["name"], marks["launch"]]).drop_nulls().unique(maintain_order=True).to_list() \
         if "launch" in marks.columns else marks["name"].drop_nulls().unique(maintain_order=True).to_list()
@@ -48,11 +53,16 @@ def encode(tt: TimelineTracks, win: Window, marks: pl.DataFrame, *, selected: di
         ("link_track", "i4", marks["link_track"].cast(pl.Int32).to_numpy() if "link_track" in marks.columns
          else np.full(marks.height, -1, dtype=np.int32)),
     ]
+    if legend is not None and "bound" in marks.columns:
+        bidx = {b: i for i, b in enumerate(legend["names"])}
+        arrays.append(("bound", "u1", np.array([bidx.get(b, 255) if b is not None else 255
+                                                for b in marks["bound"].to_list()], dtype=np.uint8)))
     head = {
         "t0": win.start_ns, "t1": win.end_ns, "end": tt.end_ns, "origin_ns": tt.origin_ns, "width": win.width_px,
         "detailed": win.detailed, "events": win.events_in_window, "marks": marks.height,
         "tracks": tt.tracks.select("track", "kind", "label", "group", "rows").to_dicts(),
         "names": names, "kinds": list(KINDS), "srcs": list(SRCS), "selected": selected, "font": font,
+        "legend": legend, "color": color if legend is not None else "name",
         "arrays": [[n, dt, int(len(a))] for n, dt, a in arrays],
     }
     hb = json.dumps(head, separators=(",", ":"), allow_nan=False, default=str).encode()

@@ -46,8 +46,12 @@ def trace_for(src: Source, ncu_run: Run, wanted: str | None, problems: list[str]
 
 def _try_join(src: Source, ncu_run: Run, trace_run: Run, problems: list[str]):
     """The join of two candidate runs, or None when one of them cannot be analysed (said once, in place: one
-    damaged run never takes the page of another down)."""
+    damaged run never takes the page of another down) or when too few of the ncu run's kernels are in the trace
+    at all to match half of its launches (analyzers.join.name_overlap: no join computed)."""
     try:
+        from analyzers.join import name_overlap
+        if name_overlap(src.table(ncu_run.run_id, "kernels"), src.table(trace_run.run_id, "gpu_ops")) < MIN_MATCHED:
+            return None
         return src.join(ncu_run, trace_run)
     except Exception as e:  # noqa: BLE001 - a candidate's problem is shown, the page stands
         problems.append(f"Run {code(ncu_run.run_id)} or {code(trace_run.run_id)} cannot be joined ({type(e).__name__}); "
@@ -145,16 +149,14 @@ def launch_blocks(trace: Run | None, res, launch_id: int) -> list:
 
 
 def timeline_bounds(src: Source, ncu_run: Run | None, res) -> pl.DataFrame:
-    """Per kernel signature (analyzers.join.signature of the timeline's name): the ncu-derived bound ("varies" when
-    its profiled launches differ) and a link to the ncu detail of its first profiled launch."""
+    """Per kernel signature of the timeline (analyzers.join.bounds_by_signature): the ncu-derived bound ("varies"
+    when its profiled launches differ) and a link to the ncu detail of its first profiled launch."""
     schema = {"signature": pl.String, "ncu_bound": pl.String, "ncu_link": pl.String}
     if ncu_run is None or res is None or not res.matched:
         return pl.DataFrame(schema=schema)
-    by: dict[str, list] = {}
-    for m in sorted(res.matched, key=lambda m: m.ncu_id):
-        by.setdefault(m.signature, []).append(m)
-    rows = [{"signature": sig, "ncu_bound": ms[0].bound if len({m.bound for m in ms}) == 1 else "varies",
-             "ncu_link": link("kernels", run=ncu_run.run_id, kernel=ms[0].ncu_id)} for sig, ms in by.items()]
+    from analyzers.join import bounds_by_signature
+    rows = [{"signature": r["signature"], "ncu_bound": r["bound"],
+             "ncu_link": link("kernels", run=ncu_run.run_id, kernel=r["ncu_id"])} for r in bounds_by_signature(res)]
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -1,5 +1,5 @@
-"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S&t0=NS&t1=NS&op=SRC:ROW&show=SECTION): PyTorch
-profiler and Nsight Systems runs.
+"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S&t0=NS&t1=NS&op=SRC:ROW&show=SECTION&color=bound|name
+&ncu=RUN): PyTorch profiler and Nsight Systems runs.
 
 Where each device's time goes (GPU-, launch- or host-bound, with the evidence), the zoomable timeline of every
 stream, CPU thread and NVTX range with the detail of a clicked event (dashboard.reports.timeline_detail), launch
@@ -44,12 +44,14 @@ class TimelineView:
     show: str = "devices"           # the section below the timeline (SECTIONS)
     problems: list[Text] = field(default_factory=list)
     ncu: str | None = None          # ?ncu=RUN: an Nsight Compute run of the same program (default: found by the join)
+    color: str | None = None        # kernels coloured by "bound" (ncu, when joined) or "name"; None: bound if joined
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
                 "kernel": self.kernel or None, "speedup": f"{self.speedup:g}",
                 "t0": None if self.t0 is None else f"{self.t0:.0f}", "t1": None if self.t1 is None else f"{self.t1:.0f}",
-                "op": self.op or None, "ncu": self.ncu, "show": None if self.show == "devices" else self.show}
+                "op": self.op or None, "ncu": self.ncu, "show": None if self.show == "devices" else self.show,
+                "color": self.color}
 
 
 def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -114,6 +116,12 @@ def resolve(src: Source, params: dict) -> TimelineView:
         problems.append(Text(f"Unknown section {code(show)}; showing the per-device statistics.", "warning"))
         show = "devices"
     view.show = show
+    color = params.get("color") or None
+    if color not in (None, *COLORS):
+        problems.append(Text(f"Unknown colouring {code(color)}; kernels are coloured by their ncu bound when an ncu "
+                             "run of the same program is joined, else by name.", "warning"))
+        color = None
+    view.color = color
     return view
 
 
@@ -184,6 +192,9 @@ def verdict_blocks(src: Source, view: TimelineView) -> list:
     out.append(Text("Verdict: " + DEFINITIONS["bound"] + ".", "caption"))
     return out
 
+
+#: what kernel marks are coloured by (?color=…): their Nsight Compute bound (analyzers.join.kernel_bounds) or name
+COLORS = ("bound", "name")
 
 #: the page's sections below the timeline (?show=…); the export has all of them
 SECTIONS = {"devices": "Per device", "delays": "Launch delays", "idle": "Idle gaps", "kernels": "Top kernels",

@@ -39,13 +39,47 @@ def timeline_block(src: Source, view, width: int | None = None) -> Timeline:
     t0 = view.t0 if view.t0 is not None else 0.0
     t1 = view.t1 if view.t1 is not None else float(tt.end_ns)
     win = window(tt, t0, t1, width or DEFAULT_WIDTH)
-    marks = with_launches(tt, _table(src, view.run, "gpu_ops"), win.marks)
-    payload = encode(tt, win, marks, selected=selected(view), font=FONT)
+    gpu_ops = _table(src, view.run, "gpu_ops")
+    marks = with_launches(tt, gpu_ops, win.marks)
+    marks, legend = _with_bounds(src, view, gpu_ops, marks)
+    color = view.color or ("bound" if legend else "name")
+    payload = encode(tt, win, marks, selected=selected(view), font=FONT, legend=legend, color=color)
     return Timeline("timeline", payload, caption=(
         "Tracks per rank: CUDA streams (kernels, copies, memsets), NVTX / annotation ranges and CPU threads (CUDA "
         "API calls and CPU ops, nested). Wheel or W/S zooms, drag or A/D pans, a click opens an event's detail "
         "below (a kernel's arrow points from its launch call). Times are relative to the trace's first event. "
-        "Narrow events are merged per pixel column when a window holds more than 20,000 (zoom in for single events)."))
+        "Narrow events are merged per pixel column when a window holds more than 20,000 (zoom in for single events)."
+        + (" Kernels are coloured by the bound of their matched launch in the Nsight Compute run "
+           f"{code(legend['ncu_source'])} ({legend['ncu_run']}) of the same program, or by name (the colour buttons, "
+           "?color=bound|name); the legend says what each bound means." if legend else "")))
+
+
+def _with_bounds(src: Source, view, gpu_ops: pl.DataFrame, marks: pl.DataFrame) -> tuple[pl.DataFrame, dict | None]:
+    """The marks with each kernel's ncu-derived bound (analyzers.join.kernel_bounds over the join of the ncu run of
+    the same program that dashboard.reports.join_blocks picks: ?ncu=RUN, else found) and the legend; (marks, None)
+    when no ncu run is joined. A single kernel is judged by its own name, grid and block, a merged mark by name."""
+    from analyzers.join import BOUNDS, bound_meanings, kernel_bounds
+    from dashboard.reports import join_blocks
+    if not hasattr(view.run, "run_id"):
+        return marks, None
+    ncu_run, res = join_blocks.ncu_for(src, view.run, view.ncu, [])
+    if ncu_run is None or res is None:
+        return marks, None
+    dims = [f"{w}_{a}" for w in ("grid", "block") for a in "xyz"]
+    m = marks.with_row_index("_i")
+    k = m.filter(pl.col("kind") == "kernel").select("_i", pl.col("name").cast(pl.String), "src", "row")
+    single = k.filter((pl.col("src") == "gpu_ops") & (pl.col("row") >= 0))
+    got = gpu_ops.select(*dims)[single["row"].to_list()].with_columns(pl.Series("_i", single["_i"]))
+    kernels = k.join(got, on="_i", how="left", maintain_order="left").select(
+        "_i", "name", *[pl.col(c).cast(pl.Int64) for c in dims])
+    b = pl.DataFrame({"_i": kernels["_i"], "bound": kernel_bounds(res, kernels)},
+                     schema={"_i": pl.UInt32, "bound": pl.String})
+    marks = m.join(b, on="_i", how="left", maintain_order="left").drop("_i")
+    legend = {"names": list(BOUNDS), "meanings": bound_meanings(), "ncu_run": ncu_run.run_id,
+              "ncu_source": ncu_run.source_name,
+              "source": "the Nsight Compute counters of the kernel's matched launch (analyzers.findings.bound_of; "
+                        "launch: analyzers.join)"}
+    return marks, legend
 
 
 def _dim(row: dict, what: str) -> str:
@@ -96,20 +130,23 @@ def event_detail(src: Source, view) -> list:
 def _joined(src: Source, view, row: dict) -> pl.DataFrame | None:
     """The launches the join of an ncu run of the same program (analyzers.join via dashboard.reports.join_blocks)
     matched to this kernel, as analysed rows with run_id, source_name and basis; None when no join covers it."""
-    from analyzers.join import signature
+    from analyzers.join import kernel_key, signature, trace_signature
     from dashboard.reports import join_blocks
     ncu_run, res = join_blocks.ncu_for(src, view.run, view.ncu, [])
     if ncu_run is None or res is None:
         return None
-    sig = signature(row["name"])
-    ms = [m for m in res.matched if m.signature == sig]
+    sig, key = signature(row["name"]), kernel_key(row)
+    # its own configuration (grid, block) first: the launch its colour on the timeline comes from
+    ms = sorted((m for m in res.matched if trace_signature(m) == sig), key=lambda m: (m.trace_key != key, m.ncu_id))
     if not ms:
         return None
-    k = src.ncu(ncu_run).kernels.filter(pl.col("id").is_in([m.ncu_id for m in ms]))
+    order = {m.ncu_id: i for i, m in enumerate(ms)}
+    k = src.ncu(ncu_run).kernels.filter(pl.col("id").is_in(list(order))).sort(
+        pl.col("id").replace_strict(order, return_dtype=pl.Int64))
     conf = {m.ncu_id: f"the join ({m.confidence}: {'name, configuration and order' if m.confidence == 'high' else 'name and order'})"
             for m in ms}
     return k.with_columns(pl.lit(ncu_run.run_id).alias("run_id"), pl.lit(ncu_run.source_name).alias("source_name"),
-                          pl.col("id").replace_strict(conf, return_dtype=pl.String).alias("basis")).sort("id")
+                          pl.col("id").replace_strict(conf, return_dtype=pl.String).alias("basis"))
 
 
 def ncu_blocks(src: Source, view, row: dict) -> list:

@@ -2,14 +2,24 @@
 // drawn from a binary payload (dashboard/timeline_payload.py). Zoom: mouse wheel or W/S; pan: drag, shift+wheel
 // or A/D; double-click zooms in. The view redraws at once from the data it has; when it settles the component
 // asks the server for the new window (level of detail: merged marks become single events as you zoom in).
-// A click on an event selects it (the page shows its detail). Used by the Streamlit component (setStateValue /
-// setTriggerValue) and, with no server, by the offline HTML export.
+// A click on an event selects it (the page shows its detail). Kernels are coloured by name, or, when the payload
+// carries a legend (an Nsight Compute run of the same program is joined), by their ncu-derived bound: the colour
+// buttons switch at once and tell the page (state "color", written to the URL). Used by the Streamlit component
+// (setStateValue / setTriggerValue) and, with no server, by the offline HTML export.
 
 const LABEL_W = 190, AXIS_H = 26, ROW_H = 16, ROW_GAP = 1, TRACK_GAP = 6, GROUP_H = 18;
 const KIND_COLORS = {kernel: null, memcpy: "#E69F00", memset: "#999999", api: "#56B4E9", cpu_op: null,
                      nvtx: "#CC79A7"};
 const PALETTE = ["#0072B2", "#009E73", "#D55E00", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#7F7F7F",
                  "#1F77B4", "#2CA02C", "#9467BD", "#BCBD22", "#17BECF", "#E377C2"];
+
+// one colour per bound (analyzers.join.BOUNDS): Okabe-Ito and Tableau hues, greys for "no counters" and "not profiled"
+const BOUND_COLORS = {dram: "#D55E00", fp32: "#0072B2", tensor: "#009E73", smem: "#8C564B", latency: "#9467BD",
+                      launch: "#17BECF", "no counters": "#5F6B7A", "not profiled": "#C3C9D2"};
+const BOUND_LABELS = {dram: "DRAM bandwidth", fp32: "FP32 throughput", tensor: "tensor cores", smem: "shared memory",
+                      latency: "latency",
+                      launch: "launch", "no counters": "no counters", "not profiled": "not profiled"};
+const LIGHT = new Set(["#C3C9D2"]);
 
 function decode(buf) {
   const u8 = buf instanceof Uint8Array ? buf : new Uint8Array(buf);
@@ -65,8 +75,10 @@ export default function(component) {
     box.innerHTML = '<div class="ks-tl-bar"><button data-a="in" title="zoom in (W)">+</button>' +
       '<button data-a="out" title="zoom out (S)">−</button><button data-a="left" title="pan left (A)">←</button>' +
       '<button data-a="right" title="pan right (D)">→</button><button data-a="reset" title="whole trace">reset</button>' +
-      '<span class="ks-tl-info"></span></div><div class="ks-tl-scroll"><canvas></canvas></div>' +
-      '<div class="ks-tl-tip" hidden></div>';
+      '<span class="ks-tl-color" hidden>kernels by <button data-c="bound" title="their Nsight Compute bound">' +
+      'ncu bound</button><button data-c="name" title="their name">name</button></span>' +
+      '<span class="ks-tl-info"></span></div><div class="ks-tl-legend" hidden></div>' +
+      '<div class="ks-tl-scroll"><canvas></canvas></div><div class="ks-tl-tip" hidden></div>';
     root.appendChild(box);
     st.box = box;
     st.canvas = box.querySelector("canvas");
@@ -81,7 +93,9 @@ export default function(component) {
     st.payload = decode(data);
     const h = st.payload.head;
     st.sel = h.selected || null;
+    st.color = h.legend ? (h.color || "bound") : "name";
     buildIndex(st);
+    legend(st);
     if (!st.view || !st.pending) {
       st.view = {t0: h.t0, t1: h.t1};          // first data, or the page changed the window (URL, widgets)
     } else if (Math.abs(st.pending.t0 - h.t0) <= 1 && Math.abs(st.pending.t1 - h.t1) <= 1) {
@@ -124,12 +138,38 @@ function buildIndex(st) {
   for (let i = 0; i < rows.length; i++) if (rows[i].depth === 0) st.trackRow.set(rows[i].track.track, i);
 }
 
+function boundOf(st, i) {
+  const {head, arr} = st.payload;
+  if (!head.legend || !arr.bound || arr.bound[i] === 255) return null;
+  return head.legend.names[arr.bound[i]];
+}
+
 function colorOf(st, i) {
   const {head, arr} = st.payload;
   const kind = head.kinds[arr.kind[i]];
   const fixed = KIND_COLORS[kind];
   if (fixed) return fixed;
+  if (kind === "kernel" && st.color === "bound") {
+    const b = boundOf(st, i);
+    if (b) return BOUND_COLORS[b] || "#000000";
+  }
   return PALETTE[Math.abs(hash(head.names[arr.name[i]] || "")) % PALETTE.length];
+}
+
+function legend(st) {
+  // the colour buttons and, when kernels are coloured by bound, what each colour means and where it comes from
+  const lg = st.payload.head.legend, box = st.box.querySelector(".ks-tl-legend");
+  const bar = st.box.querySelector(".ks-tl-color");
+  bar.hidden = !lg;
+  for (const b of bar.querySelectorAll("button")) b.classList.toggle("on", b.dataset.c === st.color);
+  box.hidden = !lg || st.color !== "bound";
+  st.box.dataset.color = st.color;
+  if (!lg) { box.innerHTML = ""; return; }
+  box.innerHTML = `<div class="ks-tl-lg-head">Kernels coloured by their bound from ${esc(lg.source)}, in the ` +
+    `Nsight Compute run <code>${esc(lg.ncu_source)}</code> (${esc(lg.ncu_run)}) of the same program; a click on a ` +
+    "kernel opens its ncu detail below.</div><ul>" + lg.names.map(b =>
+      `<li data-bound="${esc(b)}"><span class="ks-sw" style="background:${BOUND_COLORS[b]}"></span>` +
+      `<b>${esc(BOUND_LABELS[b] || b)}</b> — ${esc((lg.meanings || {})[b] || "")}</li>`).join("") + "</ul>";
 }
 
 function xOf(st, t, w) { const v = st.view; return LABEL_W + (t - v.t0) / (v.t1 - v.t0) * (w - LABEL_W); }
@@ -190,7 +230,8 @@ function draw(st) {
       g.globalAlpha = 1;
       if (!merged && xb - xa > 36) {
         g.save(); g.beginPath(); g.rect(xa, r.y, xb - xa, ROW_H); g.clip();
-        g.fillStyle = "#ffffff"; g.fillText(head.names[arr.name[i]] || "", xa + 3, r.y + ROW_H / 2 + 1);
+        g.fillStyle = LIGHT.has(colorOf(st, i)) ? "#111827" : "#ffffff";
+        g.fillText(head.names[arr.name[i]] || "", xa + 3, r.y + ROW_H / 2 + 1);
         g.restore();
       }
       if (st.sel && arr.row[i] === st.sel.row && head.srcs[arr.src[i]] === st.sel.src) {
@@ -254,6 +295,8 @@ function tipHtml(st, i) {
       `<br><i>zoom in for single events</i>`;
   }
   let s = `<b>${esc(name)}</b><br>${kind} · duration ${fmtTime(dur)} · starts at ${fmtTime(arr.start[i])}`;
+  const b = kind === "kernel" ? boundOf(st, i) : null;
+  if (b) s += `<br>bound (ncu): ${esc(BOUND_LABELS[b] || b)}`;
   if (arr.launch && arr.launch[i] >= 0) {
     const delay = arr.delay[i];
     s += `<br>launch call: ${esc(head.names[arr.launch[i]] || "")} (${fmtTime(arr.link_end[i] - arr.link_start[i])})`;
@@ -358,6 +401,13 @@ function attach(st) {
     else if (k === "d") st.view = clamp(v.t0 + span * 0.2, v.t1 + span * 0.2, st.payload.head.end);
     else return;
     e.preventDefault(); draw(st); request(st);
+  });
+  box.querySelector(".ks-tl-color").addEventListener("click", e => {
+    const c = e.target && e.target.dataset && e.target.dataset.c;
+    if (!c || !st.payload || c === st.color) return;
+    st.color = c;
+    legend(st); draw(st);
+    st.setState("color", c);
   });
   box.querySelector(".ks-tl-bar").addEventListener("click", e => {
     const a = e.target && e.target.dataset && e.target.dataset.a;

@@ -3,8 +3,8 @@ host-bound), the zoomable timeline of streams, CPU threads and NVTX ranges with 
 its Nsight Compute counters), launch delays, GPU idle gaps and their causes, top kernels, and a what-if.
 
 The page rebuilds from the URL: ?run=<run id>&device=<rank:device|all>&kernel=<regex>&speedup=<s>&t0=<ns>&t1=<ns>
-&op=<table:row>. Zooming and clicking in the timeline rerun only the timeline's fragment and write t0, t1 and op
-back into the URL.
+&op=<table:row>&color=<bound|name>. Zooming, clicking and the colour buttons in the timeline rerun only the
+timeline's fragment and write t0, t1, op and color back into the URL.
 """
 from __future__ import annotations
 
@@ -51,11 +51,18 @@ def _on_select():
         st.query_params["op"] = f"{s['src']}:{int(s['row'])}"
 
 
+def _on_color():
+    c = (st.session_state.get("timeline") or {}).get("color")
+    if c in page.COLORS:
+        st.query_params["color"] = c
+
+
 @st.fragment
 def timeline_view():
     v = page.resolve(src, ui.params())
     block = detail.timeline_block(src, v, st.session_state.get("timeline_width"))
-    components.timeline(block.payload, key="timeline", on_window=_on_window, on_select=_on_select)
+    components.timeline(block.payload, key="timeline", on_window=_on_window, on_select=_on_select,
+                        on_color=_on_color)
     st.caption(block.caption)
     render_streamlit(detail.event_detail(src, v))
 

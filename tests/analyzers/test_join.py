@@ -143,3 +143,32 @@ def test_the_ncu_report_carries_its_nvtx_range(runs):
     # the backward pass (autograd's thread) is only in the start/end range
     assert set(r[WHOLE.name].table("kernels")["nvtx_range"].to_list()) == {"step_6/; whole_step_6", "whole_step_6"}
     assert r[WINDOW.name].table("kernels")["nvtx_range"].null_count() == 12
+
+
+def test_kernel_bounds_by_configuration_by_name_and_not_profiled(runs):
+    """analyzers.join.kernel_bounds: a kernel with its grid and block gets the bound of the matched launches of that
+    configuration; a merged timeline mark (no grid) the most common bound of its name; the rest "not profiled"."""
+    from analyzers.join import bounds_by_signature, kernel_bounds, name_overlap
+    s, r = runs
+    res = _join(runs, NVTX.name)
+    g = s.get(r[TRACE.name].run_id).table("gpu_ops").filter(pl.col("kind") == "kernel")
+    gemm = g.filter(pl.col("name").str.contains("bias_TNT")).unique(["grid_y"]).sort("grid_y")
+    assert gemm["grid_y"].to_list() == [64, 66]
+    assert kernel_bounds(res, gemm) == ["tensor", "latency"]
+    # the same name as a merged mark: the most common of its three profiled launches (two latency, one tensor)
+    merged = gemm.head(1).with_columns([pl.lit(None).alias(f"{w}_{a}") for w in ("grid", "block") for a in "xyz"])
+    assert kernel_bounds(res, merged) == ["latency"]
+    row = next(b for b in bounds_by_signature(res) if "bias_TNT" in b["signature"])
+    assert row["bound"] == "varies" and row["mode"] == "latency" and row["ncu_id"] == 1
+    # another configuration of a profiled kernel, and a kernel ncu never saw: not profiled
+    other = gemm.head(1).with_columns(pl.lit(7).cast(gemm["grid_y"].dtype).alias("grid_y"))
+    back = g.filter(pl.col("name").str.contains("(?i)backward")).head(2)
+    assert kernel_bounds(res, pl.concat([other, back])) == ["not profiled"] * 3
+    assert kernel_bounds(None, back) == ["not profiled"] * 2
+    # the cheap pre-check: every ncu kernel of the step runs in the trace; none of an unrelated report does
+    ncu = s.get(r[NVTX.name].run_id).table("kernels")
+    assert name_overlap(ncu, g) == 1.0
+    from collectors.store import Store
+    from tests.conftest import H200_KERNELS
+    other_run = Store(s.root).ingest_path(H200_KERNELS / "basic.ncu-rep.gz")[0]
+    assert name_overlap(other_run.table("kernels"), g) == 0.0

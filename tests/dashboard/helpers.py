@@ -151,3 +151,20 @@ def component_data(at, name: str) -> dict:
             if kind == "bytes":
                 return {"bytes": bytes(e.proto.bytes)}
     raise LookupError(f"no component {name!r} on the page")
+
+
+def decode_timeline(payload: bytes) -> tuple[dict, dict]:
+    """The canvas payload (dashboard.timeline_payload) read back as the JavaScript reads it."""
+    import struct
+
+    import numpy as np
+    assert payload[:4] == b"KSTL"
+    n = struct.unpack("<I", payload[4:8])[0]
+    head = json.loads(payload[8:8 + n])
+    body, off, arrays = payload[8 + n:], 0, {}
+    for name, dt, cnt in head["arrays"]:
+        size = {"f8": 8, "i4": 4, "u1": 1}[dt]
+        off += (-off) % size
+        arrays[name] = np.frombuffer(body, dtype={"f8": "<f8", "i4": "<i4", "u1": "u1"}[dt], count=cnt, offset=off)
+        off += cnt * size
+    return head, arrays

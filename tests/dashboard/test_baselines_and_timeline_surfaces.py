@@ -3,14 +3,14 @@ click-through to the same kernel's Nsight Compute counters, and the Perfetto exp
 from __future__ import annotations
 
 import json
-import struct
 
 import numpy as np
 import polars as pl
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
-from tests.dashboard.helpers import all_rows, component_data, frames, open_page, shown, table_data, texts
+from tests.dashboard.helpers import (all_rows, component_data, decode_timeline, frames, open_page, shown,
+                                     table_data, texts)
 
 pytest.importorskip("ncu_report")
 
@@ -108,25 +108,11 @@ def test_unrelated_runs_are_not_compared_by_default(env, capsys):
     assert rc == 1 and "cannot compare a kineto run" in out.err
 
 
-def _decode(payload: bytes) -> tuple[dict, dict]:
-    """The canvas payload (dashboard.timeline_payload) read back as the JavaScript reads it."""
-    assert payload[:4] == b"KSTL"
-    n = struct.unpack("<I", payload[4:8])[0]
-    head = json.loads(payload[8:8 + n])
-    body, off, arrays = payload[8 + n:], 0, {}
-    for name, dt, cnt in head["arrays"]:
-        size = {"f8": 8, "i4": 4, "u1": 1}[dt]
-        off += (-off) % size
-        arrays[name] = np.frombuffer(body, dtype={"f8": "<f8", "i4": "<i4", "u1": "u1"}[dt], count=cnt, offset=off)
-        off += cnt * size
-    return head, arrays
-
-
 def test_timeline_component_data_and_window_from_the_url(env):
     root, ids = env
     at = open_page("timeline", run=ids["m1024"])
     assert not at.exception
-    head, arr = _decode(component_data(at, "kernelscope.timeline")["bytes"])
+    head, arr = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
     assert head["detailed"] and head["t0"] == 0 and head["t1"] == head["end"] and head["events"] == 35 + 37 + 40
     assert [t["label"] for t in head["tracks"]] == ["GPU 0 · stream 7", "CPU thread 1172"]
     k = head["kinds"].index("kernel")
@@ -136,7 +122,7 @@ def test_timeline_component_data_and_window_from_the_url(env):
     # a zoomed window in the URL: only what overlaps it, and the click (op) comes back as the selection
     t0, t1 = 2_000_000, 2_100_000
     at = open_page("timeline", run=ids["m1024"], t0=str(t0), t1=str(t1), op="gpu_ops:15")
-    head, arr = _decode(component_data(at, "kernelscope.timeline")["bytes"])
+    head, arr = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
     assert (head["t0"], head["t1"]) == (t0, t1) and head["selected"] == {"src": "gpu_ops", "row": 15}
     assert ((arr["end"] >= t0) & (arr["start"] <= t1)).all() and head["events"] < 112
 

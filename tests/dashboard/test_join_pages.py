@@ -1,11 +1,12 @@
 """The Kernels and Timeline pages with an ncu run and a timeline of the same program (the H200 training step):
-the join is found without being asked, shown per launch, and the same on the page and in its export."""
+the join is found without being asked, shown per launch, and the same on the page and in its export; the
+Timeline's canvas colours each kernel by the bound of its matched ncu launch."""
 from __future__ import annotations
 
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.dashboard.helpers import frames, open_page, texts
+from tests.dashboard.helpers import component_data, decode_timeline, frames, open_page, texts
 
 pytest.importorskip("ncu_report")
 HERE = SAMPLES / "h200" / "train_step"
@@ -67,3 +68,74 @@ def test_a_wrong_trace_in_the_url_is_said_in_place(env):
     at = open_page("kernels", run=ids["ncu"], trace="ffffffffffffffff")
     assert not at.exception
     assert "Timeline `ffffffffffffffff`" in texts(at)
+
+
+def _kernel_marks(head, arr, gpu_ops):
+    """(gpu_ops row, its name, grid, bound) of every single kernel mark of a timeline payload."""
+    k, src = head["kinds"].index("kernel"), head["srcs"].index("gpu_ops")
+    out = []
+    for i in range(len(arr["start"])):
+        if arr["kind"][i] == k and arr["src"][i] == src and arr["row"][i] >= 0:
+            r = gpu_ops.row(int(arr["row"][i]), named=True)
+            b = arr["bound"][i]
+            out.append((int(arr["row"][i]), r["name"], (r["grid_x"], r["grid_y"], r["grid_z"]),
+                        None if b == 255 else head["legend"]["names"][b]))
+    return out
+
+
+def test_timeline_colours_each_kernel_by_its_ncu_bound(env):
+    from analyzers.join import BOUNDS
+    from dashboard.source import Source
+    s, ids = env
+    at = open_page("timeline", run=ids["trace"])
+    assert not at.exception
+    head, arr = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
+    lg = head["legend"]
+    assert head["color"] == "bound" and lg["ncu_run"] == ids["ncu"] and lg["names"] == list(BOUNDS)
+    assert set(lg["meanings"]) == set(BOUNDS) and "t_dram" in lg["meanings"]["dram"] and "70 %" in lg["meanings"]["dram"] and "counters" in lg["source"]
+    marks = _kernel_marks(head, arr, s.get(ids["trace"]).table("gpu_ops"))
+    assert len(marks) == 27 * 5 and all(b in BOUNDS for *_, b in marks)          # 5 steps of 27 kernels, all judged
+    ncu = {r["id"]: r["bound"] for r in Source(s).ncu(ids["ncu"]).kernels.iter_rows(named=True)}
+
+    def bounds(pred):
+        return {b for _, name, grid, b in marks if pred(name, grid)}
+    # the optimizer's big multi-tensor kernel (grid 261): DRAM-bound by its own counters (ncu launch 11), in every
+    # one of the five steps, not only in the profiled step 6
+    big = [b for _, n, g, b in marks if "multi_tensor_apply" in n and g == (261, 1, 1)]
+    assert big == ["dram"] * 5 and ncu[11] == "dram"
+    # one GEMM configuration is tensor-bound (launch 3), the other two launches of the kernel are latency-bound
+    assert bounds(lambda n, g: n.startswith("nvjet") and "bias_TNT" in n and g == (2, 64, 1)) == {ncu[3]} == {"tensor"}
+    assert bounds(lambda n, g: n.startswith("nvjet") and "bias_TNT" in n and g == (2, 66, 1)) == {"latency"}
+    # the one-block fill kernel is shorter than its launch call in the trace: "launch", whatever ncu says
+    assert bounds(lambda n, g: "FillFunctor" in n and g == (1, 1, 1)) == {"launch"} and ncu[9] == "latency"
+    # the backward pass ran on autograd's thread, outside ncu's NVTX range: not profiled
+    assert bounds(lambda n, g: "backward" in n.lower()) == {"not profiled"}
+
+
+def test_timeline_colour_choice_and_no_join(env):
+    s, ids = env
+    at = open_page("timeline", run=ids["trace"], color="name")       # the URL's choice; the legend stays offered
+    head, arr = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
+    assert head["color"] == "name" and head["legend"] and "bound" in {a[0] for a in head["arrays"]}
+    at = open_page("timeline", run=ids["trace"], color="heat")
+    head, _ = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
+    assert head["color"] == "bound" and "Unknown colouring `heat`" in texts(at)
+    # no ncu run of the same program (the URL names one that is not in the store): coloured by name, no legend
+    at = open_page("timeline", run=ids["trace"], ncu="ffffffffffffffff")
+    head, arr = decode_timeline(component_data(at, "kernelscope.timeline")["bytes"])
+    assert head["color"] == "name" and head["legend"] is None and "bound" not in arr
+
+
+def test_timeline_export_carries_the_bounds(env):
+    import base64
+    import re
+    from dashboard.reports import export_html
+    from dashboard.source import Source
+    s, ids = env
+    html = export_html(Source(s), f"timeline?run={ids['trace']}")
+    data = base64.b64decode(re.search(r'atob\("([A-Za-z0-9+/=]+)"\)', html).group(1))
+    head, arr = decode_timeline(data)
+    assert head["color"] == "bound" and head["legend"]["ncu_run"] == ids["ncu"]
+    marks = _kernel_marks(head, arr, s.get(ids["trace"]).table("gpu_ops"))
+    assert {b for _, n, g, b in marks if "multi_tensor_apply" in n and g == (261, 1, 1)} == {"dram"}
+    assert "ks-tl-legend" in html                                    # the legend is drawn by the same canvas code

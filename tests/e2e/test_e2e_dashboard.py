@@ -6,7 +6,9 @@ against `kernelscope dashboard` on a temporary store of the real H200 samples:
 - source hot spots of a real report with Source Counters (the stride-32 column read's LDS instructions);
 - the metric baseline of two real reports (basic and full) on the Compare page;
 - the Timeline: zoom with the mouse wheel (the server refines the window, the URL follows) and a click on a kernel
-  that opens its detail and the same kernel's Nsight Compute counters;
+  that opens its detail and the same kernel's Nsight Compute counters; with an ncu run of the same program (the
+  H200 training step), kernels drawn in the colour of their ncu bound (the legend's), a click opening the matched
+  launch, and the switch to colours by name;
 - token mode: a deep link survives the login, a reload and a new tab; a fresh browser must log in;
 - every page (and each section with charts) at 1,440 × 900: every chart has a non-empty plot area.
 """
@@ -34,6 +36,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 IDLE = "[data-test-script-state='notRunning']"
 TENSOR = SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz"
 M1024 = H200_TORCH / "ffn_M1024_eager.json.gz"
+STEP = SAMPLES / "h200" / "train_step"
 TOKEN = "e2e-token-0123456789abcdef"
 SHOTS = Path(os.environ.get("KERNELSCOPE_E2E_SHOTS", "/tmp/kernelscope-e2e-shots"))
 #: the page is drawn: script finished, no skeleton, every chart has its SVG/canvas, components painted
@@ -108,7 +111,8 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     store = Store(tmp / "store")
     ids = {k: store.ingest_path(p)[0].run_id for k, p in
-           [("basic", BASIC), ("tensor", TENSOR), ("m1024", M1024)]}           # the full report is uploaded
+           [("basic", BASIC), ("tensor", TENSOR), ("m1024", M1024), ("step_ncu", STEP / "train_step_ncu_nvtx.ncu-rep.gz"),
+            ("step_trace", STEP / "train_step_trace.json.gz")]}           # the full report is uploaded
     for bench in sorted(SAMPLES.glob("h200*/bench_suite/bench_*.json.gz")):   # measured ceilings, two GPUs
         store.ingest_path(bench)
     proc, url = _start(store.root, tmp)
@@ -280,6 +284,81 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     opener = page.get_by_role("link", name=re.compile("Open launch 0 of"))
     assert f"kernels?run={ids['tensor']}&kernel=0" in opener.get_attribute("href")
     assert "tensor_raw_base.csv.gz" in opener.inner_text()
+    page.context.close()
+
+
+#: a gpu_ops row's mark on the timeline canvas: where it is drawn (CSS px in the canvas) and its fill colour there
+MARK = """(row) => {
+  const st = document.querySelector('.ks-tl').parentNode.__ksTimeline, {head, arr} = st.payload;
+  const g = head.srcs.indexOf('gpu_ops');
+  let i = -1;
+  for (let j = 0; j < arr.row.length; j++) if (arr.row[j] === row && arr.src[j] === g) { i = j; break; }
+  if (i < 0) return null;
+  const r = st.rows.find(r => r.marks.includes(i)), w = st.canvas.clientWidth, v = st.view;
+  const x = 190 + ((arr.start[i] + arr.end[i]) / 2 - v.t0) / (v.t1 - v.t0) * (w - 190), y = r.y + 1.5;
+  const dpr = window.devicePixelRatio || 1;
+  const p = st.canvas.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
+  return {x, y: r.y + 8, rgb: [p[0], p[1], p[2]]};
+}"""
+SWATCH = """(b) => { const s = document.querySelector(`.ks-tl-legend li[data-bound="${b}"] .ks-sw`);
+  return s ? getComputedStyle(s).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number) : null; }"""
+
+
+def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server, browser):
+    """The training step's trace with the ncu run of its step 6 in the store: the optimizer's DRAM-bound kernel is
+    drawn in the legend's DRAM colour, a backward kernel (not profiled) in the not-profiled colour; a click opens
+    the kernel's detail with its matched ncu launch; the name button recolours it and goes into the URL."""
+    import polars as pl
+    url, store, ids = server
+    b, _ = browser
+    run = store.get(ids["step_trace"])
+    g = run.table("gpu_ops").with_row_index("r")
+    origin = min(run.table(t)["start_ns"].min() for t in ("gpu_ops", "api_calls", "cpu_ops", "nvtx")
+                 if run.table(t).height)
+    k = g.filter(pl.col("name").str.contains("multi_tensor_apply") & (pl.col("grid_x") == 261)).sort("start_ns")
+    assert k.height == 5
+    opt = k.row(2, named=True)                                   # step 6 of 4..8, the one ncu profiled
+    s, e = opt["start_ns"] - origin, opt["end_ns"] - origin
+    page = _new_page(b)
+    page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
+    _drawn(page)
+    tl = page.locator(".ks-tl")
+    assert tl.get_attribute("data-color") == "bound"
+    legend = page.locator(".ks-tl-legend")
+    assert legend.is_visible() and "train_step_ncu_nvtx.ncu-rep.gz" in legend.inner_text()
+    assert "DRAM bandwidth" in legend.inner_text() and "not profiled" in legend.inner_text()
+    mark = page.evaluate(MARK, int(opt["r"]))
+    assert mark and mark["rgb"] == page.evaluate(SWATCH, "dram")              # the fill is the legend's DRAM colour
+    # a backward kernel of the same step: never in ncu's NVTX range, drawn in the not-profiled colour
+    back = g.filter(pl.col("name").str.contains("(?i)backward") & (pl.col("start_ns") > opt["start_ns"] - 50_000_000)
+                    ).sort("start_ns").row(0, named=True)
+    bs, be = back["start_ns"] - origin, back["end_ns"] - origin
+    page.goto(f"{url}/timeline?run={run.run_id}&t0={bs - (be - bs):.0f}&t1={be + (be - bs):.0f}")
+    _drawn(page)
+    assert page.evaluate(MARK, int(back["r"]))["rgb"] == page.evaluate(SWATCH, "not profiled")
+    # the click on the DRAM-bound kernel opens its detail and its matched ncu launch (launch 11 of the report)
+    page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
+    _drawn(page)
+    box = page.locator(".ks-tl canvas").bounding_box()
+    mark = page.evaluate(MARK, int(opt["r"]))
+    page.mouse.move(box["x"] + mark["x"] - 4, box["y"] + mark["y"])
+    page.mouse.move(box["x"] + mark["x"], box["y"] + mark["y"])
+    tip = page.locator(".ks-tl-tip")
+    tip.wait_for(state="visible", timeout=30_000)
+    assert "bound (ncu): DRAM" in tip.inner_text()
+    page.mouse.click(box["x"] + mark["x"], box["y"] + mark["y"])
+    page.wait_for_url(f"**op=gpu_ops%3A{opt['r']}*", timeout=60_000)
+    page.get_by_text("Its Nsight Compute counters").wait_for(timeout=60_000)
+    opener = page.get_by_role("link", name=re.compile("Open launch 11 of"))
+    assert f"kernels?run={ids['step_ncu']}&kernel=11" in opener.get_attribute("href")
+    assert "the join" in page.get_by_text("matched by the join").first.inner_text()
+    # colours by name: at once on the canvas, then in the URL; the legend goes
+    page.mouse.move(box["x"] + 5, box["y"] + 5)
+    page.locator(".ks-tl-color button[data-c=name]").click()
+    page.wait_for_url("**color=name*", timeout=60_000)
+    assert not legend.is_visible() and tl.get_attribute("data-color") == "name"
+    assert page.evaluate(MARK, int(opt["r"]))["rgb"] != page.evaluate(
+        "() => [213, 94, 0]")                                                   # no longer DRAM's vermillion
     page.context.close()
 
 
