@@ -15,6 +15,10 @@
 3. **Token attempts rate-limited**: 5 failures per client address per minute (and 50 in all per minute), then 429
    for a minute for every attempt — a correct one included.
 4. **Upload size** checked from Content-Length before the body is read (413 above the cap).
+5. **One connection probe per page load**: Streamlit's frontend, opened at a page's own path (`/kernels?run=…`),
+   first probes `/kernels/_stcore/health`, gets 404, waits and retries at the root: 0.1–0.2 s of every page load.
+   The HTML of a page gets one line that names the server's base URL (`window.__streamlit.BACKEND_BASE_URL`, the
+   frontend's own setting for where its server is), so it probes the right place first.
 
 The middleware is plain ASGI (no Streamlit), so it is tested on its own and wraps `st.App` (dashboard.serve)
 through Streamlit's public `middleware=` parameter.
@@ -37,6 +41,8 @@ LOGIN_PATH = "/_ks/login"
 HEALTH_PATHS = ("/_stcore/health", "/healthz")
 UPLOAD_PREFIX = "/_stcore/upload_file"
 MAX_LOGIN_BODY = 4096
+#: paths that are not a page (Streamlit's endpoints and assets): served as they are
+ASSET_PREFIXES = ("/_stcore/", "/static/", "/media/", "/component/", "/app/static/", "/_ks/", "/favicon")
 
 
 def cookie_value(token: str) -> str:
@@ -213,12 +219,12 @@ class Gate:
                 return await _respond(send, 413, f"Upload of {n / 1e6:,.1f} MB is above this server's cap of "
                                                  f"{self.max_upload / 1e6:,.0f} MB")
         if self.token is None or rel in HEALTH_PATHS:
-            return await self.app(scope, receive, send)
+            return await self._pass(scope, receive, send, rel)
         client = (scope.get("client") or ("?",))[0] or "?"
         if kind == "http" and rel == LOGIN_PATH and scope.get("method") == "POST":
             return await self._login(scope, receive, send, client)
         if hmac.compare_digest(_cookies(h.get(b"cookie")).get(COOKIE, "").encode(), self.cookie.encode()):
-            return await self.app(scope, receive, send)
+            return await self._pass(scope, receive, send, rel)
         if kind == "http" and scope.get("method") in ("GET", "HEAD"):
             q = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             given = next((v for k, v in q if k == "token"), None)
@@ -234,6 +240,38 @@ class Gate:
             if not rel.startswith(("/_stcore/", "/static/", "/media/", "/component/")):
                 return await self._login_page(send, path, q, "")
         return await self._refuse(scope, receive, send, 401, "Access token required")
+
+    async def _pass(self, scope, receive, send, rel: str) -> None:
+        """On to Streamlit; a page's HTML (a GET of anything but an asset or endpoint) with the base-URL line."""
+        if scope["type"] != "http" or scope.get("method") != "GET" or rel.startswith(ASSET_PREFIXES):
+            return await self.app(scope, receive, send)
+        # uncompressed, to add one line (the page's HTML is a few KB)
+        scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"accept-encoding"]}
+        line = ('<script>window.__streamlit=Object.assign({},window.__streamlit,{BACKEND_BASE_URL:location.origin+'
+                f'"{self.base}/"}});</script>').encode()
+        start: dict = {}
+        body: list[bytes] = []
+
+        async def inject(m):
+            if m["type"] == "http.response.start":
+                hs = {k.lower(): v for k, v in m.get("headers") or []}
+                if m.get("status") != 200 or not hs.get(b"content-type", b"").startswith(b"text/html") \
+                        or hs.get(b"content-encoding", b"identity") != b"identity":
+                    start["pass"] = True
+                    return await send(m)
+                start["m"] = m
+                return None
+            if start.get("pass") or m["type"] != "http.response.body":
+                return await send(m)
+            body.append(m.get("body", b""))
+            if m.get("more_body"):
+                return None
+            html_ = b"".join(body).replace(b"<head>", b"<head>" + line, 1)
+            st = start["m"]
+            await send({**st, "headers": [(k, v) for k, v in st.get("headers") or [] if k.lower() != b"content-length"]
+                        + [(b"content-length", str(len(html_)).encode())]})
+            await send({"type": "http.response.body", "body": html_})
+        return await self.app(scope, receive, inject)
 
     # ---- responses --------------------------------------------------------------------------------
     async def _refuse(self, scope, receive, send, status: int, text: str) -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -75,12 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["KERNELSCOPE_STORE"] = str(tmp / "store")
     os.environ["KERNELSCOPE_FAKE_NVML"] = "1"
     os.environ.pop("KERNELSCOPE_TOKEN", None)
+    sys.path.insert(0, str(REPO / "perf"))
+    from measure import machine
+    facts = machine()                                  # with the load average at the start
     from collectors.store import Store
     from dashboard.data import ensure_samples
     t0 = time.perf_counter()
     n = ensure_samples(Store(tmp / "store"))
     print(f"store: {n} sample artifacts ingested in {time.perf_counter() - t0:.1f} s (not counted)")
-    sys.path.insert(0, str(REPO / "perf"))
     from ingest import N, make_csv  # the 1,000-kernel raw CSV of perf/ingest.py
     large, _ = Store(tmp / "store").ingest_bytes(make_csv(), "large_1000_kernels.csv")
     full = next(r.run_id for r in Store(tmp / "store").runs() if r.manifest["source_name"] == "full.ncu-rep.gz")
@@ -117,13 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{many['runs']:,} runs: `kernelscope runs` cold {many['cli_cold_s']:.3f} s, warm {many['cli_warm_s']:.3f} s "
               f"(min {many['cli_warm_min_s']:.3f}); Runs page cold {many['page_cold_s']:.3f} s, warm "
               f"{many['page_warm_s']:.3f} s (server side)")
-    write_table(rows, browser, many, start, facts)
-    if args.json:
+    write_table(rows, browser, many, start, facts)      # perf/results/dashboard.md and .json
+    if args.json and args.json.resolve() != (REPO / "perf" / "results" / "dashboard.json").resolve():
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"process_start_s": start, "pages": rows, "browser": browser,
-                                         "many_runs": many,
-                                         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                                                    f"{platform.python_version()}", "samples": n}, indent=1))
+                                         "many_runs": many, "machine": facts, "samples": n}, indent=1))
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)                 # the store (the 1 M-event trace is ~600 MB)
     return 1 if any(r["errors"] for r in rows) else 0

@@ -117,3 +117,48 @@ def test_under_a_sub_path_the_login_and_the_cookie_stay_under_it():
     headers = dict(sent[0]["headers"])
     assert sent[0]["status"] == 303 and headers[b"location"] == b"/ks/kernels" and b"Path=/ks;" in headers[b"set-cookie"]
     assert status(call(g, "/ks/_stcore/health")) == 200
+
+
+class Html:
+    """Streamlit's answer to a page: its index.html (compressed when the browser accepts it)."""
+    def __init__(self):
+        self.scopes = []
+
+    async def __call__(self, scope, receive, send):
+        self.scopes.append(scope)
+        gz = any(k == b"accept-encoding" and b"gzip" in v for k, v in scope["headers"])
+        body = b"<html><head><title>Streamlit</title></head><body></body></html>"
+        ctype = b"application/javascript" if scope["path"].endswith(".js") else b"text/html; charset=utf-8"
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", ctype), (b"content-length", str(len(body)).encode()),
+            *([(b"content-encoding", b"gzip")] if gz else [])]})
+        await send({"type": "http.response.body", "body": body[:20], "more_body": True})
+        await send({"type": "http.response.body", "body": body[20:]})
+
+
+def _body(sent) -> bytes:
+    return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+@pytest.mark.parametrize("base", ["", "ks"])
+def test_a_page_names_its_server_so_the_frontend_probes_once(base):
+    """Streamlit's frontend at /kernels first probes /kernels/_stcore/health (404), waits and retries at the root;
+    the page's HTML gets the base URL, asked uncompressed, with its length right; assets pass untouched."""
+    app = Html()
+    gate = Gate(app, hosts=HostPolicy(), base_path=base)
+    prefix = f"/{base}" if base else ""
+    sent = call(gate, f"{prefix}/kernels", query=b"run=abc", headers=[(b"accept-encoding", b"gzip, br")])
+    body = _body(sent)
+    assert body.startswith(b'<html><head><script>window.__streamlit=Object.assign({},window.__streamlit,'
+                           b'{BACKEND_BASE_URL:location.origin+"' + prefix.encode() + b'/"});</script><title>')
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
+    assert not any(k == b"accept-encoding" for k, _ in app.scopes[-1]["headers"])
+    for path in (f"{prefix}/static/js/index.js", f"{prefix}/_stcore/health"):
+        sent = call(gate, path, headers=[(b"accept-encoding", b"gzip")])
+        assert b"__streamlit" not in _body(sent) and any(k == b"accept-encoding" for k, _ in app.scopes[-1]["headers"])
+    # with a token, only a logged-in browser reaches the page (and gets the line)
+    gate = Gate(app, hosts=HostPolicy(), token="t" * 20, base_path=base)
+    assert b"__streamlit" not in _body(call(gate, f"{prefix}/kernels"))
+    ok = call(gate, f"{prefix}/kernels", headers=[(b"cookie", f"{COOKIE}={cookie_value('t' * 20)}".encode())])
+    assert b"BACKEND_BASE_URL" in _body(ok)
