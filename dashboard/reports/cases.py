@@ -4,6 +4,7 @@ chart, the same parameters on every GPU, the chapter's own figures checked, and 
 verdict (the store's ncu and bench measurements, and values typed into the URL)."""
 from __future__ import annotations
 
+import functools
 import math
 
 from dataclasses import dataclass, field
@@ -171,10 +172,21 @@ def case_other_gpus(view: CaseView, ev) -> list:
 
 
 def case_figures(case) -> list:
-    """The chapter's own figures, each reproduced by the model where it has one."""
-    from analyzers.cases import figure_checks
+    """The chapter's own figures, each reproduced by the model where it has one (computed once per case: the
+    catalog and its models do not change while the server runs)."""
+    return list(_figures(case.id))
+
+
+def case_chapter_checks(case) -> list:
+    return list(_chapter_checks(case.id))
+
+
+@functools.lru_cache(maxsize=64)
+def _figures(case_id: str) -> tuple:
+    from analyzers.cases import figure_checks, get_case
+    case = get_case(case_id)
     if not case.figures:
-        return []
+        return ()
     checks = {id(c.figure): c for c in figure_checks(case.id)}
     df = pl.DataFrame([{
         "figure": f.text, "quoted for": (f.gpu or "—").replace("NVIDIA ", ""),
@@ -183,12 +195,13 @@ def case_figures(case) -> list:
         "check": checks[id(f)].verdict.kind if id(f) in checks else "(no model)",
         "explanation": checks[id(f)].verdict.explanation if id(f) in checks else "",
         "source": f.source} for f in case.figures])
-    return [Heading("The chapter's figures"), Table("case_figures", df, {c: text(c) for c in df.columns})]
+    return (Heading("The chapter's figures"), Table("case_figures", df, {c: text(c) for c in df.columns}))
 
 
-def case_chapter_checks(case) -> list:
+@functools.lru_cache(maxsize=64)
+def _chapter_checks(case_id: str) -> tuple:
     from analyzers.cases.checks import chapter_checks
-    return [Text(f"**{c.verdict}** — {c.title}: {c.explanation}") for c in chapter_checks(case.id)]
+    return tuple(Text(f"**{c.verdict}** — {c.title}: {c.explanation}") for c in chapter_checks(case_id))
 
 
 def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:

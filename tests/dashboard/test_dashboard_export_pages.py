@@ -12,7 +12,7 @@ from analyzers.cases import evaluate
 from collectors.store import Store
 from dashboard.source import Source
 from tests.conftest import H200_TORCH, REPO, SAMPLES
-from tests.dashboard.helpers import walk, share_link, dataframes
+from tests.dashboard.helpers import dataframes, share_link, texts, walk
 
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"   # the recorded H200 bench run
 VIEWS = REPO / "dashboard" / "views"
@@ -84,7 +84,7 @@ def test_timeline_export_shows_what_the_page_shows(wired):
         assert f">{header}</th>" in html
     assert 'title="length of the union of kernel, memcpy and memset intervals' in html
     # the launch floor measured by the recorded bench run on the same GPU, on the page and in the file
-    assert any("Launch floor 6.5 µs per kernel" in c.value for c in devices.caption)
+    assert "Launch floor 6.5 µs per kernel" in texts(devices)
     assert "Launch floor 6.5 µs per kernel" in html
     assert "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in html                 # the top kernel
     assert html.count('<div class="chart"') == 3 and "Launch delay per kernel (HTA definition)" in html
