@@ -1,7 +1,7 @@
 // Kernelscope's interactive table: a plain HTML table of pre-formatted cells (the same text the HTML export shows).
 // A click on a header asks the page to sort by that column (again: the other direction); a click on a row selects
 // it. Both go to Python as trigger values ("sort": {key, desc}; "select": the row's id) and from there into the URL.
-// A long table comes with its first 200 rows (and down to the selected one; data.total says how many it has) and a
+// A long table comes with its first 50 rows (and down to the selected one; data.total says how many it has) and a
 // button for the rest, which asks the page for them ("more"): 1,500 rows are 20,000 cells, which take the browser
 // about a second to receive and lay out.
 function esc(s) {
