@@ -74,11 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["KERNELSCOPE_STORE"] = str(tmp / "store")
     os.environ["KERNELSCOPE_FAKE_NVML"] = "1"
     os.environ.pop("KERNELSCOPE_TOKEN", None)
-    sys.path.insert(0, str(REPO / "perf"))
-    from measure import machine
-    facts = machine()                                  # with the load average at the start
     from collectors.store import Store
     from dashboard.data import ensure_samples
+    sys.path.insert(0, str(REPO / "perf"))             # after the dashboard package: perf/dashboard.py is this file
+    from measure import machine
+    facts = machine()                                  # with the load average at the start
     t0 = time.perf_counter()
     n = ensure_samples(Store(tmp / "store"))
     print(f"store: {n} sample artifacts ingested in {time.perf_counter() - t0:.1f} s (not counted)")
