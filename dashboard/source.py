@@ -248,11 +248,12 @@ class Source:
         return {**(self.best_ceilings(name) if name else {}), **own}
 
     def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
-                  threshold: float | None = None):
+                  threshold: float | None = None, summary=None):
         """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the
         straggler and its cause, collectives. A stored run with many ranks is reduced rank by rank on the given
         executor (dashboard.execute; default: in this process for small runs, a process pool for large ones),
-        each task reading its rank from the store; a Parsed file in this process."""
+        each task reading its rank from the store; a Parsed file in this process. `summary`: the run's
+        `trace(run).summary` when the caller has it (its per-device rows are not computed again)."""
         from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
         from dashboard import execute, ranks
         run = self._resolve(run)
@@ -260,8 +261,8 @@ class Source:
 
         def in_process(parsed):
             floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
-            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors),
-                           threshold=thr)
+            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors,
+                                            summary=summary), threshold=thr)
         if isinstance(run, Parsed):
             return in_process(run)
 

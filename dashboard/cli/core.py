@@ -115,8 +115,10 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
     elif run.kind in ("kineto", "nsys"):
         from dashboard.cli import ranks, timeline
-        rep = timeline.report(src.trace(run))
-        rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold)))
+        tr = src.trace(run)
+        rep = timeline.report(tr)
+        rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold,
+                                                summary=tr.summary)))
         rows, cols = rep["kernels"], timeline.TABLE_COLUMNS
         warnings = list(run.meta.get("warnings") or [])
     elif run.kind == "bench":
