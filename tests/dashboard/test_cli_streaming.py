@@ -55,16 +55,22 @@ def test_trace_json_kernels_are_the_ordered_kernel_rows(capsys, tmp_path):
 
 
 def test_streamed_kineto_file_equals_bytes(tmp_path, monkeypatch):
-    """A trace read from its file as a stream (8 MiB pieces; here 4 KiB) gives the tables of the whole document."""
-    from collectors import kineto, kineto_events, schema
+    """A trace read from its file as a stream (8 MiB pieces; here 4 KiB), by the typed reader and by the NDJSON
+    reader, gives the tables of the whole document."""
+    from collectors import kineto, kineto_events, kineto_typed, schema
     src = H200_TORCH / "ffn_M1_eager.json.gz"
     whole = kineto.parse(src.read_bytes(), src.name)
     monkeypatch.setattr(kineto_events, "NDJSON_CHUNK_BYTES", 4096)
     monkeypatch.setattr(kineto, "NDJSON_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(kineto_typed, "TYPED_PIECE_BYTES", 4096)
+    monkeypatch.setattr(kineto, "TYPED_PIECE_BYTES", 4096)
+    typed = kineto.parse_file(src, src.name)
+    monkeypatch.setattr(kineto, "typed_stream", lambda *a, **k: (_ for _ in ()).throw(kineto_events.FastPathFailed()))
     streamed = kineto.parse_file(src, src.name)
     for t in schema.TIMELINE_SCHEMAS:
         assert streamed.tables[t].equals(whole.tables[t]), t
-    assert streamed.meta == whole.meta
+        assert typed.tables[t].equals(whole.tables[t]), t
+    assert streamed.meta == whole.meta == typed.meta
 
 
 def test_raw_csv_in_batches_equals_one_batch(monkeypatch, tmp_path):
