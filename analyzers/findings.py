@@ -111,12 +111,14 @@ RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "tensor":
                   "smem": "shared-memory bandwidth"}
 
 
-def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> list[Finding]:
-    """Findings for one analyzed launch, largest estimated loss first (see the module docstring)."""
+def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None,
+                    peaks: dict[str, Peak] | None = None) -> list[Finding]:
+    """Findings for one analyzed launch, largest estimated loss first (see the module docstring). `peaks`:
+    peaks_for(gpu, measured), when the caller has it already (one table of launches)."""
     d = _f(row, "duration_ns")
     if not d:
         return []
-    peaks = peaks_for(gpu, measured)
+    peaks = peaks_for(gpu, measured) if peaks is None else peaks
     b = bounds(row, gpu, peaks)
     tb = {k: v for k, v in b.items() if k in RESOURCE_NAMES}
     out: list[Finding] = []
@@ -233,11 +235,12 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
 
 TOP_FINDING_SCHEMA = {"id": "Int64", "top_finding_key": "String", "top_finding": "String", "lost_ns": "Float64",
                       "lost_share": "Float64", "bound": "String"}
-def bound_of(row: dict, gpu: GPUSpec, measured: dict | None = None) -> str | None:
+def bound_of(row: dict, gpu: GPUSpec, measured: dict | None = None, peaks: dict[str, Peak] | None = None) -> str | None:
     """What limits one launch, from the throughput bounds: the busiest resource ("dram", "fp32", "tensor",
     "smem") when its time is >= AT_BOUND of the duration, else "latency"; None when no bound can be computed."""
     d = _f(row, "duration_ns")
-    tb = {k: v for k, v in bounds(row, gpu, peaks_for(gpu, measured)).items() if k in RESOURCE_NAMES}
+    peaks = peaks_for(gpu, measured) if peaks is None else peaks
+    tb = {k: v for k, v in bounds(row, gpu, peaks).items() if k in RESOURCE_NAMES}
     if not d or not tb:
         return None
     limiter = max(tb, key=tb.get)
@@ -251,10 +254,11 @@ def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
     The one place the per-launch ranking is computed: the CLI, the Kernels page and its export show this."""
     import polars as pl
     rows = []
+    peaks = peaks_for(gpu, measured)
     for r in analyzed.iter_rows(named=True):
-        fs = kernel_findings(r, gpu, measured)
+        fs = kernel_findings(r, gpu, measured, peaks)
         f = fs[0] if fs else None
         rows.append({"id": r["id"], "top_finding_key": f.key if f else None, "top_finding": f.title if f else None,
                      "lost_ns": f.lost_ns if f else None, "lost_share": f.share if f else None,
-                     "bound": bound_of(r, gpu, measured)})
+                     "bound": bound_of(r, gpu, measured, peaks)})
     return pl.DataFrame(rows, schema={k: getattr(pl, v) for k, v in TOP_FINDING_SCHEMA.items()})

@@ -165,8 +165,9 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
                                       f"{str(e).splitlines()[0]}") from None
         if wide.width != len(header):
             raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
-        short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
-        if short.height:
+        short = (wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
+                 if any(wide.null_count().row(0)) else ())
+        if len(short):
             raise ArtifactError(name, f"raw-page CSV kernel row {row0 + short.item(0, 0) + 1} is incomplete "
                                       "(truncated file?)")
         row0 += wide.height

@@ -159,3 +159,15 @@ def test_cli_bad_input_is_one_line_and_exit_1(name, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"kernelscope: {f}") and "Traceback" not in err[0]
     assert not (tmp_path / "s" / "runs").exists() or not any((tmp_path / "s" / "runs").iterdir())
+
+
+def test_raw_row_cut_at_a_field_names_the_row():
+    """A raw-page row that ends early at a field boundary (fields missing, not garbled) is named by its number."""
+    import gzip
+    lines = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).split(b"\n")
+    row = lines[4]                                     # header, units, then kernel rows 1, 2, 3
+    lines[4] = row[: row.index(b'","', len(row) // 2) + 1]
+    with pytest.raises(ArtifactError, match="kernel row 3 is incomplete"):
+        parse_bytes(b"\n".join(lines), "cut.csv")
+    lines[4] = row                                     # the control: the same file whole reads
+    assert parse_bytes(b"\n".join(lines), "whole.csv").table("kernels").height == 9
