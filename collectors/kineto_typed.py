@@ -2,8 +2,10 @@
 timeline tables use, in pieces of whole events (collectors.kineto_events.split_events).
 
 msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding point) without
-building Python objects for it, and builds one small struct per event for the rest; the frames are then filled
-column by column. This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema
+building Python objects for it: a complete event ("ph": "X") becomes a struct of the fields the tables use, any
+other event (flow arrows, metadata: a third of a training trace) one of its category and timestamp only, told
+apart by "ph" as a tagged union; the frames are then filled column by column, each category's events picked in
+file order. This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema
 (tier 1), with the same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns, which
 tests/collectors/test_kineto_typed.py checks on every real trace of the corpus. Anything the structs do not
 describe (a value of another type, a missing ts / dur / name, a separator inside a string) raises FastPathFailed
@@ -11,8 +13,9 @@ and tier 1 reads the file.
 """
 from __future__ import annotations
 
-from itertools import chain
-from operator import attrgetter, itemgetter
+from collections import Counter
+from itertools import chain, compress, repeat
+from operator import attrgetter, eq
 from typing import Iterable, Optional, Union
 
 import msgspec
@@ -43,8 +46,8 @@ class _Args(msgspec.Struct, gc=False, frozen=True):
 _NO_ARGS = _Args()
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: Optional[str] = None
+class _Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event ("ph": "X"): every field the tables use."""
     cat: Optional[str] = None
     name: Optional[str] = None
     pid: Union[int, str, None] = None
@@ -54,6 +57,19 @@ class _Event(msgspec.Struct, gc=False):
     args: Optional[_Args] = _NO_ARGS
 
 
+class _Other(msgspec.Struct, gc=False, tag_field="ph"):
+    """Any other event (flow arrows, metadata, instants, counters ...): only what the category counts and the
+    timestamp check read; the rest (names, ids, args) is skipped without building it."""
+    cat: Optional[str] = None
+    ts: Optional[float] = None
+
+
+# The phases of the Trace Event Format; an event with another "ph" (or none) goes to the next reader.
+_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R", "c", "(",
+           ")")
+_OTHERS = tuple(msgspec.defstruct(f"_Other{i}", [], bases=(_Other,), tag=ph) for i, ph in enumerate(_PHASES))
+
+
 class _TextTs(msgspec.Struct, gc=False):
     """The timestamps of the same events as written (for epoch µs beyond float64's ns resolution)."""
     ts: msgspec.Raw = msgspec.Raw()          # empty: no ts
@@ -61,12 +77,14 @@ class _TextTs(msgspec.Struct, gc=False):
 
 #: events decoded at a time: larger pieces spend less in polars' per-call costs, smaller ones hold less memory
 TYPED_PIECE_BYTES = 8 << 20
-_DECODE = msgspec.json.Decoder(list[_Event]).decode
+_DECODE = msgspec.json.Decoder(list[Union[(_Event, *_OTHERS)]]).decode
 _DECODE_TS = msgspec.json.Decoder(list[_TextTs]).decode
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-_CAT, _PH, _TS, _PID, _TID = (attrgetter(f) for f in ("cat", "ph", "ts", "pid", "tid"))
+_CAT, _TS, _PID, _TID, _NAME = (attrgetter(f) for f in ("cat", "ts", "pid", "tid", "name"))
 _GRID, _BLOCK, _ARGS = attrgetter("grid"), attrgetter("block"), attrgetter("args")
 _ARG_TYPES = {"collective": pl.String, "comm_dtype": pl.String}
+_GROUP_OF = {**{c: "gpu" for c in _GPU_CATS}, **{c: "api" for c in _API_CATS}, **{c: "cpu" for c in _CPU_CATS},
+             "user_annotation": "ann"}
 
 
 def typed_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
@@ -79,7 +97,7 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
     """(top, typed frames per category, number of events, events per category) of a Chrome-trace document given
     as a stream of byte chunks: the same as kineto_events.ndjson_stream."""
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
-    cats: dict[str, int] = {}
+    cats: Counter = Counter()
     n_events = 0
 
     def read(piece, sep: bytes) -> None:
@@ -90,24 +108,21 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
         except _ERRORS:
             raise FastPathFailed from None
         n_events += len(events)
-        cat = pl.Series(list(map(_CAT, events)), dtype=pl.String)
-        for c, n in cat.fill_null("<none>").value_counts().iter_rows():
-            cats[c] = cats.get(c, 0) + n
-        for k, f in _frames(events, cat, text).items():
+        cats.update(map(_CAT, events))
+        for k, f in _frames(events, text).items():
             frames[k].append(f)
 
     top = split_events(chunks, read, step or TYPED_PIECE_BYTES)
-    return top, frames, n_events, cats
+    counts = {"<none>" if c is None else c: n for c, n in cats.items()}
+    return top, frames, n_events, counts
 
 
-def _frames(events: list[_Event], cat: pl.Series, text: bytes) -> dict[str, pl.DataFrame]:
-    """One piece's events (and their categories) -> the frames of kineto_events._split_events (X events of the
-    four categories)."""
-    x = pl.Series(list(map(_PH, events)), dtype=pl.String) == "X"
-    picks = {k: (x & cat.is_in(list(cats))).arg_true().to_list() for k, cats in
-             (("gpu", _GPU_CATS), ("api", _API_CATS), ("cpu", _CPU_CATS), ("ann", ("user_annotation",)))}
-    groups = {k: [events[i] for i in ix] if len(ix) < 2 else list(itemgetter(*ix)(events))
-              for k, ix in picks.items() if ix}
+def _frames(events: list, text: bytes) -> dict[str, pl.DataFrame]:
+    """One piece's events -> the frames of kineto_events._split_events (X events of the four categories), in the
+    order of the file."""
+    xs = list(compress(events, map(isinstance, events, repeat(_Event))))
+    keys = list(map(_GROUP_OF.get, map(_CAT, xs)))
+    groups = {k: list(compress(xs, map(eq, keys, repeat(k)))) for k in ("gpu", "api", "cpu", "ann") if k in keys}
     if not groups:
         return {}
     text_ts = None
@@ -117,19 +132,21 @@ def _frames(events: list[_Event], cat: pl.Series, text: bytes) -> dict[str, pl.D
             raw = _DECODE_TS(text)
         except _ERRORS:
             raise FastPathFailed from None
-        text_ts = {k: [raw[i].ts for i in picks[k]] for k in groups}
+        raw_x = list(compress(raw, map(isinstance, events, repeat(_Event))))
+        text_ts = {k: list(compress(map(_TS, raw_x), map(eq, keys, repeat(k)))) for k in groups}
     out = {}
     try:
         for k, evs in groups.items():
             cols = _base(evs, None if text_ts is None else text_ts[k])
             if k == "ann":
-                out[k] = pl.DataFrame(cols)
+                out[k] = _with_ns(cols)
                 continue
             args = list(map(_ARGS, evs))
             if None in args:                                     # "args": null
                 args = [a or _NO_ARGS for a in args]
             if k == "gpu":
-                cols = [pl.Series("kind", cat.gather(picks[k])).replace_strict(_GPU_CATS, return_dtype=pl.String),
+                kind = pl.Series("kind", list(map(_CAT, evs)), dtype=pl.String)
+                cols = [kind.replace_strict(_GPU_CATS, return_dtype=pl.String),
                         *cols, *_ints(args, ("device", "stream", "correlation")), _external_id(args),
                         *_dims(list(map(_GRID, args)), "grid"), *_dims(list(map(_BLOCK, args)), "block"),
                         *_ints(args, ("registers_per_thread", "shared_memory_bytes", "bytes")),
@@ -138,7 +155,7 @@ def _frames(events: list[_Event], cat: pl.Series, text: bytes) -> dict[str, pl.D
                 cols += [_column(args, "correlation", pl.Int64), _external_id(args)]
             else:
                 cols.append(_external_id(args))
-            out[k] = pl.DataFrame(cols)
+            out[k] = _with_ns(cols)
     except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
         raise FastPathFailed from None
     for f in out.values():
@@ -147,8 +164,18 @@ def _frames(events: list[_Event], cat: pl.Series, text: bytes) -> dict[str, pl.D
     return out
 
 
+def _with_ns(cols: list[pl.Series]) -> pl.DataFrame:
+    """The frame of the columns, ts (µs: Float64, or text as written) and dur (µs) as Int64 ns, in one pass."""
+    df = pl.DataFrame(cols)
+    ts = exact_ns("ts") if df.schema["ts"] == pl.String else float_ns("ts")
+    return df.with_columns(ts.alias("ts"), float_ns("dur").alias("dur"))
+
+
 def _column(objs: list, field: str, dtype) -> pl.Series:
-    return pl.Series(field, list(map(attrgetter(field), objs)), dtype=dtype)
+    values = list(map(attrgetter(field), objs))
+    if values.count(None) == len(values):          # a field these events never have (nccl's args on a plain kernel)
+        return pl.repeat(None, len(values), dtype=dtype, eager=True).alias(field)
+    return pl.Series(field, values, dtype=dtype)
 
 
 def _ints(objs: list, fields) -> list[pl.Series]:
@@ -156,15 +183,14 @@ def _ints(objs: list, fields) -> list[pl.Series]:
 
 
 def _base(events: list[_Event], raw_ts: list | None) -> list[pl.Series]:
-    """name, pid, tid, ts and dur (Int64 ns) of events (ts from its text as written when raw_ts is given)."""
+    """name, pid, tid, ts and dur of events (µs as Float64; ts as its text when raw_ts is given): _with_ns makes
+    them ns."""
     if raw_ts is None:
-        ts = pl.DataFrame([_column(events, "ts", pl.Float64)]).select(float_ns("ts"))["ts"]
+        ts = _column(events, "ts", pl.Float64)
     else:
-        ts = pl.DataFrame({"ts": pl.Series([bytes(r).decode() or None for r in raw_ts],
-                                           dtype=pl.String)}).select(exact_ns("ts").alias("ts"))["ts"]
-    dur = pl.DataFrame([_column(events, "dur", pl.Float64)]).select(float_ns("dur"))["dur"]
+        ts = pl.Series("ts", [bytes(r).decode() or None for r in raw_ts], dtype=pl.String)
     return [_column(events, "name", pl.Categorical), _ident(list(map(_PID, events)), "pid"),
-            _ident(list(map(_TID, events)), "tid"), ts, dur]
+            _ident(list(map(_TID, events)), "tid"), ts, _column(events, "dur", pl.Float64)]
 
 
 def _ident(values: list, name: str) -> pl.Series:
