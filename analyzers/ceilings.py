@@ -5,24 +5,44 @@ first), which dashboard.source builds from the store with `ceilings_frame`:
 
 - `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d, host_memcpy,
   launch, launch_cxx, sync, kernel, graph);
-- `best_ceilings(ceilings, gpu_name)`: the best measured value per resource of one GPU (highest rate, lowest
-  cost) with its source text: what "% of the measured ceiling", the roofline's measured roofs and the findings'
-  peaks use;
-- `launch_floor_ns(ceilings, gpu_name)`: the back-to-back empty-kernel launch time of that GPU (newest run);
+- `judge_ceilings(ceilings, pinned, excluded)`: each ceiling's status — *trusted* (physically plausible for the GPU
+  model it was measured on), *rejected* (with the reason: above the datasheet, below 5 % of it, outside the bounds
+  of its resource), *excluded* (its run is excluded) or *not pinned* (another run is pinned for that GPU model);
+- `best_ceilings(ceilings, gpu_name)`: the best *trusted* value per resource measured on the same GPU model
+  (highest rate, lowest cost) with its source text: what "% of the measured ceiling", the roofline's measured roofs
+  and the findings' peaks use — a poisoned bench result (1e30 B/s, a tiny or negative value, another GPU's run)
+  changes none of them;
+- `launch_floor_ns(ceilings, gpu_name)`: the back-to-back empty-kernel launch time of that GPU model (newest trusted
+  run);
 - `spec_peak(gpu, resource)`, `result_peak(gpu, case, metric, unit)`: the spec-sheet figure a measurement is
   normalised to.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import polars as pl
 
-from analyzers.gpus import GPUSpec
+from analyzers.gpus import GPUSpec, find_gpu
 
 CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "gpu": pl.String, "ceiling": pl.String, "resource": pl.String,
                             "value": pl.Float64, "unit": pl.String, "cv": pl.Float64, "source": pl.String,
                             "run_id": pl.String})
+#: judge_ceilings adds these
+JUDGED_SCHEMA = CEILING_SCHEMA | pl.Schema({"model": pl.String, "status": pl.String, "reason": pl.String})
+#: a measured rate is plausible between these fractions of the datasheet peak (2 % above it for rounded datasheet
+#: figures): a copy or an FMA loop cannot beat
+#: the datasheet (the H200 measures 89 % DRAM copy, 90 % FP32, 80 % BF16), and a ceiling below 5 % of it is a
+#: broken measurement, not the GPU's limit
+SPEC_FRACTION = (0.05, 1.02)
+NO_DATASHEET = ("measured on a GPU the registry does not hold: no datasheet to check it against (`kernelscope "
+                "ceilings --pin RUN` trusts it)")
+#: costs (seconds): an empty-kernel launch and a graph node on any GPU the registry holds
+COST_BOUNDS = {"launch": (0.5e-6, 1e-3), "launch_cxx": (0.5e-6, 1e-3), "kernel": (0.5e-6, 1e-3),
+               "sync": (1e-6, 10e-3), "graph": (0.05e-6, 1e-3)}
+#: a host memcpy into pinned memory: between a slow laptop and any server's memory bandwidth
+HOST_MEMCPY_BOUNDS = (1e8, 1e12)
 RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "dram": ("dram_bandwidth_bytes_per_s", "DRAM bandwidth"),
     "l2": (None, "L2 bandwidth"),
@@ -97,10 +117,84 @@ def ceilings_frame(table: pl.DataFrame, *, run_id: str, gpu_name: str | None, gp
         "run_id": [run_id] * t.height}, schema=CEILING_SCHEMA)
 
 
+def model_of(gpu_name: str | None) -> str:
+    """The GPU model a name identifies: the registry's canonical name, else the name as given."""
+    name = (gpu_name or "unknown GPU").strip()
+    g = find_gpu(name)
+    return g.name if g else name
+
+
+def smem_bandwidth_bound(gpu: GPUSpec) -> float | None:
+    """SMs × 128 bytes per clock × boost clock: the shared-memory (and L1) bandwidth no kernel can pass."""
+    return gpu.sm_count * 128 * gpu.boost_clock_mhz * 1e6 if gpu.boost_clock_mhz else None
+
+
+def implausible(resource: str | None, unit: str, value: float, gpu: GPUSpec | None) -> str | None:
+    """Why a measured ceiling cannot be its GPU's limit (None when it can)."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return f"{value!r} is not a positive finite number"
+    if resource is None:
+        return "not a ceiling of a known resource (name and unit)"
+    if resource in COST_BOUNDS:
+        lo, hi = COST_BOUNDS[resource]
+        if unit != "s" or not lo <= value <= hi:
+            return f"{value * 1e6:.3g} µs is outside {lo * 1e6:g}–{hi * 1e6:g} µs, the range of a {RESOURCES[resource][1]}"
+        return None
+    if resource == "host_memcpy":
+        lo, hi = HOST_MEMCPY_BOUNDS
+        return None if unit == "B/s" and lo <= value <= hi else f"{value:.3g} {unit} is outside {lo:g}–{hi:g} B/s"
+    if gpu is None or not gpu.from_registry:
+        return NO_DATASHEET
+    peak = spec_peak(gpu, resource)
+    if resource == "smem" or resource == "l2":
+        peak = smem_bandwidth_bound(gpu)
+        if peak and value > peak * SPEC_FRACTION[1]:
+            return f"above {gpu.name}'s shared-memory bound SMs × 128 B × boost clock = {peak / 1e12:.1f} TB/s"
+        floor = (gpu.dram_bandwidth_bytes_per_s or 0) * 0.5
+        if resource == "l2" and value < floor:
+            return f"below half of {gpu.name}'s DRAM peak: not an L2 bandwidth"
+        return None
+    if not peak:
+        return None
+    lo, hi = SPEC_FRACTION
+    if value > peak * hi:
+        return (f"{value / peak:.3g}× {gpu.name}'s datasheet peak {peak:.4g} {unit}: no measurement can pass it "
+                f"(limit {hi:g}×)")
+    if value < peak * lo:
+        return f"{100 * value / peak:.2g} % of {gpu.name}'s datasheet peak: a broken measurement, not a ceiling"
+    return None
+
+
+def judge_ceilings(ceilings: pl.DataFrame, pinned: dict[str, str] | None = None,
+                   excluded: set[str] | frozenset = frozenset()) -> pl.DataFrame:
+    """Each ceiling with its GPU model, status (trusted, rejected, excluded, not pinned) and reason (JUDGED_SCHEMA).
+    pinned: GPU model -> run id whose ceilings alone are used for that model; excluded: run ids never used."""
+    pinned = {model_of(k): v for k, v in (pinned or {}).items()}
+    rows = []
+    for r in ceilings.iter_rows(named=True):
+        model = model_of(r["gpu_name"])
+        gpu = find_gpu(model)
+        if r["run_id"] in excluded:
+            status, reason = "excluded", "its run is excluded (kernelscope ceilings --exclude)"
+        elif model in pinned and pinned[model] != r["run_id"]:
+            status, reason = "not pinned", f"run {pinned[model]} is pinned for {model}"
+        else:
+            why = implausible(r["resource"], r["unit"] or "", r["value"], gpu)
+            if why == NO_DATASHEET and pinned.get(model) == r["run_id"]:
+                status, reason = "trusted", "pinned by the user; no datasheet to check it against"
+            else:
+                status, reason = ("rejected", why) if why else ("trusted", None)
+        rows.append({**r, "model": model, "status": status, "reason": reason})
+    return pl.DataFrame(rows, schema=JUDGED_SCHEMA)
+
+
 def best_ceilings(ceilings: pl.DataFrame, gpu_name: str) -> dict[str, Ceiling]:
-    """The highest measured rate (or lowest cost) per resource of one GPU: resource -> Ceiling(value, source)."""
+    """The highest trusted rate (or lowest cost) per resource measured on the same GPU model as `gpu_name`:
+    resource -> Ceiling(value, source). `ceilings` is judged first when it has no status column."""
     out: dict[str, Ceiling] = {}
-    sub = ceilings.filter((pl.col("gpu_name") == gpu_name) & pl.col("resource").is_not_null())
+    if "status" not in ceilings.columns:
+        ceilings = judge_ceilings(ceilings)
+    sub = ceilings.filter((pl.col("model") == model_of(gpu_name)) & (pl.col("status") == "trusted"))
     for r in sub.iter_rows(named=True):
         res, v = r["resource"], r["value"]
         better = (v < out[res].value) if r["unit"] == "s" and res in out else (res not in out or v > out[res].value)
@@ -111,12 +205,14 @@ def best_ceilings(ceilings: pl.DataFrame, gpu_name: str) -> dict[str, Ceiling]:
 
 def launch_floor_ns(ceilings: pl.DataFrame, gpu_name: str | None) -> float | None:
     """The launch floor for launch-bound detection: the back-to-back empty-kernel launch time measured by
-    `kernelscope bench` (ceiling `launch_back_to_back`) on a GPU of this name, from the newest run (the frame's
-    first matching row); None when there is no such measurement."""
+    `kernelscope bench` (ceiling `launch_back_to_back`) on a GPU of this model, from the newest run whose value is
+    trusted (the frame's first matching row); None when there is no such measurement."""
     if not gpu_name:
         return None
-    c = ceilings.filter((pl.col("gpu_name") == gpu_name) & (pl.col("ceiling") == LAUNCH_FLOOR_METRIC)
-                        & (pl.col("unit") == "s"))
+    if "status" not in ceilings.columns:
+        ceilings = judge_ceilings(ceilings)
+    c = ceilings.filter((pl.col("model") == model_of(gpu_name)) & (pl.col("ceiling") == LAUNCH_FLOOR_METRIC)
+                        & (pl.col("unit") == "s") & (pl.col("status") == "trusted"))
     return float(c["value"][0]) * 1e9 if c.height else None
 
 

@@ -12,6 +12,7 @@ Columns added here (units in the names):
     flop_total              FP32 + tensor-core FLOP (null when neither is counted)            [FLOP]
     arithmetic_intensity    flop_total / DRAM bytes                                           [FLOP/B]
     top_finding_key, top_finding, lost_ns, lost_share   the biggest finding (analyzers.findings.top_findings)
+    flags                   what is physically implausible for this GPU (analyzers.plausibility), one text each
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from analyzers.ceilings import Ceiling
 from analyzers.findings import top_findings
 from analyzers.gpus import GPUSpec
 from analyzers.kernels import analyze_kernels, missing_quantities
+from analyzers.plausibility import launch_flags
 
 
 @dataclass
@@ -33,6 +35,13 @@ class NcuAnalysis:
     measured: dict[str, Ceiling] = field(default_factory=dict)
     gpu_how: str | None = None          # how the GPU was identified (analyzers.gpu_identify)
     gpu_warning: str | None = None      # an inference or ambiguity the user should know about
+
+    @property
+    def flagged(self) -> list[dict]:
+        """[{id, name, flags}] of the launches with a plausibility flag (analyzers.plausibility)."""
+        f = self.kernels.filter(pl.col("flags").list.len() > 0)
+        return [{"id": r["id"], "name": r["short_name"], "flags": r["flags"]}
+                for r in f.select("id", "short_name", "flags").iter_rows(named=True)]
 
     def launch(self, launch_id: int) -> dict | None:
         rows = self.kernels.filter(pl.col("id") == launch_id)
@@ -57,4 +66,5 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
         arithmetic_intensity=pl.when(pl.col("dram_bytes") > 0).then(pl.col("flop_total") / pl.col("dram_bytes")),
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
+    a = a.join(launch_flags(a, gpu), on="id", how="left")
     return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning)

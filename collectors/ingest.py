@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import sqlite3
 import tarfile
 import zlib
 from pathlib import Path
@@ -20,9 +21,11 @@ from typing import Callable
 
 import polars as pl
 
-from collectors.decompress import gunzip_if_needed, is_tar
+from collectors.decompress import gunzip_if_needed, is_tar, too_large
 from collectors.errors import ArtifactError
+from collectors.limits import max_artifact_bytes
 from collectors.schema import Parsed, finish_meta
+from collectors.validate import validate
 
 #: file suffixes beside samples that are sources and notes, not artifacts (skipped when a folder is walked)
 SKIP_SUFFIXES = {".cu", ".cuh", ".py", ".sh", ".md", ".txt"}
@@ -89,19 +92,30 @@ def _parser(kind: str, name: str) -> Callable[[bytes, str], Parsed]:
     raise ArtifactError(name, f"no parser for artifact kind {kind!r}")
 
 
+#: what a parser may raise on input it does not expect: a refusal of the file, never a crash of the caller
+READ_ERRORS = (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, OverflowError, RecursionError,
+               AttributeError, pl.exceptions.PolarsError, sqlite3.Error, tarfile.TarError, zlib.error, EOFError)
+
+
 def parse_bytes(data: bytes, name: str) -> Parsed:
-    """Decompress if needed, recognise and parse. Raises ArtifactError on any bad input."""
+    """Decompress if needed, recognise, parse and validate (collectors.validate). Raises ArtifactError on any bad
+    input, in one line; within collectors.limits' bounds of size, rows, depth and time."""
+    cap = max_artifact_bytes()
+    if len(data) > cap:
+        raise too_large(name, cap, "is")
     raw, inner = gunzip_if_needed(data, name)
     kind = detect_kind(raw, inner)
     try:
         parsed = _parser(kind, name)(raw, name)
+        finish_meta(parsed.kind, parsed.meta)
+        return validate(parsed, name)
     except ArtifactError:
         raise
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, pl.exceptions.PolarsError) as e:
-        first = (str(e).splitlines() or [""])[0]
+    except MemoryError:
+        raise ArtifactError(name, f"too large to read as {kind} in this process's memory") from None
+    except READ_ERRORS as e:
+        first = " ".join((str(e).splitlines() or [""])[0].split())[:200]
         raise ArtifactError(name, f"could not be read as {kind}: {type(e).__name__}: {first}") from None
-    finish_meta(parsed.kind, parsed.meta)
-    return parsed
 
 
 def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
@@ -116,6 +130,11 @@ def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
     if not p.exists():
         raise ArtifactError(str(p), "no such file or folder")
     try:
+        if not p.is_file():
+            raise ArtifactError(str(p), "not a regular file")
+        cap = max_artifact_bytes()
+        if p.stat().st_size > cap:
+            raise too_large(str(p), cap, "is")
         return p.read_bytes(), p.name
     except OSError as e:
         raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
@@ -125,22 +144,32 @@ def parse_path(path: str | os.PathLike) -> Parsed:
     """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given. A PyTorch
     profiler trace file and an Nsight Compute raw-page CSV are read as streams (collectors.kineto.parse_file,
     collectors.ncu.parse_file), an Nsight Systems export where it lies (collectors.nsys.parse_file): none is held
-    whole in memory."""
+    whole in memory. Whichever way it is read, the same bounds and checks apply as in parse_bytes (collectors.limits,
+    collectors.validate), so `analyze FILE` refuses what `ingest FILE` refuses."""
     p = Path(path)
+    kind = "artifact"
     try:
         if p.is_file():
+            cap = max_artifact_bytes()
+            if p.stat().st_size > cap:
+                raise too_large(p.name, cap, "is")
             streamed = _streamed_parser(p)
             if streamed is not None:
                 parsed = streamed(p, p.name)
+                kind = parsed.kind
                 finish_meta(parsed.kind, parsed.meta)
-                return parsed
+                return validate(parsed, p.name)
         data, name = read_path(path)
         return parse_bytes(data, name)
     except ArtifactError as e:
         raise ArtifactError(str(path), e.problem) from None
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, pl.exceptions.PolarsError) as e:
-        first = (str(e).splitlines() or [""])[0]
-        raise ArtifactError(str(path), f"could not be read: {type(e).__name__}: {first}") from None
+    except MemoryError:
+        raise ArtifactError(str(path), "too large to read in this process's memory") from None
+    except OSError as e:
+        raise ArtifactError(str(path), f"cannot read file ({e.strerror or e})") from None
+    except READ_ERRORS as e:
+        first = " ".join((str(e).splitlines() or [""])[0].split())[:200]
+        raise ArtifactError(str(path), f"could not be read as {kind}: {type(e).__name__}: {first}") from None
 
 
 def _streamed_parser(p: Path) -> Callable | None:
@@ -256,6 +285,9 @@ def pack_rank_folder(folder: Path, *, check_only: bool = False) -> tuple[bytes, 
     name = f"{Path(folder).name}.kineto.tar"
     if check_only:
         return b"", name
+    cap = max_artifact_bytes()
+    if sum(p.stat().st_size for p in files) > cap:
+        raise too_large(str(folder), cap, "holds")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
         for p in files:

@@ -32,6 +32,7 @@ import polars as pl
 
 from collectors.decompress import gunzip_if_needed, is_tar, read_chunks
 from collectors.errors import ArtifactError
+from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
                                       json_error, loads, ndjson_frames, ndjson_stream)
 from collectors.kineto_typed import TYPED_PIECE_BYTES, typed_frames, typed_stream
@@ -292,10 +293,12 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
     if not members:
         raise ArtifactError(name, "rank archive holds no trace")
     parts, metas = [], []
+    left = max_artifact_bytes()                # the members together count as one artifact
     for m in sorted(members, key=lambda m: m.name):
         raw = tf.extractfile(m).read()
         member = f"{name}:{m.name}"
-        raw, _ = gunzip_if_needed(raw, member)
+        raw, _ = gunzip_if_needed(raw, member, limit=left)
+        left -= len(raw)
         tables, meta = _parse_one(raw, member)
         parts.append(tables)
         metas.append(meta)

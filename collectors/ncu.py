@@ -20,17 +20,14 @@ import csv
 import hashlib
 import io
 import json
-import math
-import os
 import re
-import tempfile
 from importlib import resources
-from pathlib import Path
 
 import polars as pl
 
 from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.kernel_names import canonical_name, display_names
+from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
 from collectors.ncu_values import (_NA, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma, _number,  # noqa: F401
                                    _parse_raw, ncu_to_base)
 from collectors.schema import (KERNEL_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed, conform_metrics,
@@ -216,105 +213,32 @@ def _long_from_launches(launches: list[tuple[dict, dict]]):
 # ---------------------------------------------------------------------------------------------
 # .ncu-rep
 
-def check_report_container(data: bytes, name: str) -> None:
-    """Reject what is not an .ncu-rep before handing it to NVIDIA's library (which loads random or
-    truncated bytes without complaint). As observed in reports of Nsight Compute 2025.3: the magic
-    b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size + payload) that end exactly at EOF."""
-    if len(data) < 8 or data[:4] != b"NVR\x00":
-        raise ArtifactError(name, "not an Nsight Compute report (no NVR header; expected a .ncu-rep from ncu -o)")
-    off = 4
-    while off + 4 <= len(data):
-        off += 4 + int.from_bytes(data[off:off + 4], "little")
-    if off != len(data):
-        raise ArtifactError(name, f"truncated Nsight Compute report (its last block needs {off - len(data):,} "
-                                  "more bytes)")
+def check_report_container(data: bytes, name: str) -> int | None:
+    """Reject what is not an intact .ncu-rep before handing it to NVIDIA's library (which loads random or
+    truncated bytes without complaint): the block framing, headers paired with their payloads, a report cut after
+    its first kernel (collectors.ncu_container). Returns the number of kernel results (None: another layout)."""
+    from collectors.ncu_container import walk
+    return walk(data, name)
 
 
 def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
-    check_report_container(data, name)
+    """Check the container here, then read it with NVIDIA's library in a child process (collectors.sandbox): a
+    report that makes the library abort or run away costs one refusal, never this process."""
+    from collectors.sandbox import run_reader
+    blocks = check_report_container(data, name)
     try:
-        import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
+        import ncu_report  # noqa: F401  NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:
         raise ArtifactError(name, "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' "
                                   "(or export a CSV: ncu --import FILE --page raw --csv > FILE.csv)") from None
-    with tempfile.TemporaryDirectory(prefix="ks-ncu-") as d:
-        path = os.path.join(d, "report.ncu-rep")
-        Path(path).write_bytes(data)
-        try:
-            ctx = ncu_report.load_report(path)
-        except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
-            raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
-        out = []
-        for ri in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(ri)
-            for ai in range(rng.num_actions()):
-                act = rng.action_by_idx(ai)
-                metrics = {}
-                for m in act.metric_names():
-                    met = act.metric_by_name(m)
-                    if met is None or met.num_instances() > 1 and not met.has_value():
-                        continue
-                    v = met.value()
-                    unit = met.unit() or ""
-                    if isinstance(v, str):
-                        metrics[m] = (None, v, unit)
-                    elif v is None:
-                        metrics[m] = (None, None, unit)
-                    elif not math.isfinite(float(v)):   # e.g. a duration of an incomplete collection
-                        metrics[m] = (None, None, unit)
-                    else:
-                        fv, u = ncu_to_base(float(v), unit)
-                        metrics[m] = (fv, None, u)
-
-                def num(m: str):
-                    t = metrics.get(m)
-                    return None if t is None or t[0] is None else t[0]
-
-                bx, by, bz = (num(f"launch__block_dim_{c}") for c in "xyz")
-                gx, gy, gz = (num(f"launch__grid_dim_{c}") for c in "xyz")
-                ccmaj, ccmin = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
-                ident = {
-                    "ID": str(len(out)),
-                    "Process ID": "", "Process Name": "", "Host Name": "",
-                    "Kernel Name": act.name(ncu_report.IAction.NameBase_DEMANGLED)
-                    if hasattr(ncu_report, "IAction") else act.name(),
-                    "Context": _fmt_int(num("launch__context_id")),
-                    "Stream": _fmt_int(num("launch__stream_id")),
-                    "Block Size": f"({_fmt_int(bx)}, {_fmt_int(by)}, {_fmt_int(bz)})",
-                    "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
-                    "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
-                    "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
-                    "NVTX": _nvtx_of(act),
-                }
-                out.append((ident, metrics))
-        if not out:
-            raise ArtifactError(name, "the report holds no profiled kernels")
-        return out
-
-
-def _nvtx_of(act) -> str | None:
-    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/", start/end ranges
-    by name, "domain@" in front for a non-default domain; None without NVTX data."""
-    try:
-        st = act.nvtx_state()
-    except Exception:  # noqa: BLE001 - reports without NVTX support
-        return None
-    if st is None:
-        return None
-    parts = []
-    for d in st.domains():
-        dom = st.domain_by_id(d)
-        name = dom.name()
-        pre = "" if name in (None, "", "<default domain>") else f"{name}@"
-        pp = [str(x) for x in (dom.push_pop_ranges() or ())]
-        if pp:
-            parts.append(pre + "/".join(pp) + "/")
-        parts += [pre + str(x) for x in (dom.start_end_ranges() or ())]
-    return "; ".join(parts) or None
-
-
-def _fmt_int(v) -> str:
-    return "" if v is None else str(int(v))
+    out = run_reader("ncu-rep", data, name, ".ncu-rep")
+    if not isinstance(out, list) or not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], dict)
+                                            and isinstance(x[1], dict) for x in out):
+        raise ArtifactError(name, "the report reader returned an unexpected result")
+    if blocks is not None and len(out) != blocks:
+        raise ArtifactError(name, f"the report holds {blocks} kernel result blocks but {len(out)} could be read "
+                                  "(corrupt report)")
+    return [(ident, metrics) for ident, metrics in out]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,38 +17,7 @@ IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Con
 # ---------------------------------------------------------------------------------------------
 # units
 
-_SI = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_TO_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-               "s": 1e9, "second": 1e9}
-_TIME_TO_S = {k: v * 1e-9 for k, v in _TIME_TO_NS.items()}
-
-
-def _scale_term(term: str, denominator: bool) -> tuple[float, str]:
-    """Factor and base unit of one unit term (numerator: time -> ns; denominator: time -> s)."""
-    if term in _TIME_TO_NS:
-        return (_TIME_TO_S[term], "s") if denominator else (_TIME_TO_NS[term], "ns")
-    m = re.fullmatch(r"([numKkMGTP]?)(byte|hz|Hz)", term)
-    if m:
-        base = "byte" if m.group(2) == "byte" else "hz"
-        return _SI[m.group(1)], base
-    return 1.0, term
-
-
-def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
-    """Convert an ncu value with its (possibly auto-scaled) unit to base units.
-
-    `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte);
-    times become ns, rates per second, frequencies hz: `Kbyte/block` -> byte/block, `sector/us` -> sector/s.
-    """
-    unit = (unit or "").strip()
-    if not unit:
-        return value, ""
-    num, _, den = unit.partition("/")
-    f_num, b_num = _scale_term(num, denominator=False)
-    if not den:
-        return value * f_num, b_num
-    f_den, b_den = _scale_term(den, denominator=True)
-    return value * f_num / f_den, f"{b_num}/{b_den}"
+from collectors.ncu_rep import ncu_to_base  # noqa: E402,F401  one definition, importable without polars
 
 
 _NA = {"", "n/a", "N/A", "nan", "NaN", "-"}
@@ -157,6 +126,10 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
     idents, parts, dc, row0 = [], [], None, 0
     chunks = _byte_chunks(data, body_start) if isinstance(data, (bytes, bytearray, memoryview)) else data
     for piece in _raw_batches(iter(chunks), name):
+        if b"\n\n" in piece or b"\n\r\n" in piece or piece[:1] in (b"\n", b"\r"):   # blank lines are no truncation
+            piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip())
+            if not piece:
+                continue
         try:
             wide = pl.read_csv(io.BytesIO(piece), has_header=False, new_columns=header, infer_schema=False,
                                quote_char='"')

@@ -26,11 +26,13 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import polars as pl
 
 from collectors.errors import ArtifactError
+from collectors.limits import MAX_ROWS, sqlite_seconds
 from collectors.launches import api_kind_columns, link_launches, op_counts
 from collectors.trace_notes import trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, Parsed, conform, empty,
@@ -41,10 +43,31 @@ _MEMCPY_KIND = {0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "At
 _MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
              6: "Managed Static", 7: "Unknown"}
 _NSYS_MARKERS = ("StringIds", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "ANALYSIS_DETAILS")
+#: tables this reader queries (besides CUPTI_ACTIVITY_KIND_*)
+_READ_TABLES = {"StringIds", "StringTable", "META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME", "TARGET_INFO_GPU",
+                "NVTX_EVENTS", "PROCESSES"}
 
 
-def _tables(con) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+def _tables(con, name: str = "") -> set[str]:
+    """The export's real tables. Views and virtual tables are not tables nsys writes: one under a name this
+    reader uses is refused (a view runs as long as its author wants), so are its tables with generated columns
+    (computed on every read) and tables above MAX_ROWS rows."""
+    out = set()
+    for tname, ttype, sql in con.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
+        virtual = ttype == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL")
+        if ttype == "view" or virtual:
+            if tname in _READ_TABLES or tname.startswith("CUPTI_ACTIVITY_KIND_"):
+                raise ArtifactError(name, f"{tname} is a {'virtual table' if virtual else 'view'}, not a table: "
+                                          "not an export nsys writes")
+            continue
+        out.add(tname)
+    for tname in sorted(out & (_READ_TABLES | {t for t in out if t.startswith("CUPTI_ACTIVITY_KIND_")})):
+        if any(r[6] for r in con.execute(f"PRAGMA table_xinfo([{tname}])") if len(r) > 6):
+            raise ArtifactError(name, f"{tname} has generated columns: not an export nsys writes")
+        n = con.execute(f"SELECT count(*) FROM [{tname}]").fetchone()[0]
+        if n > MAX_ROWS:
+            raise ArtifactError(name, f"{tname} has {n:,} rows, more than the {MAX_ROWS:,} one run may hold")
+    return out
 
 
 def _columns(con, table: str) -> set[str]:
@@ -60,6 +83,11 @@ class _Reader:
         self.path, self.name = path, name
         self.con = sqlite3.connect(_uri(path), uri=True)
         self._adbc = None
+        self.deadline = float("inf")       # set by _open: sqlite3's queries stop there, the Arrow reads after it
+
+    def _in_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise sqlite3.OperationalError("interrupted")
 
     def execute(self, sql: str, *args):
         return self.con.execute(sql, *args)
@@ -91,6 +119,7 @@ class _Reader:
                     st.close()
             except adbc_driver_manager.Error as e:
                 raise sqlite3.DatabaseError(str(e).splitlines()[0]) from None
+            self._in_time()
             return df.rename(dict(zip(df.columns, columns))) if df.width == len(columns) else \
                 pl.DataFrame({a: [] for a in columns}, schema={a: pl.Int64 for a in columns})
         rows = self.con.execute(sql).fetchall()
@@ -106,7 +135,7 @@ class _Reader:
 
 def _uri(path: str) -> str:
     from urllib.parse import quote
-    return f"file:{quote(os.path.abspath(path))}?mode=ro"
+    return f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1"
 
 
 def _select(con: _Reader, table: str, wanted: dict[str, str], required: tuple[str, ...], name: str,
@@ -280,7 +309,13 @@ def _open(path: str, name: str) -> _Reader:
         con = _Reader(path, name)
     except sqlite3.DatabaseError as e:
         raise ArtifactError(name, f"corrupt or truncated SQLite database ({e})") from None
+    # all queries together stop at the time limit; no writes; untrusted schema functions off; one value bounded
+    deadline = con.deadline = time.monotonic() + sqlite_seconds()
+    con.con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 20_000)
     try:
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1 << 30)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         con.close()
@@ -294,7 +329,10 @@ def parse(data: bytes, name: str) -> Parsed:
         raise ArtifactError(name, "not an SQLite database")
     with tempfile.TemporaryDirectory(prefix="ks-nsys-") as tmp:
         path = os.path.join(tmp, "export.sqlite")
-        Path(path).write_bytes(data)
+        try:
+            Path(path).write_bytes(data)
+        except OSError as e:
+            raise ArtifactError(name, f"cannot write a temporary copy to read it ({e.strerror})") from None
         return parse_file(path, name)
 
 
@@ -303,6 +341,11 @@ def parse_file(path, name: str) -> Parsed:
     con = _open(str(path), name)
     try:
         return _parse(con, name)
+    except sqlite3.OperationalError as e:
+        if "interrupted" in str(e):
+            raise ArtifactError(name, f"its queries took longer than {sqlite_seconds():g} s (the limit for one "
+                                      "export; KERNELSCOPE_SQLITE_SECONDS raises it)") from None
+        raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
     except sqlite3.DatabaseError as e:
         raise ArtifactError(name, f"corrupt SQLite database or unexpected nsys schema ({e})") from None
     finally:
@@ -310,7 +353,7 @@ def parse_file(path, name: str) -> Parsed:
 
 
 def _parse(con: _Reader, name: str) -> Parsed:
-    tables = _tables(con)
+    tables = _tables(con, name)
     if "StringTable" in tables and "StringIds" not in tables:
         raise ArtifactError(name, "a legacy nvprof database, not an Nsight Systems export (nsys export --type sqlite)")
     if not any(t in tables for t in _NSYS_MARKERS) and not any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables):

@@ -23,7 +23,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 6, "kineto": 4, "nsys": 4, "bench": 2}
+TABLE_VERSIONS = {"ncu": 7, "kineto": 5, "nsys": 5, "bench": 3}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -203,6 +204,62 @@ class Run:
                        warnings=tuple(meta.get("warnings") or ()))
 
 
+def _io_problem(e: BaseException) -> str:
+    """The operating system's reason inside a library's error message ("No space left on device")."""
+    text = str(e)
+    for marker in ("No space left on device", "Disk quota exceeded", "Permission denied", "Read-only file system"):
+        if marker in text:
+            return marker
+    return " ".join(text.splitlines()[:1])[:160]
+
+
+def _owner() -> str:
+    """Who writes a temporary folder: host and process id, so that a later start can tell a dead writer's folder."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def _host() -> str:
+    return (socket.gethostname().split(".")[0].replace("-", "_") or "host")[:32]
+
+
+def _writer_gone(name: str, max_age_s: float, mtime: float) -> bool:
+    """A temporary folder (…-HOST-PID-xxxx) whose writer is not running: same host and no such process, or older than
+    max_age_s (a writer on another host of a shared store)."""
+    parts = name.split("-")
+    host = _host()
+    for i in range(len(parts) - 2):
+        if parts[i] == host and parts[i + 1].isdigit():
+            try:
+                os.kill(int(parts[i + 1]), 0)
+            except ProcessLookupError:
+                return True
+            except (PermissionError, OverflowError):
+                pass
+            return False
+    return time.time() - mtime > max_age_s
+
+
+def _manifest_ok(run: Run) -> bool:
+    try:
+        m = run.manifest
+        return isinstance(m, dict) and m.get("run_id") == run.path.name and m.get("kind") in TABLE_VERSIONS \
+            and isinstance(m.get("source_name"), str) and _safe_name(m["source_name"]) == m["source_name"]
+    except (OSError, ValueError):
+        return False
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _safe_name(name: str) -> str:
+    """A file name to keep the artifact under: its last path component, without control characters, at most 200
+    characters (a hostile upload name never reaches outside the run folder)."""
+    base = Path(str(name).replace("\\", "/")).name
+    base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\x00")[-200:].strip()
+    return base if base and base not in (".", "..") else "artifact"
+
+
 def with_gpu_override(meta: dict, gpu: str | None) -> dict:
     """The metadata as read with a GPU given by the user (`--gpu`, kept in the run's manifest): gpu_name becomes that
     GPU, the file's own name stays in gpu_name_in_file. Without one, the metadata unchanged."""
@@ -218,10 +275,13 @@ def with_gpu_override(meta: dict, gpu: str | None) -> dict:
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
     """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
     final = run_dir / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=run_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{_owner()}-", dir=run_dir))
     try:
         for tname, df in parsed.tables.items():
-            df.write_parquet(tmp / f"{tname}.parquet")
+            try:
+                df.write_parquet(tmp / f"{tname}.parquet")
+            except pl.exceptions.PolarsError as e:        # polars reports a failed write (a full disk) as its own error
+                raise OSError(_io_problem(e)) from None
         (tmp / META).write_text(json.dumps(parsed.meta, indent=1, default=str))
         try:
             os.rename(tmp, final)
@@ -236,6 +296,7 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
         raise
 
 
+SETTINGS = "settings.json"
 _LOCK = threading.Lock()
 #: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name)
 _LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run]]] = {}
@@ -246,10 +307,47 @@ class Store:
         self.root = Path(root).expanduser() if root else default_store_dir()
         self.runs_dir = self.root / "runs"
 
+    # ---- settings (the user's choices about the store's runs: pinned / excluded ceilings) ---------------
+    def settings(self) -> dict:
+        """<store>/settings.json, or {} (also when it cannot be read)."""
+        try:
+            v = json.loads((self.root / SETTINGS).read_text())
+        except (OSError, ValueError):
+            return {}
+        return v if isinstance(v, dict) else {}
+
+    def settings_stamp(self) -> float:
+        try:
+            return (self.root / SETTINGS).stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    def update_settings(self, change) -> dict:
+        """Apply change(settings) -> settings under a lock and write the file atomically (temp file + rename)."""
+        import fcntl
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.root / ".settings.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                new = change(self.settings())
+                fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=self.root)
+                try:
+                    with os.fdopen(fd, "w") as f:
+                        json.dump(new, f, indent=1, sort_keys=True)
+                    os.replace(tmp, self.root / SETTINGS)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+        except OSError as e:
+            raise StoreError(str(self.root / SETTINGS), f"cannot write the store's settings ({e.strerror or e})") from None
+        return new
+
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
         """All complete runs, newest first. Cached by change time (module docstring): an unchanged store is listed
-        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once)."""
+        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once).
+        A run folder whose manifest cannot be read (or names anything but a plain file) is left out, and listed
+        by `unreadable()`, so one damaged folder never hides the others."""
         stamp = _stamp(self.runs_dir)
         if stamp is None:
             return []
@@ -261,21 +359,36 @@ class Store:
         now = time.time_ns()
         old = hit[3] if hit is not None else {}
         out = []
-        for p in self.runs_dir.iterdir():
-            if p.name.startswith("."):
+        try:
+            entries = list(self.runs_dir.iterdir())
+        except OSError:
+            return []
+        for p in entries:
+            if p.name.startswith(".") or not _RUN_ID.fullmatch(p.name):
                 continue
             rs = _stamp(p)
             prev = old.get(p.name)
             if prev is not None and rs is not None and prev._stamp == rs and _settled(rs, prev._made_ns):
                 out.append(prev)
             elif rs is not None and (p / MANIFEST).is_file():
-                out.append(Run(p, stamp=rs))
-        out.sort(key=lambda r: (r.manifest.get("created", 0), r.run_id), reverse=True)
+                run = Run(p, stamp=rs)
+                if _manifest_ok(run):
+                    out.append(run)
+        out.sort(key=lambda r: (_num(r.manifest.get("created")), r.run_id), reverse=True)
         with _LOCK:
             _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
         return list(out)
 
-    def get(self, run_id: str) -> Run:
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(folder name, problem) of run folders whose manifest cannot be read."""
+        out = []
+        if self.runs_dir.is_dir():
+            for p in sorted(self.runs_dir.iterdir()):
+                if not p.name.startswith(".") and (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
+                    out.append((p.name, "its manifest.json cannot be read"))
+        return out
+
+    def get(self, run_id: str) -> Run:  # noqa: C901
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
         that is not a run id: a path never reaches the file system)."""
         rid = str(run_id).strip()
@@ -283,9 +396,12 @@ class Store:
             raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
         p = self.runs_dir / rid
         if len(rid) == RUN_ID_LEN and (p / MANIFEST).is_file():
+            if not _manifest_ok(Run(p)):
+                raise RunNotFound(rid, "its folder is damaged (manifest.json cannot be read)")
             return self._listed(p)
         if self.runs_dir.is_dir():
-            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and (q / MANIFEST).is_file()]
+            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and _RUN_ID.fullmatch(q.name)
+                    and (q / MANIFEST).is_file() and _manifest_ok(Run(q))]
             if len(hits) == 1:
                 return self._listed(hits[0])
             if len(hits) > 1:
@@ -297,7 +413,7 @@ class Store:
         and temporary folders start with a dot)."""
         if not self.runs_dir.is_dir():
             return set()
-        return {e.name for e in os.scandir(self.runs_dir) if not e.name.startswith(".") and e.is_dir()}
+        return {e.name for e in os.scandir(self.runs_dir) if _RUN_ID.fullmatch(e.name) and e.is_dir()}
 
     # ---- the run index (collectors.index) ----------------------------------------------------------
     def refresh_index(self, log=None) -> dict:
@@ -350,8 +466,8 @@ class Store:
         nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`), kept in the
         manifest (the tables stay what the file says, so a re-derived run keeps it). The same bytes are one run:
         a second ingest returns the stored run as it is. dashboard.source.Source.ingest_bytes checks that the run
-        can be analysed before it stores it; use that."""
-        name = Path(name).name or "artifact"
+        can be analysed before it stores it; use that. The name is kept as a plain file name (`_safe_name`)."""
+        name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
             return Run(self.runs_dir / rid), False
@@ -367,10 +483,39 @@ class Store:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    def housekeeping(self) -> int:
+        """On start: the store's leftover temporary folders and the .ncu-rep reader's (collectors.sandbox)."""
+        from collectors.sandbox import sweep_stale
+        return self.clean_stale() + sweep_stale()
+
+    def clean_stale(self, max_age_s: float = 24 * 3600) -> int:
+        """Remove the temporary folders of interrupted ingests and re-derivations (a writer killed mid-way): those
+        whose writer process is gone on this host, or older than max_age_s. Returns how many."""
+        n = 0
+        try:
+            tops = [e for e in os.scandir(self.runs_dir) if e.name.startswith(".tmp-")]
+        except OSError:
+            return 0
+        inner = []
+        for e in os.scandir(self.runs_dir):
+            if _RUN_ID.fullmatch(e.name) and e.is_dir(follow_symlinks=False):
+                try:
+                    inner += [x for x in os.scandir(e.path) if x.name.startswith(".tables-v")]
+                except OSError:
+                    continue
+        for e in tops + inner:
+            try:
+                if e.is_dir(follow_symlinks=False) and _writer_gone(e.name, max_age_s, e.stat().st_mtime):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                    n += 1
+            except OSError:
+                continue
+        return n
+
     def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-", dir=self.runs_dir))
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
         except OSError as e:
             raise StoreError(str(self.runs_dir), f"cannot write to the store ({e.strerror or e})") from None
         try:
@@ -405,7 +550,13 @@ class Store:
             return run, True
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({e.strerror or e})") from None
+            reason = e.strerror or str(e)
+            try:
+                if shutil.disk_usage(self.runs_dir).free < 1 << 20:
+                    reason = "No space left on device"
+            except OSError:
+                pass
+            raise StoreError(str(self.runs_dir), f"cannot write run {rid} ({reason})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

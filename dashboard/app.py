@@ -4,8 +4,10 @@ Pages live in dashboard/views/ and rebuild themselves from the URL query string 
 pasted into chat opens the same view in a new browser.
 
 Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment; required
-with a non-loopback --host) every browser session must give it once, in the form or as ?token=… in the first
-URL. The token is then removed from the address bar, so a copied link never carries it.
+with a non-loopback --host) every browser must give it once, in the form or as ?token=… in the first URL. Under
+`kernelscope dashboard` the gate in front of Streamlit checks it before any session or upload exists
+(dashboard/gate.py, dashboard/serve.py); the form below remains for `streamlit run dashboard/app.py`. The token is
+then removed from the address bar, so a copied link never carries it.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ def token_ok(given: str | None, token: str) -> bool:
 
 
 token = os.environ.get("KERNELSCOPE_TOKEN")
+if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed
+    token = None
 if token and not st.session_state.get("authenticated"):
     if token_ok(st.query_params.get("token"), token):
         st.session_state["authenticated"] = True

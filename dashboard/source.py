@@ -35,7 +35,7 @@ from analyzers import ceilings as C
 from analyzers.errors import AnalysisError
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
-from collectors.errors import ArtifactError, RunNotFound
+from collectors.errors import ArtifactError, InputError, RunNotFound
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
@@ -112,14 +112,45 @@ class Source:
         self._cache: OrderedDict = OrderedDict()
         self._max = cache_entries
         self._lock = threading.Lock()
+        self._broken: dict[str, str] = {}
 
     # ---- runs ------------------------------------------------------------------------------------
     def runs(self, kinds: tuple[str, ...] | None = None) -> list[Run]:
-        rs = self.store.runs()
-        return [r for r in rs if r.kind in kinds] if kinds else rs
+        """The store's readable runs, newest first (of `kinds`). A run whose tables cannot be read (or re-derived
+        from its artifact) is left out and listed by `broken()`, so one bad run never takes a page down."""
+        out = []
+        for r in self.store.runs():
+            if kinds and r.kind not in kinds:
+                continue
+            if self._readable(r):
+                out.append(r)
+        return out
+
+    def _readable(self, run: Run) -> bool:
+        try:
+            run.meta
+            return True
+        except (InputError, OSError, ValueError, KeyError) as e:
+            with self._lock:
+                self._broken[run.run_id] = str(e)
+            return False
+
+    def broken(self) -> list[tuple[str, str]]:
+        """(run id, problem) of the runs left out of `runs()` (damaged folders, artifacts that no longer read)."""
+        self.runs()
+        with self._lock:
+            out = sorted(self._broken.items())
+        return out + [(rid, p) for rid, p in self.store.unreadable()]
 
     def get(self, run_id: str) -> Run:
-        return self.store.get(run_id)
+        """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for a run whose
+        tables cannot be read."""
+        run = self.store.get(run_id)
+        try:
+            run.meta
+        except (InputError, OSError, ValueError, KeyError) as e:
+            raise RunNotFound(run.run_id, f"cannot be read ({e})") from None
+        return run
 
     def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
         """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""
@@ -160,23 +191,38 @@ class Source:
         return tuple(r.run_id for r in self.bench_runs())
 
     # ---- measured ceilings -----------------------------------------------------------------------
+    def ceiling_choices(self) -> tuple[dict[str, str], frozenset[str]]:
+        """(GPU model -> pinned run id, excluded run ids) from the store's settings (`kernelscope ceilings`)."""
+        c = self.store.settings().get("ceilings") or {}
+        pinned = c.get("pinned") if isinstance(c.get("pinned"), dict) else {}
+        excluded = c.get("excluded") if isinstance(c.get("excluded"), list) else []
+        return ({str(k): str(v) for k, v in pinned.items()}, frozenset(str(x) for x in excluded))
+
+    def _ceilings_key(self) -> tuple:
+        return self._bench_key() + (self.store.settings_stamp(),)
+
     def ceilings(self) -> pl.DataFrame:
-        """Every measured ceiling of the store's bench runs, newest run first (analyzers.ceilings.CEILING_SCHEMA)."""
+        """Every measured ceiling of the store's bench runs, newest run first, judged (analyzers.ceilings.
+        JUDGED_SCHEMA: status trusted / rejected / excluded / not pinned, with the reason)."""
         def make():
             runs = self.bench_runs()
             labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
             frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
                                        gpu_label=labels[r.run_id]) for r in runs if "ceilings" in r.tables]
-            return pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
-        return self._cached(("ceilings", self._bench_key()), make)
+            frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
+            return C.judge_ceilings(frame, *self.ceiling_choices())
+        return self._cached(("ceilings", self._ceilings_key()), make)
 
     def ceiling_records(self) -> list[dict]:
-        """The raw ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        """The trusted ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
+        trusted = {(r["run_id"], r["ceiling"]) for r in
+                   self.ceilings().filter(pl.col("status") == "trusted").iter_rows(named=True)}
         out = []
         for r in self.bench_runs():
             if "ceilings" in r.tables:
                 for row in r.table("ceilings").iter_rows(named=True):
-                    out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
+                    if (r.run_id, row["metric"]) in trusted:
+                        out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
         return out
 
     def best_ceilings(self, gpu_name: str) -> dict[str, C.Ceiling]:
@@ -223,7 +269,7 @@ class Source:
                                gpu_warning=ident.warning)
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("ncu", run.run_id, self.gpu, self._bench_key()), make)
+        return self._cached(("ncu", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
         run = self._resolve(run)
@@ -236,7 +282,7 @@ class Source:
             return TraceAnalysis(run.kind, meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return make()
-        return self._cached(("trace", run.run_id, self.gpu, self._bench_key()), make)
+        return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
         """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
@@ -342,12 +388,18 @@ class Source:
     # ---- ingest: parse, check that it can be analysed, store ------------------------------------------
     def check(self, parsed: Parsed, name: str, gpu: str | None = None) -> None:
         """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
-        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once)."""
+        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
+        stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
         probe = Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
         try:
             probe.analysis(parsed)
+        except InputError:
+            raise
         except AnalysisError as e:
             raise ArtifactError(name, str(e)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, never stored
+            first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
+            raise ArtifactError(name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored") from None
 
     def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None) -> tuple[Run, bool]:
         """Parse, check (`check`), store: (run, created). A file already stored is returned as stored."""
@@ -422,7 +474,7 @@ class Source:
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
-        return self._cached(("claims", self._bench_key()), lambda: claim_measurements(self.ceiling_records()))
+        return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
 
 
 def _same_gpu(name, gpu_name) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import sys
 import traceback
+import warnings
 
 from analyzers.errors import AnalysisError, ParameterError
 from collectors.errors import InputError
@@ -55,6 +56,13 @@ def ray_argv(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        # a library's warning (polars, pyarrow) is not a message for the user: a refusal stays one line
+        warnings.simplefilter("ignore")
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = ray_argv(list(sys.argv[1:] if argv is None else argv))
     try:
         app(args=argv, prog_name="kernelscope", standalone_mode=True)

@@ -48,9 +48,34 @@ GpuOpt = Annotated[
 ]
 
 
+
+MaxMBOpt = Annotated[
+    Optional[int],
+    typer.Option("--max-decompressed-mb", min=1, envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
+                 help="Largest artifact accepted, after decompression, in MB (default 4096)."),
+]
+
+
+def apply_limits(max_decompressed_mb: Optional[int]) -> None:
+    """Set the artifact size limit for this process and the readers it starts (collectors.limits)."""
+    import os
+
+    from collectors.limits import ENV_ARTIFACT_MB
+    if max_decompressed_mb:
+        os.environ[ENV_ARTIFACT_MB] = str(max_decompressed_mb)
+
+
+_cleaned: set = set()
+
+
 def open_store(store: Optional[Path]):
+    """The store (once per process: the temporary folders of interrupted ingests are removed first)."""
     from collectors.store import Store
-    return Store(store)
+    st = Store(store)
+    if st.root not in _cleaned:
+        _cleaned.add(st.root)
+        st.housekeeping()
+    return st
 
 
 def open_source(store: Optional[Path], gpu: Optional[str] = None):
@@ -58,19 +83,22 @@ def open_source(store: Optional[Path], gpu: Optional[str] = None):
     return Source(open_store(store), gpu=gpu)
 
 
-def load(path_or_run: str, store: Optional[Path]):
-    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored); anything else is
-    looked up as a run id."""
+def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None):
+    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
+    ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
+    store (a run that cannot be read is `RunNotFound`)."""
     import os
 
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
     p = Path(path_or_run)
     if p.exists():
-        return parse_path(p), p.name
+        parsed = parse_path(p)
+        open_source(store, gpu).check(parsed, path_or_run)
+        return parsed, p.name
     if p.suffix or os.sep in path_or_run:
         raise ArtifactError(path_or_run, "no such file")
-    run = open_store(store).get(path_or_run)
+    run = open_source(store).get(path_or_run)
     return run, run.source_name
 
 

@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 from collectors.errors import InputError
-from dashboard.cli._app import StoreOpt, app, open_source, open_store
+from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_source, open_store
+from dashboard.cli.render import print_table
 from dashboard.fleet import missing_gpu_packages, run_suite, visible_gpu_count
 
 _DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
@@ -25,7 +26,8 @@ def _store_doc(st, doc: dict, out_dir: Path) -> str:
     if path.exists():                      # the CPU-case runs of a fleet share the name "CPU"
         path = path.with_name(f"{path.stem}_{doc['gpu'].get('host') or 'node'}_{doc['gpu'].get('index')}.json")
     path.write_text(json.dumps(doc, indent=1, allow_nan=False))
-    run, _ = st.ingest_path(path)
+    from dashboard.source import Source
+    run, _ = Source(st).ingest_path(path)
     return run.run_id
 
 
@@ -91,7 +93,8 @@ def bench(
                 failed += 1
                 continue
             try:
-                run, _ = st.ingest_path(path)
+                from dashboard.source import Source
+                run, _ = Source(st).ingest_path(path)
             except InputError as e:
                 typer.echo(f"kernelscope: {e} (log: {log})", err=True)
                 failed += 1
@@ -200,3 +203,59 @@ def report(ba) -> dict:
         "failures": m.get("failures", []),
         "skipped_checks": ba.skipped,
     }
+
+
+@app.command()
+def ceilings(
+    store: StoreOpt = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Only this GPU model.")] = None,
+    pin: Annotated[Optional[str], typer.Option("--pin", help="Use only this bench run's ceilings for its GPU model.")] = None,
+    exclude: Annotated[Optional[str], typer.Option("--exclude", help="Never use this bench run's ceilings.")] = None,
+    clear: Annotated[Optional[str], typer.Option("--clear", help="Undo --pin / --exclude for this run.")] = None,
+    format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
+) -> None:
+    """Every ceiling measured by the store's bench runs with its status: trusted (physically plausible for the
+    GPU model it was measured on, and used), rejected (with the reason), excluded, or not pinned. --pin RUN makes a
+    run the only source of its GPU model's ceilings; --exclude RUN sets a run aside (the choice is kept in the
+    store, for the dashboard too)."""
+    import polars as pl
+
+    from analyzers.ceilings import model_of
+    src = open_source(store)
+    for rid in (pin, exclude, clear):
+        if rid:
+            src.get_kind(rid, ("bench",), "a bench run")
+    if pin or exclude or clear:
+        def change(s: dict) -> dict:
+            c = s.setdefault("ceilings", {})
+            pinned = dict(c["pinned"]) if isinstance(c.get("pinned"), dict) else {}
+            excluded = [x for x in (c.get("excluded") or []) if isinstance(x, str)]
+            for rid in (clear, pin, exclude):
+                if not rid:
+                    continue
+                run = src.get(rid)
+                model = model_of(run.meta.get("gpu_name"))
+                if rid == clear:
+                    excluded = [x for x in excluded if x != run.run_id]
+                    pinned = {k: v for k, v in pinned.items() if v != run.run_id}
+                elif rid == pin:
+                    pinned[model] = run.run_id
+                    excluded = [x for x in excluded if x != run.run_id]
+                else:
+                    excluded = sorted(set(excluded) | {run.run_id})
+                    pinned = {k: v for k, v in pinned.items() if v != run.run_id}
+            c["pinned"], c["excluded"] = pinned, excluded
+            return s
+        src.store.update_settings(change)
+        src = open_source(store)
+    judged = src.ceilings()
+    if gpu:
+        judged = judged.filter(pl.col("model") == model_of(gpu))
+    rows = judged.to_dicts()
+    if format is ListFormat.json:
+        pinned, excluded = src.ceiling_choices()
+        echo_json({"ceilings": rows, "pinned": pinned, "excluded": sorted(excluded)})
+        return
+    print_table(rows, [("model", "GPU model", None), ("ceiling", "ceiling", None), ("value", "value", None),
+                       ("unit", "unit", None), ("status", "status", None), ("run_id", "run", None),
+                       ("reason", "why", None)])

@@ -11,9 +11,9 @@ from typing import Annotated, Optional
 import typer
 
 from analyzers.errors import AnalysisError
-from collectors.errors import ArtifactError, InputError
-from dashboard.cli._app import (Format, GpuOpt, ListFormat, StoreOpt, app, echo_json, load, open_source, open_store,
-                                repo_root)
+from collectors.errors import ArtifactError, InputError, StoreError
+from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
+                                open_source, open_store, repo_root)
 from dashboard.cli.render import print_table, to_csv
 
 
@@ -22,17 +22,23 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
     store: StoreOpt = None,
     gpu: GpuOpt = None,
+    max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Parse artifacts (ncu .ncu-rep/CSV, PyTorch traces, nsys SQLite, bench results) into the run store
     and print one line per file: run id, kind, file. A file is stored only if `kernelscope analyze` can analyse
     it (an Nsight Compute export whose GPU cannot be identified needs --gpu); bad files are reported and skipped,
     nothing of them is stored. Warnings a run is stored with follow its line. Exit code 1 if any file failed."""
     from collectors.ingest import expand_paths
+    apply_limits(max_decompressed_mb)
     src = open_source(store, gpu)
     failed = 0
     for p in expand_paths(paths):
         try:
             run, created = src.ingest_path(p)
+        except StoreError as e:                      # a full disk: this file is not stored, the next ones are tried
+            typer.echo(f"kernelscope: {p}: not stored: {e.problem}", err=True)
+            failed += 1
+            continue
         except InputError as e:
             typer.echo(f"kernelscope: {e}", err=True)
             failed += 1
@@ -72,6 +78,7 @@ NCU_COLUMNS: dict[str, str] = {
     "arithmetic_intensity": "FLOP/B", "top_finding": "", "top_finding_key": "", "lost_ns": "ns",
     "lost_share": "fraction of the launch",
     "registers_per_thread": "registers", "block_size": "threads", "grid_size": "blocks",
+    "flags": "what is physically implausible for this GPU (analyzers.plausibility)",
 }
 NCU_TABLE = [
     ("id", "id", None), ("name", "kernel", None), ("duration_ns", "duration [µs]", 1e-3),
@@ -95,7 +102,7 @@ def ncu_report(a, source: str) -> dict:
                 "dram_bandwidth_source": gpu.source_of("dram_bandwidth_bytes_per_s"),
                 "from_registry": gpu.from_registry, "identified": a.gpu_how},
         "measured_ceilings": {k: {"value": c.value, "source": c.source} for k, c in a.measured.items()},
-        "kernels": rows, "missing": a.missing, "units": NCU_COLUMNS,
+        "kernels": rows, "missing": a.missing, "units": NCU_COLUMNS, "flagged": a.flagged,
     }
 
 
@@ -179,6 +186,7 @@ def analyze(
     store: StoreOpt = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
     gpu: GpuOpt = None,
+    max_decompressed_mb: MaxMBOpt = None,
     compat: Annotated[Optional[Compat], typer.Option(
         "--compat", help="Also give a trace's launch and idle statistics as another tool defines them (hta: "
                          "Holistic Trace Analysis), next to Kernelscope's, with the difference.")] = None,
@@ -194,11 +202,12 @@ def analyze(
     nsys) is analysed rank by rank in parallel (--workers, --ray). Measured ceilings of the store's bench runs
     are used as in the dashboard. Warnings and what the file lacks (its format or version does not record it)
     are printed after the table."""
+    apply_limits(max_decompressed_mb)
     from dashboard.ranks import is_multi_rank_target
     if is_multi_rank_target(path_or_run):
         analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
         return
-    run, source = load(path_or_run, store)
+    run, source = load(path_or_run, store, gpu)
     src = open_source(store, gpu)
     executor = None
     from collectors.store import Run
@@ -232,6 +241,8 @@ def analyze(
                 f"{d.get('launch_verdict', '')}")
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
+        for f in rep.get("flagged", []):
+            typer.echo(f"FLAGGED launch {f['id']} ({f['name']}): {'; '.join(f['flags'])}")
         if rep.get("skipped_checks"):
             from dashboard.cli.bench import echo_skipped
             echo_skipped(rep["skipped_checks"])
@@ -296,30 +307,42 @@ def gpus(format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFor
 @app.command()
 def dashboard(
     host: Annotated[str, typer.Option(help="Address to bind. 127.0.0.1 (default) serves this machine only.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8501,
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8501,
     store: StoreOpt = None,
     token: Annotated[Optional[str], typer.Option(envvar="KERNELSCOPE_TOKEN",
                                                  help="Access token; required with a non-loopback --host.")] = None,
-    max_upload_mb: Annotated[int, typer.Option(help="Largest upload accepted in the browser, MB.")] = 200,
+    max_upload_mb: Annotated[int, typer.Option(help="Largest upload accepted in the browser, MB.", min=1)] = 200,
+    max_decompressed_mb: Annotated[Optional[int], typer.Option(
+        help="Largest artifact after decompression, MB (default: the upload cap).", min=1)] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        "--allowed-host", help="A host name the dashboard is reached by (besides IP addresses, localhost and this "
+                               "machine's name), e.g. a reverse proxy's; repeatable, *.example.com allowed.")] = None,
 ) -> None:
-    """Start the dashboard (Streamlit) on the run store; on first start with an empty store it loads the
-    bundled samples."""
-    app_path = repo_root() / "dashboard" / "app.py"
-    if not app_path.is_file():
-        raise ArtifactError(str(app_path), "dashboard entry script not found (broken install?)")
+    """Start the dashboard (Streamlit behind kernelscope's gate: Host check, access token, upload cap) on the run
+    store; on first start with an empty store it loads the bundled samples."""
+    serve = repo_root() / "dashboard" / "serve.py"
+    if not serve.is_file():
+        raise ArtifactError(str(serve), "dashboard server module not found (broken install?)")
     loopback = host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not token:
         raise typer.BadParameter(f"--host {host} listens beyond this machine: give an access token with "
                                  "--token or KERNELSCOPE_TOKEN", param_hint="--host")
+    if token is not None and len(token) < 8:
+        raise typer.BadParameter("an access token needs at least 8 characters", param_hint="--token")
     env = dict(os.environ)
     st = open_store(store)
     env["KERNELSCOPE_STORE"] = str(st.root)
+    env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] = str(max_decompressed_mb or max_upload_mb)
+    env["KERNELSCOPE_MAX_UPLOAD_MB"] = str(max_upload_mb)
+    env.pop("KERNELSCOPE_TOKEN", None)
     if token:
         env["KERNELSCOPE_TOKEN"] = token
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
-           "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-           "--server.maxUploadSize", str(max_upload_mb), "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
+    env["PYTHONPATH"] = os.pathsep.join([str(repo_root()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, "-m", "dashboard.serve", "--host", host, "--port", str(port),
+           "--max-upload-mb", str(max_upload_mb)]
+    for h in allowed_host or []:
+        cmd += ["--allowed-host", h]
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches Streamlit itself
+    os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches the server itself

@@ -53,6 +53,9 @@ def to_csv(rows) -> str:
         floats = [c for c, t in rows.schema.items() if t.is_float()]
         if floats:
             rows = rows.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in floats)
+        lists = [c for c, t in rows.schema.items() if isinstance(t, pl.List)]
+        if lists:                          # a list of texts (a launch's plausibility flags) as one cell
+            rows = rows.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists)
         return rows.write_csv()
     if not rows:
         return ""

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from dashboard.cli._app import ListFormat, Rows, StoreOpt, app, echo_json, load
+from dashboard.cli._app import ListFormat, MaxMBOpt, Rows, StoreOpt, app, apply_limits, echo_json, load
 
 TIMELINE_KINDS = ("kineto", "nsys")
 
@@ -107,11 +107,13 @@ def whatif_cmd(
     speedup: Annotated[float, typer.Option("--speedup", help="How many times faster the matched kernels run.")],
     format: Annotated[ListFormat, typer.Option("--format", help="Output format.")] = ListFormat.table,
     store: StoreOpt = None,
+    max_decompressed_mb: MaxMBOpt = None,
 ) -> None:
     """Predict the run time if kernels matching --kernel ran --speedup times faster: a replay of the trace's
     own dependencies (launch calls, stream order, synchronisations) next to the plain Amdahl estimate."""
     from analyzers.timeline import DEFINITIONS, what_if
 
+    apply_limits(max_decompressed_mb)
     if not (math.isfinite(speedup) and speedup > 0):
         raise typer.BadParameter(f"--speedup must be a finite number > 0, got {speedup:g}")
     run, _ = load(trace, store)

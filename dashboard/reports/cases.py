@@ -4,6 +4,8 @@ chart, the same parameters on every GPU, the chapter's own figures checked, and 
 verdict (the store's ncu and bench measurements, and values typed into the URL)."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +199,8 @@ def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:
         parts = item.split(":")
         try:
             key, value, unit = parts[0], float(parts[1]), ":".join(parts[2:])
+            if not math.isfinite(value):
+                raise ValueError("not a finite number")
             to_base(value, unit)
             out.append(Measurement(value, unit, "entered on this page", quantity=key, gpu=gpu_name))
         except (IndexError, ValueError):

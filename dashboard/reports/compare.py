@@ -104,6 +104,10 @@ def build(src: Source, params: dict) -> Report:
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))
     if a.kind == "ncu" and b.kind == "ncu":   # the GPU each run is analysed on (named, inferred or given)
         ga, gb = src.ncu(a).gpu.name, src.ncu(b).gpu.name
+        for label, r in (("A", a), ("B", b)):
+            for f in src.ncu(r).flagged:
+                rep.add(Text(f"Run {label}, launch {f['id']} ({code(f['name'])}) is implausible for its GPU: "
+                             + "; ".join(f["flags"]) + ".", "error"))
     la, lb, per_launch, dims = pair(src, a, b)
     cmp = compare_runs(la, lb, per_launch=per_launch, noise_floor=view.noise_pct / 100)
     t = totals(cmp)

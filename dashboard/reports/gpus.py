@@ -23,7 +23,8 @@ def _gpu_list(raw) -> list[str]:
 def build(src: Source, params: dict) -> Report:
     rep = Report("GPUs", subtitle="Spec sheets next to what microbenchmarks measured on each GPU.")
     rep.add(Heading("Spec sheet and measured ceilings"), gpu_table(src))
-    ceil = src.ceilings()
+    judged = src.ceilings()
+    ceil = judged.filter(pl.col("status") == "trusted")
     bench_runs = src.bench_runs()
     if not bench_runs:
         rep.add(Text("No microbenchmark runs in the store: run `kernelscope bench` on a GPU machine (it stores one "
@@ -52,7 +53,9 @@ def build(src: Source, params: dict) -> Report:
             "pct_of_spec": num("measured of spec", "%", "%.1f", "measured / the GPU's own spec-sheet figure"),
             "cv_pct": num("spread (cv)", "%", "%.2f", "std / mean over the repetitions"),
             "source": text("how measured"), "runs": num("runs", help="bench runs of this GPU that measured it"),
-            "run_id": text("best run")}, caption="The best value of each GPU's bench runs."))
+            "run_id": text("best run")}, caption="The best trusted value of each GPU's bench runs (physically plausible "
+                                                 "for the GPU model it was measured on; `kernelscope ceilings` lists "
+                                                 "every ceiling, pins a run or excludes one)."))
         fr = cf.filter(pl.col("pct_of_spec").is_not_null()).select(
             pl.col("resource_label").alias("resource"), "gpu", pl.col("pct_of_spec").alias("pct")
         ).group_by("resource", "gpu", maintain_order=True).agg(pl.col("pct").max())
@@ -61,6 +64,17 @@ def build(src: Source, params: dict) -> Report:
                 fr, x="resource", x_title="resource", group="gpu", group_title="GPU",
                 title="Best measured ceiling as a share of each GPU's own spec-sheet peak",
                 value_title="measured / spec [%]")))
+    unused = judged.filter(pl.col("status") != "trusted")
+    if unused.height:
+        rows = [{**r, "shown": fmt_short(r["value"], r["unit"]) if r["value"] is not None else "—"}
+                for r in unused.iter_rows(named=True)]
+        rep.add(Heading("Measured ceilings not used"), Text(
+            f"{unused.height} measured ceiling(s) of the store's bench runs are not used for any % of peak, roofline or "
+            "finding: rejected as physically implausible for their GPU model, or set aside by `kernelscope ceilings "
+            "--pin / --exclude`.", "warning"),
+            Table("ceilings_unused", pl.DataFrame(rows, schema_overrides={"shown": pl.String}, infer_schema_length=None), {
+                "gpu": text("GPU"), "ceiling": text("measurement"), "shown": text("measured"),
+                "status": text("status"), "reason": text("why"), "run_id": text("run")}))
     rep.add(Heading("Bench runs"), runs_table(bench_runs, "bench_runs"))
     rep.add(*bench_compare_blocks(src, [r.run_id for r in bench_runs], wanted=_gpu_list(params.get("gpu"))))
     return rep

@@ -38,10 +38,21 @@ def trace_for(src: Source, ncu_run: Run, wanted: str | None, problems: list[str]
             return None, None
     gpu = ncu_run.meta.get("gpu_name")
     for t in [r for r in src.runs(TRACE_KINDS) if r.meta.get("gpu_name") == gpu][:MAX_CANDIDATES]:
-        res = src.join(ncu_run, t)
-        if _good(res, n):
+        res = _try_join(src, ncu_run, t, problems)
+        if res is not None and _good(res, n):
             return t, res
     return None, None
+
+
+def _try_join(src: Source, ncu_run: Run, trace_run: Run, problems: list[str]):
+    """The join of two candidate runs, or None when one of them cannot be analysed (said once, in place: one
+    damaged run never takes the page of another down)."""
+    try:
+        return src.join(ncu_run, trace_run)
+    except Exception as e:  # noqa: BLE001 - a candidate's problem is shown, the page stands
+        problems.append(f"Run {code(ncu_run.run_id)} or {code(trace_run.run_id)} cannot be joined ({type(e).__name__}); "
+                        "left out.")
+        return None
 
 
 def ncu_for(src: Source, trace_run: Run, wanted: str | None, problems: list[str]):
@@ -56,8 +67,8 @@ def ncu_for(src: Source, trace_run: Run, wanted: str | None, problems: list[str]
             return None, None
     gpu = trace_run.meta.get("gpu_name")
     for a in [r for r in src.runs(("ncu",)) if r.meta.get("gpu_name") == gpu][:MAX_CANDIDATES]:
-        res = src.join(a, trace_run)
-        if _good(res, src.ncu(a).kernels.height):
+        res = _try_join(src, a, trace_run, problems)
+        if res is not None and _good(res, src.ncu(a).kernels.height):
             return a, res
     return None, None
 

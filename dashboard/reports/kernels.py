@@ -71,6 +71,8 @@ KERNEL_COLS: dict[str, Col] = {
     "global_ld_coalescing_ratio": num("coalescing ratio", "×", "%.2f", "sectors per request / ideal (1 = coalesced)"),
     "registers_per_thread": num("registers/thread", "regs"), "block_size": num("block", "threads"),
     "grid_size": num("grid", "blocks"),
+    "flag": text("implausible", "what cannot be right for this GPU (analyzers.plausibility): a rate above the spec "
+                                "peak, a launch the GPU cannot run; the launch's other numbers are suspect too"),
 }
 SORT_KEYS = tuple(KERNEL_COLS)
 
@@ -83,7 +85,8 @@ def display_frame(a: NcuAnalysis) -> pl.DataFrame:
     keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
-    return k.select(*shown, *[c for c in keep if c not in DISPLAY]).with_columns(
+    return k.select(*shown, *[c for c in keep if c not in DISPLAY],
+                    pl.col("flags").list.join("; ").replace("", None).alias("flag")).with_columns(
         # a share of the tensor peak means something only for a launch that used the tensor cores
         tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_pct_spec")))
 
@@ -200,6 +203,10 @@ def overview(src: Source, view: KernelsView) -> Report:
     for m in a.missing:
         rep.add(Text(f"**{m['quantity']}** is not in this report (needs {', '.join(m['needs'])}); "
                      f"collect it with `{m['collect_with']}`.", "warning"))
+    for f in a.flagged:
+        rep.add(Text(f"**Implausible for {a.gpu.name}: launch {f['id']}** ({code(f['name'])}): "
+                     + "; ".join(f["flags"]) + ". Its findings and rates are shown but should not be trusted.",
+                     "error"))
     total = frame["duration_ns"].sum()
     lost = frame["lost_us"].fill_null(0).sum() * 1e3
     rep.add(Metrics([
@@ -278,9 +285,14 @@ def detail(src: Source, view: KernelsView) -> list:
                                                           ("smem_ld_conflict_degree", "smem_st_conflict_degree")),
                          "wavefronts / (wavefronts − conflicts)"),
                         ("ld sectors/request", "—" if row["global_ld_sectors_per_request"] is None else
-                         f"{row['global_ld_sectors_per_request']:.1f} (ideal {row['global_ld_ideal_sectors_per_request']:.0f})",
+                         f"{row['global_ld_sectors_per_request']:.1f} (ideal "
+                         + ("—" if row["global_ld_ideal_sectors_per_request"] is None
+                            else f"{row['global_ld_ideal_sectors_per_request']:.0f}") + ")",
                          "coalescing: l1tex__t_sectors / l1tex__t_requests, global loads"),
                     ])]
+    if arow.get("flags"):
+        blocks.append(Text(f"**Implausible for {a.gpu.name}:** " + "; ".join(arow["flags"])
+                           + ". The numbers of this launch should not be trusted.", "error"))
     findings = kernel_findings(arow, a.gpu, a.measured)
     blocks.append(Heading("Findings, ranked by estimated time lost", 3))
     if not findings:

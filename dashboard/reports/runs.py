@@ -1,7 +1,8 @@
 """Runs: every run of the store, filtered by kind and GPU (?kind=ncu&gpu=NVIDIA+H200)."""
 from __future__ import annotations
 
-from dashboard.reports.blocks import Report, Text
+from collectors.schema import KINDS
+from dashboard.reports.blocks import Report, Text, code
 from dashboard.reports.common import runs_table
 from dashboard.source import Source
 
@@ -11,7 +12,13 @@ def build(src: Source, params: dict) -> Report:
     runs = src.runs()
     shown = [r for r in runs if (not kind or r.kind == kind) and (not gpu or r.meta.get("gpu_name") == gpu)]
     rep = Report("Runs", subtitle=f"{len(shown)} of {len(runs)} runs in the store"
-                 + (f" · kind {kind}" if kind else "") + (f" · GPU {gpu}" if gpu else ""))
+                 + (f" · kind {code(kind)}" if kind else "") + (f" · GPU {code(gpu)}" if gpu else ""))
+    if kind and kind not in KINDS:
+        rep.add(Text(f"No run kind {code(kind)}: the kinds are {', '.join(KINDS)}.", "warning"))
+    if gpu and not any(r.meta.get("gpu_name") == gpu for r in runs):
+        rep.add(Text(f"No run on GPU {code(gpu)} in this store.", "warning"))
+    for rid, problem in src.broken():
+        rep.add(Text(f"Run {code(rid)} cannot be read and is left out: {problem}", "warning"))
     if shown:
         rep.add(runs_table(shown))
     else:

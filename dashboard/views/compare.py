@@ -14,6 +14,8 @@ from dashboard.reports.common import run_label
 src = data.source()
 view = page.resolve(src, ui.params())
 st.title("Compare")
+for p in view.problems:
+    st.warning(p)
 runs = src.runs(page.COMPARABLE)
 if len(runs) < 2:
     st.info("Compare needs two runs in the store: upload a second report on the [Upload](upload) page.")

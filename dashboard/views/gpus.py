@@ -7,13 +7,18 @@ import streamlit as st
 from dashboard import data, ui
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import gpus as page
+from dashboard.reports.blocks import code
 
 src = data.source()
 qp = ui.params()
 st.title("GPUs")
 res = src.bench_results()
 have = res["gpu"].unique(maintain_order=True).to_list()
-wanted = [g for g in page._gpu_list(qp.get("gpu")) if g in have]
+asked = page._gpu_list(qp.get("gpu"))
+for g in asked:
+    if g not in have:
+        st.warning(f"Unknown GPU {code(g)}: no bench run of it in this store.")
+wanted = [g for g in asked if g in have]
 if len(have) > 1:
     wanted = st.multiselect("GPUs to compare", have, default=wanted or have)
 state = {"gpu": wanted if wanted and len(wanted) < len(have) else None}

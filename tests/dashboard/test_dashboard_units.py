@@ -156,18 +156,26 @@ def test_dashboard_binds_loopback_by_default(launched, tmp_path):
     from dashboard.cli import main
     assert main(["dashboard", "--store", str(tmp_path / "s"), "--max-upload-mb", "50"]) == 0
     cmd, env = launched[0]
-    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
-    assert cmd[cmd.index("--server.maxUploadSize") + 1] == "50"
+    assert cmd[cmd.index("-m") + 1] == "dashboard.serve"               # Streamlit behind kernelscope's gate
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--max-upload-mb") + 1] == "50"
+    assert env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] == "50"                # decompression capped by the upload cap
     assert env["KERNELSCOPE_STORE"] == str(tmp_path / "s") and "KERNELSCOPE_TOKEN" not in env
+    assert main(["dashboard", "--store", str(tmp_path / "s"), "--max-decompressed-mb", "900",
+                 "--allowed-host", "dash.example"]) == 0
+    cmd, env = launched[1]
+    assert env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] == "900" and cmd[cmd.index("--allowed-host") + 1] == "dash.example"
 
 
 def test_dashboard_on_all_interfaces_needs_a_token(launched, tmp_path, monkeypatch, capsys):
     from dashboard.cli import main
     assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 2
     assert "token" in capsys.readouterr().err and not launched
-    assert main(["dashboard", "--host", "0.0.0.0", "--token", "abc", "--store", str(tmp_path / "s")]) == 0
+    assert main(["dashboard", "--host", "0.0.0.0", "--token", "abc", "--store", str(tmp_path / "s")]) == 2
+    assert "at least 8 characters" in capsys.readouterr().err and not launched
+    assert main(["dashboard", "--host", "0.0.0.0", "--token", "abcdefgh", "--store", str(tmp_path / "s")]) == 0
     cmd, env = launched[0]
-    assert cmd[cmd.index("--server.address") + 1] == "0.0.0.0" and env["KERNELSCOPE_TOKEN"] == "abc"
+    assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and env["KERNELSCOPE_TOKEN"] == "abcdefgh"
     monkeypatch.setenv("KERNELSCOPE_TOKEN", "from-env")
     assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 0
     assert launched[1][1]["KERNELSCOPE_TOKEN"] == "from-env"

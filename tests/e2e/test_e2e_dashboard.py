@@ -136,3 +136,31 @@ def test_upload_kernels_and_shared_link(server):
             assert run_id in other.url
         finally:
             browser.close()
+
+
+def test_token_login_in_a_browser_then_the_app(tmp_path):
+    """On a tokened server the browser first gets kernelscope's login form (no Streamlit at all); the right token
+    opens the app and is gone from the address bar; a second browser without the cookie gets the form again."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the e2e extra (pip install playwright)")
+    from tests.dashboard.server import running_dashboard
+    token = "browser-token-1234"
+    with running_dashboard(tmp_path, tmp_path / "store", token=token) as srv, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_context().new_page()
+            page.goto(f"{srv.url}/runs?kind=ncu")
+            assert page.locator("input[name=token]").count() == 1 and "Streamlit" not in page.content()
+            page.fill("input[name=token]", "wrong-token")
+            page.click("button[type=submit]")
+            page.get_by_text("Wrong token.").wait_for(timeout=10_000)
+            page.fill("input[name=token]", token)
+            page.click("button[type=submit]")
+            page.wait_for_url("**/runs?kind=ncu", timeout=30_000)
+            _idle(page)
+            page.locator("h1", has_text="Runs").wait_for(timeout=30_000)
+            assert token not in page.url
+            fresh = browser.new_context().new_page()
+            fresh.goto(f"{srv.url}/runs")
+            assert fresh.locator("input[name=token]").count() == 1
+        finally:
+            browser.close()

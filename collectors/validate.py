@@ -1,0 +1,244 @@
+"""Checks after parsing: what no real profiler writes is refused before it reaches the store.
+
+    validate(parsed, name)   raises ArtifactError naming the first problem (the table, the row, the value); returns
+                             the Parsed otherwise
+
+Every parser's output passes here (collectors.ingest.parse_bytes), so the store, `analyze` and the pages only see
+tables a real profiler could have written:
+
+- every number finite; times, sizes, counts, rates and percentages not negative; occupancy at most 100 % (+1),
+  other percentages at most 200 % (ncu's L2 hit rate reads 101.24 % on a bundled H200 launch);
+  times within ±2^62 ns so that sums cannot overflow;
+- Nsight Compute launches: unique ids; block dimensions 1..1024 (z ≤ 64) with at most 1,024 threads, grid dimensions
+  1..2^31−1 (y, z ≤ 65,535), `launch__block_size` / `launch__grid_size` equal to the dimensions' product, at most
+  255 registers per thread, shared memory per block within the report's own device limit
+  (`max_shared_memory_per_block_optin`, else 256 KiB) — the CUDA limits of every architecture;
+- timelines: every GPU op with a device, a start and an end not before its start (an nsys kernel that ends before it
+  starts gave busy −998 s); API calls, CPU ops and annotations end ≥ start;
+- bench results: values of physical units not negative and below what any single GPU can reach (1 PB/s, 100
+  PFLOP/s, 10^6 s), occupancy ≤ 100 %;
+- names (kernels, ops, metrics) at most collectors.limits.MAX_STRING_CHARS characters; tables at most MAX_ROWS rows.
+
+Plausibility against the identified GPU's own specs (DRAM bandwidth above its peak, a ceiling above the datasheet)
+depends on the GPU registry and is judged when a run is read (analyzers.plausibility, analyzers.ceilings), so a
+registry fix reaches stored runs.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from collectors.errors import ArtifactError
+from collectors.limits import MAX_ROWS, MAX_STRING_CHARS
+from collectors.schema import Parsed
+
+TIME_BOUND_NS = 1 << 62
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
+MAX_GRID = {"x": (1 << 31) - 1, "y": 65535, "z": 65535}
+MAX_REGISTERS = 255
+MAX_SMEM_PER_BLOCK = 256 * 1024
+#: upper bounds of a single GPU's measurement per bench unit (far above any GPU: they catch bogus values only)
+BENCH_BOUNDS = {"B/s": 1e15, "FLOP/s": 1e17, "s": 1e6, "B": 1e15, "FLOP": 1e21, "count": 1e18, "%": 1e6}
+NONNEGATIVE_UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%"}
+
+
+def validate(parsed: Parsed, name: str) -> Parsed:
+    for tname, df in parsed.tables.items():
+        if df.height > MAX_ROWS:
+            raise ArtifactError(name, f"{tname}: {df.height:,} rows, more than the {MAX_ROWS:,} one run may hold")
+        if tname == "metrics":            # every metric of an ncu report, long form: a non-finite value is kept as text
+            parsed.tables[tname] = df = _finite_or_text(df, parsed.meta)
+        _finite(df, tname, name)
+        _strings(df, tname, name)
+    check = {"ncu": _ncu, "kineto": _timeline, "nsys": _timeline, "bench": _bench}.get(parsed.kind)
+    if check is not None:
+        check(parsed, name)
+    return parsed
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def _first(df: pl.DataFrame, bad: pl.Expr, label: str = "id") -> dict | None:
+    hit = df.filter(bad.fill_null(False))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def _where(row: dict, tname: str) -> str:
+    if tname == "kernels" and row.get("id") is not None:
+        return f"launch {row['id']}" + (f" ({_short(row.get('kernel_name'))})" if row.get("kernel_name") else "")
+    if "case" in row:
+        return f"{tname} record {row.get('case')}/{row.get('metric')}"
+    nm = row.get("name")
+    return f"{tname} row" + (f" ({_short(nm)})" if nm else "")
+
+
+def _short(s, n: int = 60) -> str:
+    s = str(s)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _finite(df: pl.DataFrame, tname: str, name: str) -> None:
+    if not df.height:
+        return
+    for c, t in df.schema.items():
+        if t in (pl.Float64, pl.Float32):
+            row = _first(df, ~pl.col(c).is_finite())
+            if row is not None:
+                raise ArtifactError(name, f"{_where(row, tname)}: {c} is {row[c]} (not a finite number)")
+
+
+def _finite_or_text(df: pl.DataFrame, meta: dict) -> pl.DataFrame:
+    """Non-finite values of the long metric table become text, shown as written and used by no analysis (ncu
+    itself writes `nan` for an undefined derived metric, e.g. derived_tempMetric4 in the bundled H200 export)."""
+    bad = df["value"].is_not_null() & ~df["value"].is_finite()
+    if not bad.any():
+        return df
+    return df.with_columns(
+        pl.when(bad).then(pl.col("value").cast(pl.String)).otherwise(pl.col("text")).alias("text"),
+        pl.when(bad).then(None).otherwise(pl.col("value")).alias("value"))
+
+
+def _strings(df: pl.DataFrame, tname: str, name: str) -> None:
+    for c, t in df.schema.items():
+        if t != pl.String or not df.height:
+            continue
+        longest = df[c].str.len_chars().max()
+        if longest is not None and longest > MAX_STRING_CHARS:
+            raise ArtifactError(name, f"{tname}: a {c} of {longest:,} characters (the limit is {MAX_STRING_CHARS:,})")
+
+
+def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, what: str = "") -> None:
+    if col not in df.columns or not df.height:
+        return
+    c = pl.col(col)
+    bad = pl.lit(False)
+    if lo is not None:
+        bad = bad | (c < lo)
+    if hi is not None:
+        bad = bad | (c > hi)
+    row = _first(df, bad)
+    if row is not None:
+        v = row[col]
+        v = int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 1e18 else v
+        raise ArtifactError(name, f"{_where(row, tname)}: {col} = {v} {what}".rstrip())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Nsight Compute
+
+def _ncu(parsed: Parsed, name: str) -> None:
+    k = parsed.tables["kernels"]
+    if k["id"].null_count():
+        raise ArtifactError(name, f"{k['id'].null_count()} launch(es) without a numeric id")
+    dup = k.filter(pl.col("id").is_duplicated())
+    if dup.height:
+        raise ArtifactError(name, f"launch id {dup['id'][0]} appears {dup.height} times")
+    for col in k.columns:
+        if k.schema[col] in (pl.Float64, pl.Int64) and col not in ("id", "process_id", "context", "stream", "device"):
+            _range(k, "kernels", name, col, lo=0, what="(negative: no counter or launch parameter can be)")
+    for col in (c for c in k.columns if c.endswith("_pct")):
+        if "occupancy" in col:
+            _range(k, "kernels", name, col, hi=101.0, what="% (occupancy above 100 %)")
+        else:                   # ncu's hit rates and throughputs may pass 100 % by a little (101.24 % on the H200)
+            _range(k, "kernels", name, col, hi=200.0, what="% (far above 100 %)")
+    for ax in "xyz":
+        _range(k, "kernels", name, f"block_{ax}", 1, MAX_BLOCK[ax], f"(CUDA allows 1..{MAX_BLOCK[ax]:,})")
+        _range(k, "kernels", name, f"grid_{ax}", 1, MAX_GRID[ax], f"(CUDA allows 1..{MAX_GRID[ax]:,})")
+    _range(k, "kernels", name, "block_size", 1, MAX_THREADS_PER_BLOCK, "threads (CUDA allows 1..1,024 per block)")
+    threads = pl.col("block_x") * pl.col("block_y") * pl.col("block_z")
+    row = _first(k, threads > MAX_THREADS_PER_BLOCK)
+    if row is not None:
+        raise ArtifactError(name, f"{_where(row, 'kernels')}: block {row['block_x']}×{row['block_y']}×{row['block_z']} "
+                                  "has more than 1,024 threads")
+    row = _first(k, pl.col("block_size").is_not_null() & threads.is_not_null() & (pl.col("block_size") != threads))
+    if row is not None:
+        raise ArtifactError(name, f"{_where(row, 'kernels')}: launch__block_size {row['block_size']:g} is not the block "
+                                  f"dimensions' product {row['block_x']}×{row['block_y']}×{row['block_z']}")
+    grid = pl.col("grid_x").cast(pl.Float64) * pl.col("grid_y") * pl.col("grid_z")
+    row = _first(k, pl.col("grid_size").is_not_null() & grid.is_not_null() & (pl.col("grid_size") != grid))
+    if row is not None:
+        raise ArtifactError(name, f"{_where(row, 'kernels')}: launch__grid_size {row['grid_size']:g} is not the grid "
+                                  f"dimensions' product {row['grid_x']}×{row['grid_y']}×{row['grid_z']}")
+    _range(k, "kernels", name, "registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)")
+    attrs = parsed.meta.get("device_attributes") or {}
+    limit = attrs.get("max_shared_memory_per_block_optin")
+    limit = limit if isinstance(limit, (int, float)) and 0 < limit <= MAX_SMEM_PER_BLOCK else MAX_SMEM_PER_BLOCK
+    smem = pl.sum_horizontal(pl.col("smem_static_bytes").fill_null(0), pl.col("smem_dynamic_bytes").fill_null(0))
+    row = _first(k, smem > limit)
+    if row is not None:
+        raise ArtifactError(name, f"{_where(row, 'kernels')}: {(row['smem_static_bytes'] or 0) + (row['smem_dynamic_bytes'] or 0):,.0f} "
+                                  f"bytes of shared memory per block, above the device's {limit:,.0f}")
+    _range(k, "kernels", name, "smem_config_bytes", hi=MAX_SMEM_PER_BLOCK + 4096,
+           what="bytes of shared-memory configuration (no GPU has more than 256 KiB per SM)")
+    _range(k, "kernels", name, "duration_ns", hi=float(TIME_BOUND_NS), what="ns (beyond any real run)")
+    m = parsed.tables.get("metrics")
+    if m is not None and m.height:
+        if m["id"].null_count():
+            raise ArtifactError(name, "a metric row without a launch id")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Timelines (Kineto, nsys)
+
+def _timeline(parsed: Parsed, name: str) -> None:
+    for tname in ("gpu_ops", "api_calls", "cpu_ops", "nvtx"):
+        df = parsed.tables.get(tname)
+        if df is None or not df.height:
+            continue
+        for col in ("start_ns", "end_ns"):
+            if col in df.columns:
+                _range(df, tname, name, col, -TIME_BOUND_NS, TIME_BOUND_NS, "ns (beyond any real clock)")
+        row = _first(df, pl.col("end_ns") < pl.col("start_ns"))
+        if row is not None:
+            raise ArtifactError(name, f"{_where(row, tname)} ends before it starts ({row['start_ns']} → {row['end_ns']} ns)")
+        if "duration_ns" in df.columns:
+            _range(df, tname, name, "duration_ns", lo=0, what="ns (a negative duration)")
+    g = parsed.tables.get("gpu_ops")
+    if g is not None and g.height:
+        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("device", "a device id"),
+                          ("rank", "a process (rank)"), ("stream", "a stream"), ("kind", "a kind"),
+                          ("name", "a name")):
+            n = g[col].null_count()
+            if n:
+                raise ArtifactError(name, f"{n:,} GPU op(s) without {what} (a trace this reader cannot place on a "
+                                          "GPU's timeline)")
+    a = parsed.tables.get("api_calls")
+    if a is not None and a.height:
+        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("rank", "a process (rank)")):
+            n = a[col].null_count()
+            if n:
+                raise ArtifactError(name, f"{n:,} API call(s) without {what}")
+        _range(g, "gpu_ops", name, "device", 0, 1 << 20, "(not a device ordinal)")
+        for ax in "xyz":
+            _range(g, "gpu_ops", name, f"block_{ax}", 0, MAX_BLOCK[ax], f"(CUDA allows 1..{MAX_BLOCK[ax]:,})")
+            _range(g, "gpu_ops", name, f"grid_{ax}", 0, MAX_GRID[ax], f"(CUDA allows 1..{MAX_GRID[ax]:,})")
+        _range(g, "gpu_ops", name, "registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)")
+        _range(g, "gpu_ops", name, "shared_memory_bytes", 0, MAX_SMEM_PER_BLOCK, "bytes per block (above any GPU)")
+        _range(g, "gpu_ops", name, "bytes", lo=0, what="(a negative size)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Bench results
+
+def _bench(parsed: Parsed, name: str) -> None:
+    for tname in ("results", "ceilings"):
+        df = parsed.tables.get(tname)
+        if df is None or not df.height:
+            continue
+        unit = pl.col("unit")
+        row = _first(df, unit.is_in(list(NONNEGATIVE_UNITS)) & (pl.col("value") < 0))
+        if row is not None:
+            raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} {row['unit']} (a measurement of this unit "
+                                      "cannot be negative)")
+        for u, hi in BENCH_BOUNDS.items():
+            row = _first(df, (unit == u) & (pl.col("value") > hi))
+            if row is not None:
+                raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} {u} is beyond what any single GPU "
+                                          "can measure")
+        row = _first(df, (unit == "%") & pl.col("metric").str.contains("occupancy") & (pl.col("value") > 101))
+        if row is not None:
+            raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} % occupancy (above 100 %)")
+        if tname == "ceilings":
+            row = _first(df, unit.is_in(["B/s", "FLOP/s", "s"]) & (pl.col("value") <= 0))
+            if row is not None:
+                raise ArtifactError(name, f"{_where(row, tname)}: a ceiling of {row['value']:g} {row['unit']}")

@@ -1,0 +1,119 @@
+"""The gate in front of Streamlit (dashboard.gate), as plain ASGI: which Host headers pass, what a request without
+the token gets, the rate limit, and that the redirect after login never leaves the server."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dashboard.gate import COOKIE, Gate, HostPolicy, RateLimiter, _safe_next, cookie_value, host_name
+
+
+@pytest.mark.parametrize("host,ok", [
+    ("127.0.0.1:8501", True), ("[::1]:8501", True), ("localhost:8501", True), ("10.1.2.3", True),
+    ("dash.lab.example:8501", True), ("x.internal.example", True),
+    ("evil.example:8501", False), ("127.0.0.1.evil.example", False), ("localhost.evil.example:8501", False),
+    ("", False), ("a@127.0.0.1", False), ("127.0.0.1/x", False), ("127.0.0.1:99999", False), (None, False),
+])
+def test_host_policy(host, ok):
+    p = HostPolicy(["dash.lab.example", "*.internal.example"], own_names=False)
+    assert p.allows(host) is ok
+
+
+def test_host_name_parsing():
+    assert host_name("LocalHost.:80") == "localhost" and host_name("[::1]:8501") == "::1"
+    assert host_name("evil.example:notaport") is None
+
+
+class App:
+    def __init__(self):
+        self.calls = 0
+
+    async def __call__(self, scope, receive, send):
+        self.calls += 1
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"app"})
+
+
+def call(gate, path="/", *, method="GET", host="127.0.0.1:8501", headers=(), kind="http", query=b"",
+         body=b"", client="1.2.3.4"):
+    sent = []
+    msgs = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive():
+        return msgs.pop(0) if msgs else {"type": "http.disconnect"}
+
+    async def send(m):
+        sent.append(m)
+    scope = {"type": kind, "path": path, "method": method, "query_string": query, "client": (client, 5555),
+             "headers": [(b"host", host.encode()), *headers]}
+    asyncio.run(gate(scope, receive, send))
+    return sent
+
+
+def status(sent):
+    start = next((m for m in sent if m["type"] == "http.response.start"), None)
+    return start["status"] if start else sent[0]["type"]
+
+
+def test_without_a_token_only_the_host_is_checked():
+    app = App()
+    g = Gate(app, hosts=HostPolicy(own_names=False))
+    assert status(call(g)) == 200 and app.calls == 1
+    assert status(call(g, host="evil.example:8501")) == 403 and app.calls == 1
+    assert call(g, kind="websocket", host="evil.example")[0]["type"] == "websocket.close"
+    cross = call(g, kind="websocket", headers=[(b"origin", b"http://evil.example")])
+    assert cross[0]["type"] == "websocket.close" and app.calls == 1
+
+
+def test_with_a_token_nothing_reaches_streamlit_without_the_cookie():
+    app = App()
+    token = "a-long-enough-token"
+    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, max_upload_bytes=1000)
+    assert status(call(g, "/kernels")) == 401                                   # the login form
+    assert call(g, "/_stcore/stream", kind="websocket")[0] == {"type": "websocket.close", "code": 1008,
+                                                                "reason": "Access token required"}
+    assert status(call(g, "/_stcore/upload_file/s/f", method="PUT")) == 401
+    assert status(call(g, "/_stcore/upload_file/s/f", method="PUT",
+                       headers=[(b"content-length", b"5000")])) == 413           # the cap, before anything else
+    assert status(call(g, "/_stcore/health")) == 200 and app.calls == 1          # only the health check passed
+    good = [(b"cookie", f"{COOKIE}={cookie_value(token)}".encode())]
+    assert status(call(g, "/kernels", headers=good)) == 200 and app.calls == 2
+    assert cookie_value(token) != token and token not in cookie_value(token)
+    sent = call(g, "/kernels", query=f"token={token}&run=ab".encode())
+    start = sent[0]
+    assert start["status"] == 303 and (b"location", b"/kernels?run=ab") in start["headers"]
+
+
+def test_the_rate_limit_blocks_every_attempt_after_five_failures_per_client():
+    app = App()
+    token = "a-long-enough-token"
+    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, limiter=RateLimiter(per_client=5, overall=50))
+    codes = [status(call(g, query=f"token=bad{i}".encode())) for i in range(5)]
+    assert codes == [401] * 5
+    assert status(call(g, query=f"token={token}".encode())) == 429                       # even the right one
+    assert status(call(g, query=f"token={token}".encode(), client="5.6.7.8")) == 303     # another client is not
+    form = f"token={token}&next=//evil.example/x".encode()
+    sent = call(g, "/_ks/login", method="POST", body=form, client="9.9.9.9")
+    assert (b"location", b"/") in sent[0]["headers"]                                    # never off the server
+
+
+@pytest.mark.parametrize("nxt,out", [("/kernels?run=ab", "/kernels?run=ab"), ("//evil.example", "/"),
+                                     ("http://evil.example/", "/"), ("kernels", "/"), ("/a b", "/a%20b")])
+def test_the_redirect_after_login_stays_on_the_server(nxt, out):
+    assert _safe_next(nxt, "") == out
+
+
+def test_under_a_sub_path_the_login_and_the_cookie_stay_under_it():
+    """STREAMLIT_SERVER_BASE_URL_PATH=ks (behind a proxy at /ks/): the form posts to /ks/_ks/login, the cookie's
+    path is /ks, the health check under the sub-path passes."""
+    app = App()
+    token = "a-long-enough-token"
+    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, base_path="ks")
+    page = call(g, "/ks/kernels")
+    assert status(page) == 401 and b'action="/ks/_ks/login"' in page[1]["body"]
+    sent = call(g, "/ks/_ks/login", method="POST", body=f"token={token}&next=/ks/kernels".encode())
+    headers = dict(sent[0]["headers"])
+    assert sent[0]["status"] == 303 and headers[b"location"] == b"/ks/kernels" and b"Path=/ks;" in headers[b"set-cookie"]
+    assert status(call(g, "/ks/_stcore/health")) == 200

@@ -1,0 +1,70 @@
+"""The fuzzing suite's CI subset: 310 mutants of the real samples (every format), each through every command that
+reads a file or a run and every page the run appears on (tests.fuzz.oracle). Hypothesis draws the mutations
+(`st.randoms`), derandomized so that every CI run checks the same mutants, and shrinks a failure to its fewest
+operations. The long run (`python -m tests.fuzz.run --mutants 3000`, docs/fuzzing.md) uses the same mutators and
+oracle with 10× the mutants."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis", reason="the fuzzing suite needs hypothesis (the test extra)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.fuzz.mutate import mutate  # noqa: E402
+from tests.fuzz.oracle import FAILURES, Harness  # noqa: E402
+from tests.fuzz.seeds import seeds  # noqa: E402
+
+#: mutants per format in CI (310 in all)
+CI_EXAMPLES = {"ncu-rep": 50, "ncu-csv": 60, "kineto": 70, "nsys": 60, "bench": 70}
+SEEN: dict[str, Counter] = {f: Counter() for f in CI_EXAMPLES}
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    pytest.importorskip("ncu_report")
+    h = Harness(tmp_path_factory.mktemp("fuzz"), timeout_s=120.0)
+    yield h
+    h.stop()
+
+
+def _fuzz(harness: Harness, fmt: str, rng, pick: int) -> None:
+    pool = seeds()[fmt]
+    seed = pool[pick % len(pool)]
+    m = mutate(rng, seed)
+    out = harness.check(m)
+    SEEN[fmt][out.status] += 1
+    assert out.status not in FAILURES, f"{fmt} mutant of {seed.name} {m.ops}: {out.status}: {out.detail}"
+
+
+def _test_for(fmt: str):
+    @settings(max_examples=CI_EXAMPLES[fmt], derandomize=True, deadline=None, database=None, print_blob=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.function_scoped_fixture])
+    @given(rng=st.randoms(use_true_random=False), pick=st.integers(0, 63))
+    def test(harness, rng, pick):
+        _fuzz(harness, fmt, rng, pick)
+    test.__name__ = f"test_fuzz_{fmt.replace('-', '_')}"
+    return test
+
+
+test_fuzz_ncu_rep = _test_for("ncu-rep")
+test_fuzz_ncu_csv = _test_for("ncu-csv")
+test_fuzz_kineto = _test_for("kineto")
+test_fuzz_nsys = _test_for("nsys")
+test_fuzz_bench = _test_for("bench")
+
+
+def test_the_ci_subset_ran_at_least_300_mutants_both_accepted_and_refused():
+    """Runs after the five above (file order): the subset is not vacuous — every format had mutants that were
+    refused and (but for the most fragile formats) some that were accepted and went through every command."""
+    if sum(sum(c.values()) for c in SEEN.values()) == 0:
+        pytest.skip("the fuzz tests above did not run (selected alone)")
+    total = sum(sum(c.values()) for c in SEEN.values())
+    assert total >= 300, SEEN
+    for fmt, c in SEEN.items():
+        assert c["refused"] > 0, (fmt, c)
+    assert sum(c["accepted"] for c in SEEN.values()) >= 50, SEEN
+    print("fuzz CI subset:", {f: dict(c) for f, c in SEEN.items()})
