@@ -28,8 +28,8 @@ import polars as pl
 from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.kernel_names import canonical_name, display_names
 from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
-from collectors.ncu_values import (_NA, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma, _number,  # noqa: F401
-                                   _parse_raw, ncu_to_base)
+from collectors.ncu_values import (_NA, FACT_METRICS, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma,  # noqa: F401
+                                   _number, _parse_raw, ncu_to_base)
 from collectors.schema import (KERNEL_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed, conform_metrics,
                                finish_meta)
 
@@ -365,9 +365,9 @@ def _gpu_facts(long: pl.DataFrame, attrs: dict) -> dict:
     memory clock (device attribute memory_clock_rate [kHz], else the measured DRAM frequency)."""
     sm = attrs.get("multiprocessor_count")
     if not isinstance(sm, (int, float)):
-        sm = _median(long, "launch__sm_count")
+        sm = _median(long, FACT_METRICS[0])
     clock = attrs.get("memory_clock_rate")
-    clock = clock * 1e3 if isinstance(clock, (int, float)) else _median(long, "dram__cycles_elapsed.avg.per_second")
+    clock = clock * 1e3 if isinstance(clock, (int, float)) else _median(long, FACT_METRICS[1])
     return {"sm_count": int(sm) if sm is not None else None, "memory_clock_hz": clock}
 
 

@@ -105,8 +105,11 @@ def gpu_for(meta: dict, gpu: str | None = None) -> GPUSpec:
 
 
 class Source:
-    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None):
+    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None, keep_parsed: bool = False):
+        """`keep_parsed`: analyses of Parsed files (not stored) are cached too, by the object's identity (the
+        command line, which checks a file with `check` and then reports the same analysis)."""
         self.store = store
+        self._keep_parsed = keep_parsed
         self.root = str(store.root)
         self.gpu = get_gpu(gpu).name if gpu else None   # UnknownName for a name the registry lacks
         self._cache: OrderedDict = OrderedDict()
@@ -172,6 +175,14 @@ class Source:
                                                     pl.col("metric", "text", "unit").cast(pl.String)))
 
     # ---- cache -----------------------------------------------------------------------------------
+    def _cached_parsed(self, key: tuple, parsed: Parsed, make):
+        """make() for a Parsed file: cached by its identity when this Source keeps parsed analyses (the entry holds
+        the object, so that its identity cannot be reused while cached)."""
+        if not self._keep_parsed:
+            return make()
+        held = self._cached(("parsed", id(parsed), *key), lambda: (parsed, make()))
+        return held[1] if held[0] is parsed else make()
+
     def _cached(self, key, make):
         with self._lock:
             if key in self._cache:
@@ -268,7 +279,7 @@ class Source:
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
                                gpu_warning=ident.warning)
         if isinstance(run, Parsed):
-            return make()
+            return self._cached_parsed(("ncu", self.gpu, self._ceilings_key()), run, make)
         return self._cached(("ncu", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
@@ -281,7 +292,7 @@ class Source:
             floor = self.launch_floor_ns(meta.get("gpu_name"))
             return TraceAnalysis(run.kind, meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
         if isinstance(run, Parsed):
-            return make()
+            return self._cached_parsed(("trace", self.gpu, self._ceilings_key()), run, make)
         return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
@@ -338,7 +349,7 @@ class Source:
             return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
                                  skipped_checks(run.meta, res))
         if isinstance(run, Parsed):
-            return make()
+            return self._cached_parsed(("bench", self.gpu, self._bench_key()), run, make)
         return self._cached(("bench", run.run_id, self.gpu, self._bench_key()), make)
 
     def bench_results(self) -> pl.DataFrame:
@@ -389,8 +400,9 @@ class Source:
     def check(self, parsed: Parsed, name: str, gpu: str | None = None) -> None:
         """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
         ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
-        stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
-        probe = Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
+        stored run can break the analyses or the pages. Any exception of the analysis refuses the file. A Source
+        that keeps parsed analyses analyses it itself (the command line then reports that analysis, not a second)."""
+        probe = self if self._keep_parsed and not gpu else Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
         try:
             probe.analysis(parsed)
         except InputError:

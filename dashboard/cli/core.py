@@ -207,8 +207,8 @@ def analyze(
     if is_multi_rank_target(path_or_run):
         analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
         return
-    run, source = load(path_or_run, store, gpu)
-    src = open_source(store, gpu)
+    src = open_source(store, gpu, keep_parsed=True)          # the file's check computes the analysis reported
+    run, source = load(path_or_run, store, gpu, src=src)
     executor = None
     from collectors.store import Run
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
