@@ -12,14 +12,25 @@ numeric columns to carry (e.g. the fraction of the GPU's DRAM peak).
 Classification of a matched kernel with medians a, b and spreads s_a, s_b:
     change    = b / a - 1
     threshold = max(noise_floor, k x sqrt((s_a / a)^2 + (s_b / b)^2))      (k = 2)
-    faster if change < -threshold; slower if change > threshold; otherwise unchanged (inside the spread).
+    faster if change < -threshold; slower if change > threshold; otherwise unchanged (inside the spread) when the
+    threshold is at most NOISY_LIMIT x the noise floor, and "too noisy to judge" when it is larger (the launches
+    spread so much that a change of that size could not be seen).
 Kernels only in B are "added", only in A "removed".
+
+`compare(...)` puts together everything Compare shows for two runs of one kind (the CLI and the page render it):
+the kernels, the totals, the runs' relatedness (analyzers.baseline.relatedness) and, for Nsight Compute runs, every
+matched launch's metric diff (analyzers.baseline.metric_diff), for traces their statistics
+(analyzers.baseline.trace_stats).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import polars as pl
 
-STATUSES = ("slower", "faster", "unchanged", "added", "removed")
+from analyzers.baseline import NOISY_LIMIT, metric_diff, relatedness, trace_stats
+
+STATUSES = ("slower", "faster", "unchanged", "too noisy to judge", "added", "removed")
 NOISE_FLOOR = 0.05
 SPREAD_K = 2.0
 
@@ -89,6 +100,7 @@ def change_columns(noise_floor: float = NOISE_FLOOR, k: float = SPREAD_K) -> lis
               .when(pl.col("median_ns_b").is_null()).then(pl.lit("removed"))
               .when(change < -thr).then(pl.lit("faster"))
               .when(change > thr).then(pl.lit("slower"))
+              .when(thr > NOISY_LIMIT * noise_floor + 1e-12).then(pl.lit("too noisy to judge"))
               .otherwise(pl.lit("unchanged")))
     return [status.alias("status"), (change * 100).alias("change_pct"),
             pl.when(change.is_not_null()).then(thr * 100).alias("threshold_pct")]
@@ -117,3 +129,63 @@ def totals(cmp: pl.DataFrame) -> dict:
     counts = {s: int((cmp["status"] == s).sum()) for s in STATUSES}
     return {"total_a_ns": ta, "total_b_ns": tb, "change_pct": (tb / ta - 1) * 100 if ta else None,
             "counts": counts}
+
+
+@dataclass
+class CompareResult:
+    kind: str                                   # "ncu" | "trace"
+    noise_floor: float
+    related: dict                               # analyzers.baseline.relatedness
+    kernels: pl.DataFrame                       # compare_runs
+    totals: dict
+    pairs: list[dict] = field(default_factory=list)   # ncu: matched launches {name, config, occurrence, a_id, b_id}
+    metrics: dict = field(default_factory=dict)        # ncu: pair index -> metric_diff of that pair
+    stats: pl.DataFrame | None = None                  # traces: trace_stats
+    dims: bool = True                                  # ncu: matched by grid/block dimensions (has_dims), else sizes
+
+
+def launch_metric_rows(metrics: pl.DataFrame, ids, sections: pl.DataFrame | None) -> pl.DataFrame:
+    """The long metric rows of some launches (names, texts and units as strings, id Int64) with the section of each
+    metric (a run's metric_sections table: metric, section; None: no section known)."""
+    m = metrics.filter(pl.col("id").is_in(list(ids))).with_columns(
+        pl.col("id").cast(pl.Int64), *[pl.col(c).cast(pl.String) for c in ("metric", "text", "unit") if c in metrics.columns])
+    if "section" in m.columns:
+        return m
+    if sections is None or not sections.height:
+        return m.with_columns(pl.lit(None, dtype=pl.String).alias("section"))
+    return m.join(sections.select(pl.col("metric").cast(pl.String), pl.col("section").cast(pl.String)),
+                  on="metric", how="left", maintain_order="left")
+
+
+def compare_ncu(ka: pl.DataFrame, kb: pl.DataFrame, ma: pl.DataFrame, mb: pl.DataFrame, *, noise_floor: float = NOISE_FLOOR,
+                extra: tuple[str, ...] = (), sections_a: pl.DataFrame | None = None,
+                sections_b: pl.DataFrame | None = None) -> CompareResult:
+    """Two analysed ncu kernel tables (with id, kernel_name, grid/block, duration_ns) and their long metric tables
+    (with their metric_sections tables, for the section of each metric): launches matched n-th with n-th per (name,
+    configuration: dimensions when both runs have them, else blocks and threads per block, see has_dims), each
+    matched pair diffed metric by metric."""
+    dims = has_dims(ka) and has_dims(kb)
+    la = ncu_launches(ka, extra=("id", *extra), dims=dims)
+    lb = ncu_launches(kb, extra=("id", *extra), dims=dims)
+    cmp = compare_runs(la, lb, per_launch=True, noise_floor=noise_floor)
+    pairs = []
+    matched = cmp.filter(pl.col("id_a").is_not_null() & pl.col("id_b").is_not_null())
+    for r in matched.sort("id_a").iter_rows(named=True):
+        pairs.append({"name": r["name"], "config": r["config"], "occurrence": r["occurrence"],
+                      "a_id": int(r["id_a"]), "b_id": int(r["id_b"])})
+    ma = launch_metric_rows(ma, [p["a_id"] for p in pairs], sections_a)
+    mb = launch_metric_rows(mb, [p["b_id"] for p in pairs], sections_b)
+    metrics = {i: metric_diff(ma.filter(pl.col("id") == p["a_id"]), mb.filter(pl.col("id") == p["b_id"]),
+                              noise_floor=noise_floor) for i, p in enumerate(pairs)}
+    return CompareResult("ncu", noise_floor, relatedness(ka["kernel_name"].to_list(), kb["kernel_name"].to_list()),
+                         cmp, totals(cmp), pairs, metrics, dims=dims)
+
+
+def compare_traces(ga: pl.DataFrame, gb: pl.DataFrame, values_a: dict, values_b: dict, *,
+                   noise_floor: float = NOISE_FLOOR) -> CompareResult:
+    """Two traces (gpu_ops tables and analyzers.baseline.trace_values of each): per-kernel medians and the traces'
+    statistics."""
+    cmp = compare_runs(trace_launches(ga), trace_launches(gb), per_launch=False, noise_floor=noise_floor)
+    names = lambda g: g.filter(pl.col("kind") == "kernel")["name"].to_list()  # noqa: E731
+    return CompareResult("trace", noise_floor, relatedness(names(ga), names(gb)), cmp, totals(cmp),
+                         stats=trace_stats(values_a, values_b, noise_floor=noise_floor))

@@ -191,9 +191,52 @@ def occupancy_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     )
 
 
+def display_name(name: str | None) -> str | None:
+    """A demangled kernel name as a table shows it: the function with its namespace path and template arguments,
+    without return type and parameter list (`void ns::smem_column<32>(float*, int)` -> `ns::smem_column<32>`), so
+    launches of `smem_column<32>` and `smem_column<33>` are told apart."""
+    if not name:
+        return name
+    anon = "(anonymous namespace)"
+    name = name.replace(anon, "\x00")
+    depth, end = 0, len(name)
+    for i, ch in enumerate(name):          # the parameter list: the first '(' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            end = i
+            break
+    head = name[:end].strip()
+    depth, cut = 0, 0
+    for i, ch in enumerate(head):          # the return type: up to the last space outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            cut = i + 1
+    return (head[cut:] or name).replace("\x00", anon)
+
+
 def analyze_kernels(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
-    """All per-kernel analyzers in one table."""
+    """All per-kernel analyzers in one table (with `display_name`, see display_name)."""
+    # the run's display label (collectors.kernel_names.display_names: the function name, with its template
+    # arguments where two kernels of the run share it), else the name without return type and parameters
+    shown = pl.col("kernel_name").map_elements(display_name, return_dtype=pl.String)
+    k = k.with_columns((pl.coalesce(pl.col("short_name"), shown) if "short_name" in k.columns else shown)
+                       .alias("display_name"))
     return occupancy_metrics(coalescing(bank_conflicts(tensor_metrics(memory_metrics(k, gpu), gpu))), gpu)
+
+
+#: what each quantity is called where a person reads it
+QUANTITY_LABELS = {
+    "dram_bandwidth_gbps": "DRAM traffic and bandwidth", "smem_conflict_degree": "shared-memory bank conflicts",
+    "global_ld_sectors_per_request": "global-load coalescing (sectors per request)",
+    "achieved_occupancy_pct": "achieved occupancy", "theoretical_occupancy_pct": "ncu's theoretical occupancy",
+    "l2_read_from_l1_bytes": "L2 reads from L1", "flop_tensor": "tensor-core FLOP",
+}
 
 
 def missing_quantities(analyzed: pl.DataFrame) -> list[dict]:
@@ -201,8 +244,22 @@ def missing_quantities(analyzed: pl.DataFrame) -> list[dict]:
     out = []
     for q, (metrics, how) in REQUIREMENTS.items():
         if q in analyzed.columns and analyzed[q].null_count() == analyzed.height:
-            out.append({"quantity": q, "needs": list(metrics), "collect_with": f"ncu {how}"})
+            out.append({"quantity": q, "label": QUANTITY_LABELS.get(q, q), "needs": list(metrics),
+                        "collect_with": f"ncu {how}"})
     return out
+
+
+def missing_groups(missing: list[dict]) -> list[dict]:
+    """The missing quantities grouped by the ncu option that collects them: one entry (one warning) per counter
+    group, {collect_with, labels, quantities, needs}."""
+    groups: dict[str, dict] = {}
+    for m in missing:
+        g = groups.setdefault(m["collect_with"], {"collect_with": m["collect_with"], "labels": [], "quantities": [],
+                                                 "needs": []})
+        g["labels"].append(m.get("label") or m["quantity"])
+        g["quantities"].append(m["quantity"])
+        g["needs"] += [n for n in m["needs"] if n not in g["needs"]]
+    return list(groups.values())
 
 
 # columns of the per-kernel JSON (`kernelscope analyze --format json`), with units for tables

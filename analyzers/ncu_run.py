@@ -4,6 +4,8 @@
     analysis.kernels    one row per launch: the kernel table, every analyzer's columns (analyzers.kernels), the
                         rates against the measured ceilings and each launch's biggest finding (analyzers.findings)
     analysis.missing    quantities no launch has, with the counters they need and the ncu option collecting them
+    analysis.over_peak  every share of a peak above 100 %, with why (`over_peak_notes`): a share of a ceiling is
+                        never shown above 100 % without a reason
 
 Columns added here (units in the names):
     dram_measured_fraction  achieved DRAM bandwidth / the GPU's measured copy ceiling (null without one)
@@ -35,6 +37,7 @@ class NcuAnalysis:
     measured: dict[str, Ceiling] = field(default_factory=dict)
     gpu_how: str | None = None          # how the GPU was identified (analyzers.gpu_identify)
     gpu_warning: str | None = None      # an inference or ambiguity the user should know about
+    over_peak: list[dict] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[dict]:
@@ -67,4 +70,47 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
     a = a.join(launch_flags(a, gpu), on="id", how="left")
-    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning)
+    return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning,
+                       over_peak_notes(a, gpu, measured))
+
+
+#: share columns that can pass 100 %, and the peak they divide by
+SHARE_COLUMNS = {"dram_peak_fraction": "the spec sheet's DRAM bandwidth",
+                 "dram_measured_fraction": "the measured copy ceiling",
+                 "tensor_peak_fraction": "the spec sheet's tensor-core peak",
+                 "fp32_peak_fraction": "the spec sheet's FP32 peak"}
+
+
+def over_peak_notes(a: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling]) -> list[dict]:
+    """Every share of a peak above 100 % (rounded: above 100.05 %) with the reason it can be, from the launch's own
+    counters: {id, column, pct, peak, reason}."""
+    out = []
+    cols = [c for c in SHARE_COLUMNS if c in a.columns]
+    for r in a.select("id", *cols, "dram_counter_peak_gbps", "dram_read_bytes", "dram_bytes", "sm_clock_hz").iter_rows(named=True):
+        for c in cols:
+            v = r[c]
+            if v is None or v <= 1.0005:
+                continue
+            clk = r["sm_clock_hz"]
+            clk_txt = f"{clk / 1e9:.2f} GHz" if clk else "an unknown clock"
+            if c == "dram_peak_fraction":
+                cp = r["dram_counter_peak_gbps"]
+                spec = (gpu.dram_bandwidth_bytes_per_s or 0) / 1e9
+                reason = (f"the spec sheet's {spec:,.0f} GB/s is below this GPU's DRAM peak by its own counters, "
+                          f"{cp:,.0f} GB/s (dram__bytes.sum.peak_sustained × DRAM clock)" if cp and cp > spec else
+                          "above the counters' own DRAM peak too"
+                          + (f" ({cp:,.0f} GB/s)" if cp else "") + ": the counters count more than the bus moved "
+                          "(e.g. ECC or replayed traffic); read it as at the peak")
+            elif c == "dram_measured_fraction":
+                rd = r["dram_read_bytes"] / r["dram_bytes"] if r["dram_bytes"] else None
+                mix = f" ({rd:.0%} of this launch's bytes are reads)" if rd is not None else ""
+                reason = ("the measured ceiling is the best read + write copy `kernelscope bench` reached, not a "
+                          "hardware limit: traffic that mostly reads or mostly writes can go faster" + mix)
+            else:
+                boost = gpu.boost_clock_mhz
+                reason = ("the datasheet quotes this peak at NVIDIA's reference clock; this launch ran its SMs at "
+                          f"{clk_txt} (ncu: gpc__cycles_elapsed.avg.per_second)"
+                          + (f", the GPU's boost clock is {boost / 1e3:.2f} GHz" if boost else "")
+                          + ", so the hardware peak at this clock is above the datasheet's")
+            out.append({"id": r["id"], "column": c, "pct": 100 * v, "peak": SHARE_COLUMNS[c], "reason": reason})
+    return out

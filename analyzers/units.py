@@ -197,6 +197,10 @@ def fmt_short(x, unit: str) -> str:
         return fmt_ns(x * 1e9)
     if unit == "ns":
         return fmt_ns(x)
+    if unit == "fraction":
+        return fmt_pct(100 * x)
+    if unit == "1/s":
+        return f"{x:,.0f} /s"
     if unit in ("B", "bytes"):
         return fmt_bytes(x)
     if unit.endswith("/s"):

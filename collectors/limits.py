@@ -5,6 +5,7 @@
     MAX_ROWS                rows of any one table (launches, events, database rows, bench records)
     MAX_JSON_DEPTH          nesting of a bench result document (orjson itself stops at 1,024)
     MAX_STRING_CHARS        one kernel, op or metric name
+    MAX_SOURCE_CHARS        one CUDA source file a report holds (ncu --import-source yes)
     sqlite_seconds()        the time all queries on one SQLite export may take together
     ncu_child_seconds(), ncu_child_memory_bytes()   the child process that runs NVIDIA's .ncu-rep reader
 
@@ -23,6 +24,9 @@ DEFAULT_ARTIFACT_MB = 4096
 MAX_ROWS = 50_000_000
 MAX_JSON_DEPTH = 64
 MAX_STRING_CHARS = 1 << 16
+MAX_SOURCE_CHARS = 16 << 20
+#: string columns allowed to hold more than a name: (table, column) -> their limit
+LONG_STRING_COLUMNS = {("source_files", "content"): MAX_SOURCE_CHARS}
 
 
 def _env_float(name: str, default: float) -> float:

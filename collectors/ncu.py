@@ -30,7 +30,8 @@ from collectors.kernel_names import canonical_name, display_names
 from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
 from collectors.ncu_values import (_NA, FACT_METRICS, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma,  # noqa: F401
                                    _number, _parse_raw, ncu_to_base)
-from collectors.schema import (KERNEL_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS, Parsed, conform_metrics,
+from collectors.schema import (KERNEL_SCHEMA, METRIC_SECTION_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS,
+                               SASS_SCHEMA, SOURCE_FILES_SCHEMA, SOURCE_METRIC_SCHEMA, Parsed, conform_metrics,
                                finish_meta)
 
 #: report files: `.ncu-rep`, and `.nsight-cuprof-report` as Nsight Compute named them until 2020.1
@@ -85,6 +86,22 @@ def _metric_of_label(sec: str, body: str, label: str) -> str:
             or f"label:{sec}/{label}")
 
 
+_section_map: dict[str, str] | None = None
+
+
+def metric_sections() -> dict[str, str]:
+    """metric name -> the Nsight Compute section that shows it (from the same label table), for exports that do
+    not name sections (the raw page)."""
+    global _section_map
+    if _section_map is None:
+        out: dict[str, str] = {}
+        for (sec, _body, _label), metric in sorted(_labels().items()):
+            if sec:
+                out.setdefault(metric, sec)
+        _section_map = out
+    return _section_map
+
+
 def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
     header = rows[h]
     idx = {c: i for i, c in enumerate(header)}
@@ -118,11 +135,12 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
         unit = r[idx["Metric Unit"]]
         val = r[idx["Metric Value"]]
         num = _number(val, dc)
+        section = (r[sec_i].strip() or None) if sec_i is not None else None
         if num is None:
-            metrics[mname] = (None, None if val.strip() in _NA else val, unit)
+            metrics[mname] = (None, None if val.strip() in _NA else val, unit, section)
         else:
             v, u = ncu_to_base(num, unit)
-            metrics[mname] = (v, None, u)
+            metrics[mname] = (v, None, u, section)
     if not n_ok:
         raise ArtifactError(name, "details-page CSV has no metric rows")
     # the NUMA Affinity section embeds a small table with the GPU's name
@@ -195,19 +213,24 @@ def _parse_csv(data: bytes, name: str, rest=None):
     units = next(csv.reader([units_line]))
     body_start = bom + len(text[:nl + 1 if nl >= 0 else len(text)].encode("utf-8"))
     if rest is not None:
-        return _parse_raw(itertools.chain([memoryview(data)[body_start:]], rest), header, units, 0, name), "csv-raw"
-    return _parse_raw(data, header, units, body_start, name), "csv-raw"
+        return (*_parse_raw(itertools.chain([memoryview(data)[body_start:]], rest), header, units, 0, name), None), \
+            "csv-raw"
+    return (*_parse_raw(data, header, units, body_start, name), None), "csv-raw"
 
 
 def _long_from_launches(launches: list[tuple[dict, dict]]):
-    idents, rows = [], []
+    """(identity, {metric: (value, text, unit[, section])}) per launch -> (identities, long metric frame, the section
+    of each metric: the first one a launch names)."""
+    idents, rows, sections = [], [], {}
     for ident, metrics in launches:
         idents.append(ident)
         kid = _int(ident["ID"])
-        for m, (v, text, unit) in metrics.items():
+        for m, (v, text, unit, *sec) in metrics.items():
             rows.append({"id": kid, "metric": m, "value": v, "text": text, "unit": unit})
+            if sec and sec[0]:
+                sections.setdefault(m, sec[0])
     return idents, pl.DataFrame(rows, schema={"id": pl.Int32, "metric": pl.String, "value": pl.Float64,
-                                              "text": pl.String, "unit": pl.String})
+                                              "text": pl.String, "unit": pl.String}), sections
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +244,7 @@ def check_report_container(data: bytes, name: str) -> int | None:
     return walk(data, name)
 
 
-def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
+def _parse_report(data: bytes, name: str) -> tuple[list[tuple[dict, dict]], dict[str, str], dict]:
     """Check the container here, then read it with NVIDIA's library in a child process (collectors.sandbox): a
     report that makes the library abort or run away costs one refusal, never this process."""
     from collectors.sandbox import run_reader
@@ -231,14 +254,16 @@ def _parse_report(data: bytes, name: str) -> list[tuple[dict, dict]]:
     except ImportError:
         raise ArtifactError(name, "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' "
                                   "(or export a CSV: ncu --import FILE --page raw --csv > FILE.csv)") from None
-    out = run_reader("ncu-rep", data, name, ".ncu-rep")
+    res = run_reader("ncu-rep", data, name, ".ncu-rep")
+    out = res.get("launches") if isinstance(res, dict) else None
     if not isinstance(out, list) or not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], dict)
-                                            and isinstance(x[1], dict) for x in out):
+                                            and isinstance(x[1], dict) for x in out) \
+            or not isinstance(res.get("sections"), dict) or not isinstance(res.get("source"), dict):
         raise ArtifactError(name, "the report reader returned an unexpected result")
     if blocks is not None and len(out) != blocks:
         raise ArtifactError(name, f"the report holds {blocks} kernel result blocks but {len(out)} could be read "
                                   "(corrupt report)")
-    return [(ident, metrics) for ident, metrics in out]
+    return [(ident, metrics) for ident, metrics in out], res["sections"], res["source"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,7 +296,29 @@ def short_name(name: str) -> str:
     return s.split("::")[-1] or name
 
 
-def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parsed:
+def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
+    """The source-level tables (empty for CSV exports, which carry none)."""
+    source = source or {}
+    sass = pl.DataFrame(source.get("sass") or [], schema=SASS_SCHEMA)
+    sm = pl.DataFrame(source.get("metrics") or [], schema=SOURCE_METRIC_SCHEMA, orient="row")
+    files = pl.DataFrame({"file": list((source.get("files") or {}).keys()),
+                          "content": list((source.get("files") or {}).values())}, schema=SOURCE_FILES_SCHEMA)
+    return {"sass": sass, "source_metrics": sm, "source_files": files}
+
+
+def _section_frame(long: pl.DataFrame, sections: dict[str, str] | None) -> pl.DataFrame:
+    """The section of each metric the run has: the file's own (a report's sections, a details page's Section Name),
+    else the section whose label names it in ncu's label table (the raw page names none)."""
+    names = long.get_column("metric").cast(pl.String).unique().to_list()
+    labelled = metric_sections()
+    own = sections or {}
+    rows = [(m, own.get(m) or labelled.get(m)) for m in names]
+    rows = [r for r in rows if r[1]]
+    return pl.DataFrame(rows, schema=METRIC_SECTION_SCHEMA, orient="row").sort("metric")
+
+
+def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_level: dict | None = None,
+           sections: dict[str, str] | None = None) -> Parsed:
     long = conform_metrics(long)
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null()) \
@@ -335,7 +382,11 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str) -> Parse
                             "the launches are told apart by blocks per grid and threads per block (seen in ncu 2025.3 "
                             "exports of an ncu 2019.x-2020.1 report)"]
     meta["lacks"] = _lacks(kernels, meta, bool(contradicted))
-    return Parsed("ncu", {"kernels": kernels, "metrics": long}, finish_meta("ncu", meta))
+    src = _source_frames(source_level)
+    meta["source_counters"] = src["source_metrics"].height > 0
+    meta["source_lines"] = bool(src["sass"]["line"].is_not_null().any()) if src["sass"].height else False
+    return Parsed("ncu", {"kernels": kernels, "metrics": long, "metric_sections": _section_frame(long, sections), **src},
+                  finish_meta("ncu", meta))
 
 
 def _most_per_launch(ids: pl.Series) -> int:
@@ -418,14 +469,16 @@ def parse_file(path, name: str) -> Parsed:
             break
     if base.endswith(REPORT_SUFFIXES):
         return parse(bytes(head) + b"".join(chunks), name)
-    (idents, long), fmt = _parse_csv(bytes(head), name, rest=chunks)
-    return _build(idents, long, name, fmt)
+    (idents, long, sections), fmt = _parse_csv(bytes(head), name, rest=chunks)
+    return _build(idents, long, name, fmt, sections=sections)
 
 
 def parse(data: bytes, name: str) -> Parsed:
     """Parse an Nsight Compute report or CSV export (already decompressed) into the kernel tables."""
     base = (name[:-3] if name.endswith(".gz") else name).lower()
     if base.endswith(REPORT_SUFFIXES):
-        return _build(*_long_from_launches(_parse_report(data, name)), name, "ncu-rep")
-    (idents, long), fmt = _parse_csv(data, name)
-    return _build(idents, long, name, fmt)
+        launches, sections, source = _parse_report(data, name)
+        idents, long, _ = _long_from_launches(launches)
+        return _build(idents, long, name, "ncu-rep", source, sections)
+    (idents, long, sections), fmt = _parse_csv(data, name)
+    return _build(idents, long, name, fmt, sections=sections)

@@ -3,7 +3,9 @@
 This module imports neither polars nor the CSV parser, so the child that reads a report (collectors.sandbox, task
 "ncu-rep") starts in a fraction of a second; collectors.ncu builds the tables from what it returns.
 
-    read_report_file(path, name) -> [(identity, {metric: (value, text, unit)})]     one entry per profiled launch
+    read_report_file(path, name) -> {"launches": [(identity, {metric: (value, text, unit)})],  one per launch
+                                     "sections": {metric: the first section showing it},
+                                     "source": {"sass": [...], "metrics": [...], "files": {...}}}  (collectors.ncu_source)
     ncu_to_base(value, unit) -> (value in base units, base unit)
 """
 from __future__ import annotations
@@ -48,8 +50,11 @@ def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
 
 
 
-def read_report_file(path: str, name: str) -> list[tuple[dict, dict]]:
-    """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it can abort)."""
+def read_report_file(path: str, name: str) -> dict:
+    """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it can abort): each
+    launch's identity and metrics, the section that shows each metric, and the source level (SASS and the Source
+    Counters per address, the CUDA files the report holds)."""
+    from collectors.ncu_source import sections_of, source_tables
     try:
         import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:
@@ -60,10 +65,14 @@ def read_report_file(path: str, name: str) -> list[tuple[dict, dict]]:
     except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
         raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
     out = []
+    sections: dict[str, str] = {}
+    source: dict = {"sass": [], "metrics": [], "files": {}}
     for ri in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
             act = rng.action_by_idx(ai)
+            for m, sec in sections_of(act).items():
+                sections.setdefault(m, sec)
             metrics = {}
             for m in act.metric_names():
                 met = act.metric_by_name(m)
@@ -101,10 +110,17 @@ def read_report_file(path: str, name: str) -> list[tuple[dict, dict]]:
                 "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
                 "NVTX": _nvtx_of(act),
             }
+            kid = len(out)
             out.append((ident, metrics))
+            sass, rows, files = source_tables(act)
+            source["sass"] += [{"id": kid, **r} for r in sass]
+            source["metrics"] += [(kid, *r) for r in rows]
+            for f, content in files.items():
+                if content or f not in source["files"]:
+                    source["files"][f] = content
     if not out:
         raise ArtifactError(name, "the report holds no profiled kernels")
-    return out
+    return {"launches": out, "sections": sections, "source": source}
 
 
 def _nvtx_of(act) -> str | None:

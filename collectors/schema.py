@@ -6,7 +6,11 @@ dict whose common keys are declared in `CommonMeta` and checked by `finish_meta`
 trusts the columns.
 
 Kinds and their tables:
-    ncu     kernels (KERNEL_SCHEMA, one row per profiled launch), metrics (METRIC_SCHEMA, every metric, long form)
+    ncu     kernels (KERNEL_SCHEMA, one row per profiled launch), metrics (METRIC_SCHEMA, every metric, long form),
+            metric_sections (METRIC_SECTION_SCHEMA: the Nsight Compute section that shows each metric), and from
+            `.ncu-rep` files the source level: sass (SASS_SCHEMA, one row per instruction address), source_metrics
+            (SOURCE_METRIC_SCHEMA: the Source Counters per address) and source_files (SOURCE_FILES_SCHEMA); empty
+            for CSV exports
     kineto  gpu_ops, api_calls, cpu_ops, nvtx (TIMELINE_SCHEMAS; shared with nsys)
     nsys    the same timeline tables
     bench   ceilings, results (BENCH_SCHEMA); predictions and verdicts are added when a run is read
@@ -23,7 +27,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 7, "kineto": 5, "nsys": 5, "bench": 3}
+TABLE_VERSIONS = {"ncu": 8, "kineto": 5, "nsys": 5, "bench": 3}
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind
@@ -172,6 +176,10 @@ NCU_METRIC_COLUMNS: dict[str, str] = {
     "tensor_flop_tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
     "tensor_flop_fp8": "sm__ops_path_tensor_src_fp8_sparsity_off.sum",
     "tensor_flop_fp64": "sm__ops_path_tensor_src_fp64.sum",
+    # warp instructions (the instruction roofline) and the L2's peak (the hierarchical roofline's L2 roof)
+    "inst_executed": "smsp__inst_executed.sum",
+    "l2_peak_bytes_per_cycle": "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+    "l2_clock_hz": "lts__cycles_elapsed.avg.per_second",
 }
 #: older ncu names of the same metrics (read when the newer one is absent)
 NCU_ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":
@@ -206,6 +214,18 @@ METRIC_SCHEMA = pl.Schema({"id": pl.Int32, "metric": pl.Categorical(), "value": 
 def conform_metrics(df: pl.DataFrame) -> pl.DataFrame:
     """A metrics table in METRIC_SCHEMA's order and types (an Enum of metric names reads as Categorical)."""
     return df.select([pl.col(c).cast(t) for c, t in METRIC_SCHEMA.items()])
+
+
+#: the Nsight Compute section that shows each metric (one row per metric name; a metric no section names is absent):
+#: from the report's own sections, a details page's Section Name column, or for the raw page ncu's label table
+METRIC_SECTION_SCHEMA = pl.Schema({"metric": pl.String, "section": pl.String})
+#: `.ncu-rep` only: the SASS of each profiled launch, one row per instruction address (collectors.ncu_source)
+SASS_SCHEMA = pl.Schema({"id": pl.Int64, "address": pl.Int64, "offset": pl.Int64, "sass": pl.String,
+                         "file": pl.String, "line": pl.Int64})      # file/line: null without nvcc -lineinfo
+#: the Source Counters: every PC-correlated metric (inst_executed, smsp__pcsamp_*, ...) per launch and address
+SOURCE_METRIC_SCHEMA = pl.Schema({"id": pl.Int64, "address": pl.Int64, "metric": pl.String, "value": pl.Float64})
+#: CUDA source files the report holds (content empty unless recorded with ncu --import-source yes)
+SOURCE_FILES_SCHEMA = pl.Schema({"file": pl.String, "content": pl.String})
 
 
 # ---------------------------------------------------------------------------------------------------

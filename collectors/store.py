@@ -11,6 +11,8 @@ run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload t
 name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
 leaves no half run, and two processes ingesting the same file both end with the same complete run.
 
+Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the listing in one step,
+then removes it: the one change to the store a user makes.
 Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
 metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
 within RACY_S seconds of a change is taken again next time, since file times are coarse).
@@ -408,6 +410,31 @@ class Store:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
 
+    # ---- deleting: the one change to a stored run a user may make -------------------------------------
+    def delete(self, run_id: str) -> Run:
+        """Remove a run (id or unique prefix): its folder is first renamed out of the listing in one atomic step
+        (runs/.deleted-<id>-<random>), then removed, so a reader never sees half a run and a crash leaves only a
+        hidden folder, which the next delete sweeps away. Returns the run as it was (its manifest read first).
+        RunNotFound for an unknown id; StoreError when the store cannot be written."""
+        run = self.get(run_id)
+        _ = run.manifest                                   # read before it goes
+        gone = self.runs_dir / f".deleted-{run.run_id}-{os.urandom(4).hex()}"
+        try:
+            os.rename(run.path, gone)
+        except FileNotFoundError:
+            raise RunNotFound(run.run_id, "was deleted by someone else meanwhile") from None
+        except OSError as e:
+            raise StoreError(str(run.path), f"cannot delete run {run.run_id} ({e.strerror or e})") from None
+        shutil.rmtree(gone, ignore_errors=True)
+        for old in self.runs_dir.glob(".deleted-*"):       # leftovers of an interrupted delete
+            shutil.rmtree(old, ignore_errors=True)
+        if run_index.index_dir(self.root).is_dir():        # the index is a cache: drop the run's rows now
+            try:
+                ids = self.run_ids()
+                run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
+            except OSError:
+                pass                                       # refresh_index drops it on the next read
+        return run
     def run_ids(self) -> set[str]:
         """The ids of the complete runs, from the folder names alone (a run folder appears complete, by one rename,
         and temporary folders start with a dot)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import polars as pl
 
 from collectors.errors import ArtifactError
-from collectors.limits import MAX_ROWS, MAX_STRING_CHARS
+from collectors.limits import LONG_STRING_COLUMNS, MAX_ROWS, MAX_STRING_CHARS
 from collectors.schema import Parsed
 
 TIME_BOUND_NS = 1 << 62
@@ -103,9 +103,10 @@ def _strings(df: pl.DataFrame, tname: str, name: str) -> None:
     for c, t in df.schema.items():
         if t != pl.String or not df.height:
             continue
+        limit = LONG_STRING_COLUMNS.get((tname, c), MAX_STRING_CHARS)
         longest = df[c].str.len_chars().max()
-        if longest is not None and longest > MAX_STRING_CHARS:
-            raise ArtifactError(name, f"{tname}: a {c} of {longest:,} characters (the limit is {MAX_STRING_CHARS:,})")
+        if longest is not None and longest > limit:
+            raise ArtifactError(name, f"{tname}: a {c} of {longest:,} characters (the limit is {limit:,})")
 
 
 def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, what: str = "") -> None:

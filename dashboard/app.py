@@ -4,55 +4,23 @@ Pages live in dashboard/views/ and rebuild themselves from the URL query string 
 pasted into chat opens the same view in a new browser.
 
 Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment; required
-with a non-loopback --host) every browser must give it once, in the form or as ?token=… in the first URL. Under
-`kernelscope dashboard` the gate in front of Streamlit checks it before any session or upload exists
-(dashboard/gate.py, dashboard/serve.py); the form below remains for `streamlit run dashboard/app.py`. The token is
-then removed from the address bar, so a copied link never carries it.
+with a non-loopback --host; at least 16 characters) a browser gives it once, in the form or as ?token=… in the first
+URL: the page that was asked for (its path and every query parameter) opens after the login, the token is removed
+from the address bar (a copied link never carries it), and the browser stays logged in for its session, across
+reloads and new tabs. Under `kernelscope dashboard` the gate in front of Streamlit (dashboard/gate.py,
+dashboard/serve.py) does all of this before any session or upload exists, with its own cookie; the form and the
+signed cookie below (dashboard.auth) serve `streamlit run dashboard/app.py`.
 """
 from __future__ import annotations
 
-import hmac
 import os
 from pathlib import Path
 
 import streamlit as st
 
-from dashboard import data
+from dashboard import auth, data
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
-
-
-def token_ok(given: str | None, token: str) -> bool:
-    """Constant-time comparison of UTF-8 bytes (str compare_digest refuses non-ASCII input)."""
-    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
-
-
-token = os.environ.get("KERNELSCOPE_TOKEN")
-if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed
-    token = None
-if token and not st.session_state.get("authenticated"):
-    if token_ok(st.query_params.get("token"), token):
-        st.session_state["authenticated"] = True
-    else:
-        st.title("Kernelscope")
-        st.caption("This server needs an access token (ask whoever started it).")
-        entered = st.text_input("Access token", type="password")
-        if token_ok(entered, token):
-            st.session_state["authenticated"] = True
-            if "token" in st.query_params:
-                del st.query_params["token"]
-            st.rerun()
-        if entered or st.query_params.get("token"):
-            st.error("Wrong token.")
-        st.stop()
-if "token" in st.query_params:
-    del st.query_params["token"]
-
-if "samples_checked" not in st.session_state:
-    n = data.ensure_samples(data.store())
-    st.session_state["samples_checked"] = True
-    if n:
-        st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")
 
 VIEWS = Path(__file__).parent / "views"
 
@@ -80,5 +48,46 @@ sections = {
     "Textbook": [optional("cases.py", "Textbook cases", "cases", ":material/menu_book:"),
                  optional("claims.py", "Claims", "claims", ":material/fact_check:")],
 }
-st.navigation({k: [p for p in v if p is not None] for k, v in sections.items()
-               if any(p is not None for p in v)}).run()
+pages = {k: [p for p in v if p is not None] for k, v in sections.items() if any(p is not None for p in v)}
+
+token = os.environ.get("KERNELSCOPE_TOKEN")
+if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed
+    token = None
+if token and not st.session_state.get("authenticated"):
+    # the requested page is chosen from the URL before the gate, so the login keeps it (and its query parameters)
+    current = st.navigation(pages, position="hidden")
+    if len(token) < auth.MIN_TOKEN:
+        st.error(f"This server's access token is shorter than {auth.MIN_TOKEN} characters; restart it with a longer "
+                 "one (e.g. `openssl rand -hex 16`).")
+        st.stop()
+    if auth.cookie_ok(st.context.cookies.get(auth.COOKIE), token) or auth.token_ok(st.query_params.get("token"), token):
+        st.session_state["authenticated"] = True
+        st.session_state["set_cookie"] = True
+        if "token" in st.query_params:
+            del st.query_params["token"]
+        st.rerun()
+    else:
+        st.title("Kernelscope")
+        st.caption("This server needs an access token (ask whoever started it).")
+        entered = st.text_input("Access token", type="password")
+        if auth.token_ok(entered, token):
+            st.session_state["authenticated"] = True
+            st.session_state["set_cookie"] = True
+            if "token" in st.query_params:
+                del st.query_params["token"]
+            st.rerun()
+        if entered or st.query_params.get("token"):
+            st.error("Wrong token.")
+        st.stop()
+if "token" in st.query_params:
+    del st.query_params["token"]
+if token and st.session_state.pop("set_cookie", False):
+    st.html(auth.cookie_script(auth.make_cookie(token)), unsafe_allow_javascript=True)
+
+if "samples_checked" not in st.session_state:
+    n = data.ensure_samples(data.store()) if data.samples_wanted() else 0
+    st.session_state["samples_checked"] = True
+    if n:
+        st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")
+
+st.navigation(pages).run()

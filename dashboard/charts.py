@@ -7,6 +7,10 @@ import polars as pl
 
 from dashboard.theme import MEASURED_COLOR, SPEC_COLOR, STATUS_COLORS, ensure_theme
 
+#: every chart is at least this tall (px): a chart whose height Vega-Lite derives from its container can collapse
+#: to a few pixels in a Streamlit column
+MIN_HEIGHT = 260
+
 
 def roofline(points: pl.DataFrame, roofs: list[dict]) -> alt.LayerChart:
     """Roofline: attainable = min(compute peak, AI x DRAM peak) for each roof, and one point per launch.
@@ -52,6 +56,65 @@ def roofline(points: pl.DataFrame, roofs: list[dict]) -> alt.LayerChart:
         title="Roofline: throughput vs arithmetic intensity (per launch)", height=360)
 
 
+LEVEL_COLORS = {"L1/shared": "#009E73", "L2": "#E69F00", "DRAM": "#0072B2"}
+
+
+def hierarchical_roofline(points: pl.DataFrame, roofs: list[dict], *, unit: str, title: str,
+                          height: int = 380) -> alt.LayerChart:
+    """A hierarchical roofline (analyzers.roofline.Roofline): each launch at every memory level it has bytes at,
+    against the memory roofs (slanted, one per level) and the compute roofs (flat).
+
+    points: launch, kernel, level, intensity, rate (per second), duration_us, work; roofs: label, kind (memory |
+    compute), level, value, measured."""
+    ensure_theme()
+    per = "FLOP" if unit == "FLOP" else "warp inst"
+    xs = [x for x in points["intensity"].to_list() if x and x > 0] if points.height else []
+    mem = [r for r in roofs if r["kind"] == "memory"]
+    comp = [r for r in roofs if r["kind"] == "compute"]
+    top = max([r["value"] for r in comp] + ([max(points["rate"].to_list())] if points.height else [1.0]))
+    ridges = [c["value"] / m["value"] for c in comp for m in mem] or [1.0]
+    lo = min(xs + ridges) / 8
+    hi = max(xs + ridges) * 8
+    big_bw = max([m["value"] for m in mem], default=None)
+    rows = []
+    n = 60
+    for r in roofs:
+        for i in range(n + 1):
+            x = lo * (hi / lo) ** (i / n)
+            y = min(x * r["value"], top) if r["kind"] == "memory" else min(r["value"], x * big_bw if big_bw else r["value"])
+            rows.append({"roof": r["label"], "intensity": x, "rate_per_s": y, "measured": r["measured"]})
+    roof_df = pl.DataFrame(rows, schema={"roof": pl.String, "intensity": pl.Float64, "rate_per_s": pl.Float64,
+                                         "measured": pl.Boolean})
+    labels = [r["label"] for r in roofs]
+    colors = [LEVEL_COLORS.get(r["level"], "#374151") if r["kind"] == "memory" else "#374151" for r in roofs]
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[lo, hi]),
+              title=f"intensity [{per}/byte] = {per} / bytes moved at the level (ncu counters)")
+    y = alt.Y("rate_per_s:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format="~s"),
+              title=f"throughput [{per}/s] (ncu counters / duration)")
+    lines = alt.Chart(roof_df).mark_line().encode(
+        x=x, y=y, color=alt.Color("roof:N", title="roof", scale=alt.Scale(domain=labels, range=colors)),
+        strokeDash=alt.StrokeDash("roof:N", legend=None, scale=alt.Scale(
+            domain=labels, range=[[1, 0] if r["measured"] else [6, 4] for r in roofs])),
+        tooltip=[alt.Tooltip("roof:N"), alt.Tooltip("intensity:Q", format=".3g", title=f"{per}/byte"),
+                 alt.Tooltip("rate_per_s:Q", format=".3s", title=f"{per}/s")])
+    layers = [lines]
+    if points.height:
+        pts = points.rename({"rate": "rate_per_s"})
+        levels = [lv for lv in LEVEL_COLORS if lv in set(pts["level"].to_list())]
+        base = alt.Chart(pts).encode(x=x, y=y)
+        layers.append(base.mark_line(color="#9ca3af", strokeWidth=1).encode(detail="launch:N"))
+        layers.append(base.mark_point(size=80, filled=True).encode(
+            fill=alt.Fill("level:N", title="memory level", scale=alt.Scale(
+                domain=levels, range=[LEVEL_COLORS[lv] for lv in levels])),
+            shape=alt.Shape("work:N", title="work"),
+            tooltip=[alt.Tooltip("launch:N", title="launch id"), alt.Tooltip("kernel:N"), alt.Tooltip("level:N"),
+                     alt.Tooltip("work:N"), alt.Tooltip("intensity:Q", format=".3g", title=f"{per}/byte"),
+                     alt.Tooltip("rate_per_s:Q", format=".3s", title=f"{per}/s"),
+                     alt.Tooltip("duration_us:Q", format=",.2f", title="duration [µs]")]))
+    return alt.layer(*layers).resolve_scale(color="independent", fill="independent", shape="independent").properties(
+        title=title, height=height)
+
+
 def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | alt.Chart:
     """Achieved DRAM bandwidth per launch (bars: launch, kernel, dram_gbps) against peaks
     (rules: label, gbps, measured)."""
@@ -62,7 +125,7 @@ def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | al
         tooltip=[alt.Tooltip("launch:N", title="launch id"), "kernel:N",
                  alt.Tooltip("dram_gbps:Q", format=",.0f", title="DRAM [GB/s]")])
     if not rules:
-        return chart.properties(title="DRAM bandwidth per launch")
+        return chart.properties(title="DRAM bandwidth per launch", height=MIN_HEIGHT)
     rdf = pl.DataFrame(rules, schema={"label": pl.String, "gbps": pl.Float64, "measured": pl.Boolean})
     labels = rdf["label"].to_list()
     rule = alt.Chart(rdf).mark_rule(strokeWidth=2).encode(
@@ -72,7 +135,7 @@ def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | al
         strokeDash=alt.StrokeDash("label:N", legend=None, scale=alt.Scale(
             domain=labels, range=[[1, 0] if m else [6, 4] for m in rdf["measured"].to_list()])),
         tooltip=[alt.Tooltip("label:N", title="peak"), alt.Tooltip("gbps:Q", format=",.0f", title="GB/s")])
-    return alt.layer(chart, rule).properties(title="DRAM bandwidth per launch vs peaks")
+    return alt.layer(chart, rule).properties(title="DRAM bandwidth per launch vs peaks", height=MIN_HEIGHT)
 
 
 def occupancy_bars(occ: pl.DataFrame) -> alt.Chart:
@@ -84,7 +147,7 @@ def occupancy_bars(occ: pl.DataFrame) -> alt.Chart:
         color=alt.Color("measure:N", title=None),
         tooltip=[alt.Tooltip("launch:N", title="launch id"), "measure:N",
                  alt.Tooltip("pct:Q", format=".1f", title="occupancy [%]")],
-    ).properties(title="Occupancy: achieved (ncu), theoretical (ncu), theoretical (our calculator)")
+    ).properties(title="Occupancy: achieved (ncu), theoretical (ncu), theoretical (our calculator)", height=MIN_HEIGHT)
 
 
 def change_bars(rows: pl.DataFrame, noise_pct: float) -> alt.LayerChart:
@@ -101,7 +164,7 @@ def change_bars(rows: pl.DataFrame, noise_pct: float) -> alt.LayerChart:
     edges = alt.Chart(pl.DataFrame({"noise_pct": [-noise_pct, noise_pct]})).mark_rule(
         color="#6b7280", strokeDash=[4, 3]).encode(x="noise_pct:Q")
     return alt.layer(bars, edges).properties(title="Per-kernel change (dashed: ± noise floor)",
-                                             height=alt.Step(22))
+                                             height=max(MIN_HEIGHT, 22 * rows["label"].n_unique()))
 
 
 def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_title: str, title: str,
@@ -113,7 +176,19 @@ def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_t
         y=alt.Y(f"{value}:Q", title=value_title),
         color=alt.Color(f"{group}:N", title=group_title),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".1f", title=value_title)],
-    ).properties(title=title)
+    ).properties(title=title, height=MIN_HEIGHT)
+
+
+def stall_bars(reasons: pl.DataFrame) -> alt.Chart:
+    """Warp-state samples per stall reason of one launch (reasons: label, waits_for, samples, pct)."""
+    ensure_theme()
+    return alt.Chart(reasons).mark_bar().encode(
+        y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("pct:Q", title="share of the launch's warp-state samples [%] (smsp__pcsamp_warps_issue_stalled_*)"),
+        tooltip=[alt.Tooltip("label:N", title="reason"), alt.Tooltip("waits_for:N", title="the warp waits for"),
+                 alt.Tooltip("samples:Q", format=",.0f"), alt.Tooltip("pct:Q", format=".1f", title="share [%]")],
+    ).properties(title="Where the warps waited (warp-state samples by stall reason)",
+                 height=max(MIN_HEIGHT, 22 * reasons.height))
 
 
 # ---- timeline (PyTorch profiler / Nsight Systems runs) ------------------------------------------------
@@ -126,7 +201,7 @@ def launch_delay_histogram(h: pl.DataFrame) -> alt.Chart:
         y=alt.Y("count():Q", title="kernels", stack=True),
         color=alt.Color("launch_api:N", title="launch call"),
         tooltip=["launch_api", alt.Tooltip("count():Q", title="kernels")],
-    ).properties(title="Launch delay per kernel (HTA definition)")
+    ).properties(title="Launch delay per kernel (HTA definition)", height=MIN_HEIGHT)
 
 
 def idle_gaps(pts: pl.DataFrame, categories: list[str]) -> alt.Chart:
@@ -150,7 +225,8 @@ def idle_category_bars(cats: pl.DataFrame, categories: list[str]) -> alt.Chart:
         color=alt.Color("category:N", scale=alt.Scale(domain=categories)),
         tooltip=["stream_key", "category", alt.Tooltip("idle_us:Q", format=",.1f"), "gap_count",
                  alt.Tooltip("idle_ratio:Q", format=".1%")],
-    ).properties(title="Idle categories per stream (HTA)")
+    ).properties(title="Idle categories per stream (HTA)", height=alt.Step(28) if cats["stream_key"].n_unique() > 8
+                 else MIN_HEIGHT)
 
 
 # ---- textbook cases --------------------------------------------------------------------------------------
@@ -184,7 +260,7 @@ def utilisation_lines(h: pl.DataFrame) -> alt.Chart:
     return alt.Chart(h).mark_line().encode(
         x=alt.X("seconds_ago:Q", title="time [s, 0 = now]"),
         y=alt.Y("util_gpu_pct:Q", title="GPU busy [%] (NVML utilisation)", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("gpu:N", title="GPU")).properties(title="Utilisation over this session", height=220)
+        color=alt.Color("gpu:N", title="GPU")).properties(title="Utilisation over this session", height=MIN_HEIGHT)
 
 
 # ---- distributed jobs (the Ranks page) ------------------------------------------------------------------
@@ -199,8 +275,8 @@ def rank_heatmap(cells: pl.DataFrame, value_title: str, title: str) -> alt.Chart
         tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("step:O", title="iteration"),
                  alt.Tooltip("value:Q", format=",.3f", title=value_title), alt.Tooltip("straggler:N")])
     marks = base.transform_filter(alt.datum.straggler).mark_rect(fill=None, stroke="#dc2626", strokeWidth=2)
-    return alt.layer(heat, marks).properties(title=title, height=alt.Step(14) if cells["rank"].n_unique() > 16
-                                             else alt.Step(24))
+    n = cells["rank"].n_unique()
+    return alt.layer(heat, marks).properties(title=title, height=max(MIN_HEIGHT, n * (14 if n > 16 else 24)))
 
 
 def histogram_bars(bins: pl.DataFrame, x_title: str, title: str) -> alt.Chart:
@@ -209,7 +285,7 @@ def histogram_bars(bins: pl.DataFrame, x_title: str, title: str) -> alt.Chart:
     return alt.Chart(bins).mark_bar().encode(
         x=alt.X("lo:Q", bin="binned", title=x_title), x2="hi:Q", y=alt.Y("count:Q", title="iterations"),
         tooltip=[alt.Tooltip("lo:Q", format=",.3f", title="from"), alt.Tooltip("hi:Q", format=",.3f", title="to"),
-                 "count:Q"]).properties(title=title, height=220)
+                 "count:Q"]).properties(title=title, height=MIN_HEIGHT)
 
 
 def history_lines(df: pl.DataFrame, *, y: str, y_title: str, color: str, color_title: str, title: str,
@@ -221,4 +297,4 @@ def history_lines(df: pl.DataFrame, *, y: str, y_title: str, color: str, color_t
         y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(type="log") if log_y else alt.Undefined),
         color=alt.Color(f"{color}:N", title=color_title),
         tooltip=[alt.Tooltip("when:T", format="%Y-%m-%d %H:%M"), "run_id:N", alt.Tooltip(f"{y}:Q", format=",.4g"),
-                 f"{color}:N", "label:N"]).properties(title=title, height=280)
+                 f"{color}:N", "label:N"]).properties(title=title, height=max(MIN_HEIGHT, 280))

@@ -21,6 +21,15 @@ def store() -> Store:
     return Store(os.environ.get("KERNELSCOPE_STORE") or None)
 
 
+def samples_wanted() -> bool:
+    """Whether an empty store gets the bundled samples: KERNELSCOPE_LOAD_SAMPLES=1/0 (`kernelscope dashboard
+    --samples/--no-samples` sets it); by default only the default store, never one given by KERNELSCOPE_STORE."""
+    flag = os.environ.get("KERNELSCOPE_LOAD_SAMPLES")
+    if flag in ("0", "1"):
+        return flag == "1"
+    return not os.environ.get("KERNELSCOPE_STORE")
+
+
 def ensure_samples(st_: Store) -> int:
     """On first start with an empty store, load the bundled real samples. Returns how many were ingested."""
     samples = Path(os.environ.get("KERNELSCOPE_SAMPLES", SAMPLES))

@@ -8,13 +8,14 @@ is HTML-escaped; specs are embedded as JSON with "</" escaped so no string can c
 """
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import functools
 import html
 import json
 import re
 
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import FONT, ensure_theme
 
 KIND_LABELS = {"info": "ℹ", "warning": "⚠", "error": "✖", "success": "✔"}
@@ -141,6 +142,28 @@ def _spec(chart) -> dict:
     return spec
 
 
+@functools.lru_cache(maxsize=1)
+def _timeline_js() -> str:
+    """The page's canvas timeline (dashboard/static/timeline.js) as a classic script defining ksTimeline."""
+    from pathlib import Path
+    static = Path(__file__).parent / "static"
+    js = (static / "timeline.js").read_text(encoding="utf-8")
+    return js.replace("export default function(component)", "window.ksTimeline = function(component)"), \
+        (static / "timeline.css").read_text(encoding="utf-8")
+
+
+def timeline_html(b: Timeline, div: str) -> str:
+    """The timeline, drawn offline by the same canvas code as the app, on the window the page showed (zoom and
+    pan work on that data; there is no server to ask for finer detail)."""
+    js, css = _timeline_js()
+    js = js.replace("</script", "<\\/script")
+    data = base64.b64encode(b.payload).decode()
+    return (f"<style>{css}</style><div id=\"{div}\"></div><script>{js}\n"
+            f"(function(){{var b=atob(\"{data}\"),u=new Uint8Array(b.length);for(var i=0;i<b.length;i++)"
+            f"u[i]=b.charCodeAt(i);window.ksTimeline({{data:u,parentElement:document.getElementById(\"{div}\")}});"
+            f"}})();</script>")
+
+
 def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js: bool = True) -> tuple[str, int]:
     parts = [f"<h1>{md_to_html(rep.title)[3:-4]}</h1>"]
     if rep.subtitle:
@@ -164,9 +187,14 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
             cards = "".join(
                 f'<div class="metric" title="{html.escape(h or "")}"><div class="l">{html.escape(label)}</div>'
                 f'<div class="v">{html.escape(value)}</div>'
-                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta else "") + "</div>"
+                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta and delta[0] else "") + "</div>"
                 for label, value, h, *delta in b.items)
             parts.append(f'<div class="metrics">{cards}</div>')
+        elif isinstance(b, Timeline):
+            n += 1
+            parts.append(timeline_html(b, f"tl{n}"))
+            if b.caption:
+                parts.append(f'<div class="caption">{md_to_html(b.caption, base_url)}</div>')
         elif isinstance(b, Chart):
             n += 1
             div = f"vis{n}"
@@ -182,6 +210,19 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
     return "\n".join(parts), n
 
 
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+@functools.lru_cache(maxsize=1)
+def _cjk_font_face() -> str:
+    """@font-face of the bundled CJK subset (dashboard/static/fonts, SIL OFL 1.1), embedded as data."""
+    from pathlib import Path
+    font = Path(__file__).parent / "static" / "fonts" / "KernelscopeCJK-Regular.woff2"
+    data = base64.b64encode(font.read_bytes()).decode()
+    return ("@font-face { font-family: 'Kernelscope CJK'; src: url(data:font/woff2;base64," + data
+            + ") format('woff2'); unicode-range: U+3000-303F, U+3400-9FFF, U+FF00-FFEF; }")
+
+
 def render_html(reports: list[Report], *, source: str | None = None, base_url: str | None = None) -> str:
     """One HTML document for the reports (normally one page)."""
     bundle = vega_bundle()
@@ -193,10 +234,11 @@ def render_html(reports: list[Report], *, source: str | None = None, base_url: s
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = f"Exported from Kernelscope on {when}" + (f" · {html.escape(source)}" if source else "")
     title = html.escape(" · ".join(r.title for r in reports))
+    css = CSS + (_cjk_font_face() if any(_CJK.search(part) for part in body) else "")
     script = ""
     if has_charts and bundle is not None:
         script = "<script>\n" + bundle.replace("</script", "<\\/script") + "\n</script>"
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{title} — Kernelscope</title><style>{CSS}</style>{script}</head>\n"
+            f"<title>{title} — Kernelscope</title><style>{css}</style>{script}</head>\n"
             f'<body><div class="meta">{meta}</div>\n' + "\n".join(body) + "\n</body></html>\n")

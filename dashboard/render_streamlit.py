@@ -2,30 +2,26 @@
 charts (altair, drawn with the kernelscope theme) and metric cards."""
 from __future__ import annotations
 
-import inspect
-
-import polars as pl
 import streamlit as st
 
-from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import ensure_theme
 
 # ---------------------------------------------------------------------------------------------------
 
-def _table_has_hide_index() -> bool:
-    return "hide_index" in inspect.signature(st.table).parameters
-
-
-def column_config(cols: dict[str, Col]) -> dict:
-    cc = {}
-    for name, c in cols.items():
-        if c.kind == "link":
-            cc[name] = st.column_config.LinkColumn(c.header, help=c.help, display_text=c.link_text)
-        elif c.kind == "text":
-            cc[name] = st.column_config.TextColumn(c.header, help=c.help)
-        else:
-            cc[name] = st.column_config.NumberColumn(c.header, help=c.help, format=c.fmt)
-    return cc
+def sized(chart):
+    """The chart with its width fitted to the page and its own height kept (Vega-Lite "fit-x"), as the HTML export
+    draws it. Streamlit's default ("fit") squeezes title, axes and legend into the plot's height, which collapsed
+    charts with a legend or long axis labels to a few pixels."""
+    enc = getattr(chart, "encoding", None)
+    has = enc is not None and repr(enc) != "Undefined"       # altair's Undefined for a layer's own encoding
+    if type(chart).__name__ in ("FacetChart", "HConcatChart", "VConcatChart", "ConcatChart") or (
+            has and any(repr(getattr(enc, k, None)) not in ("Undefined", "None") for k in ("row", "column", "facet"))):
+        return chart      # a grid of views keeps its own size (Vega-Lite cannot fit it)
+    try:
+        return chart.properties(autosize={"type": "fit-x", "contains": "padding"})
+    except Exception:  # noqa: BLE001 - a chart kind that takes no autosize: draw it as it is
+        return chart
 
 
 def render_streamlit(blocks, container=None) -> None:
@@ -34,6 +30,7 @@ def render_streamlit(blocks, container=None) -> None:
     st_ = container or st
     if isinstance(blocks, Report):
         blocks = blocks.blocks
+    seen: dict[str, int] = {}
     for b in blocks:
         if isinstance(b, Text):
             if b.kind == "markdown":
@@ -42,22 +39,24 @@ def render_streamlit(blocks, container=None) -> None:
                 getattr(st_, b.kind)(b.md)
         elif isinstance(b, Heading):
             (st_.subheader if b.level <= 2 else st_.markdown)(b.text if b.level <= 2 else f"**{b.text}**")
-        elif isinstance(b, Table) and b.static:
-            cols = [c for c in b.cols if c in b.frame.columns]
-            shown = pl.DataFrame({b.cols[c].header: [b.cols[c].format(v) for v in b.frame[c].to_list()] for c in cols},
-                                 schema={b.cols[c].header: pl.String for c in cols})
-            st_.table(shown, hide_index=True) if _table_has_hide_index() else st_.table(shown)
-            if b.caption:
-                st_.caption(b.caption)
         elif isinstance(b, Table):
-            frame = b.frame.select([c for c in b.cols if c in b.frame.columns])
-            kw = {"height": b.height} if b.height else {}
-            st_.dataframe(frame, hide_index=True, width="stretch", column_config=column_config(b.cols),
-                          key=f"table-{b.name}", **kw)
+            # every table as plain HTML (dashboard/static/table.js): the same text as the export, and far lighter in
+            # the browser than Streamlit's data grid (whose JavaScript alone costs about a second per page load)
+            from dashboard.components import table, table_rows_wanted
+            n = seen.get(b.name, 0)
+            seen[b.name] = n + 1
+            key = f"table-{b.name}" + (f"-{n}" if n else "")
+            with st_.container():
+                table(b.cells(table_rows_wanted(key)), key=key)
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Chart):
-            st_.altair_chart(b.chart, theme=None, width="stretch", key=f"chart-{b.name}")
+            st_.altair_chart(sized(b.chart), theme=None, width="stretch", key=f"chart-{b.name}")
+            if b.caption:
+                st_.caption(b.caption)
+        elif isinstance(b, Timeline):
+            from dashboard.components import timeline
+            timeline(b.payload, key=f"timeline-{b.name}")
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Metrics):

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "server.address": args.host, "server.port": args.port, "server.headless": True,
         "server.maxUploadSize": args.max_upload_mb, "server.enableXsrfProtection": True, "server.enableCORS": True,
         "server.fileWatcherType": "none", "server.runOnSave": False,
+        "server.enableStaticServing": True,          # dashboard/static: the bundled CJK font (.streamlit/config.toml)
         "browser.gatherUsageStats": False, "client.toolbarMode": "minimal", "client.showErrorDetails": "none",
     })
     return 0

@@ -41,8 +41,10 @@ from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
 
 if TYPE_CHECKING:
+    from analyzers.compare import CompareResult
     from analyzers.ncu_run import NcuAnalysis
     from analyzers.timeline import TimelineSummary
+    from analyzers.timeline_view import TimelineTracks
 
 #: the page that shows a run of each kind
 PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
@@ -155,6 +157,13 @@ class Source:
             raise RunNotFound(run.run_id, f"cannot be read ({e})") from None
         return run
 
+    def delete(self, run_id: str) -> Run:
+        """Delete a run from the store (collectors.store.Store.delete) and forget its cached analyses."""
+        run = self.store.delete(run_id)
+        with self._lock:
+            self._cache.clear()          # the run may sit in any key (comparisons, the store's ceilings)
+        return run
+
     def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
         """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""
         run = self.get(run_id)
@@ -168,11 +177,13 @@ class Source:
         return self._cached(("table", run.run_id, name), lambda: run.table(name))
 
     def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
-        """Every ncu metric of one launch (long form: metric, value, unit, text; names and texts as strings; the
-        stored table keeps them categorical)."""
-        return self._cached(("launch", run_id, launch_id), lambda: self.table(run_id, "metrics").filter(
-            pl.col("id") == launch_id).with_columns(pl.col("id").cast(pl.Int64),
-                                                    pl.col("metric", "text", "unit").cast(pl.String)))
+        """Every ncu metric of one launch (long form: id, metric, value, text, unit, section; names and texts as
+        strings, the stored table keeps them categorical; section: the Nsight Compute section that shows it)."""
+        def make():
+            from analyzers.compare import launch_metric_rows
+            run = self.get(run_id)
+            return launch_metric_rows(self.table(run_id, "metrics"), [launch_id], _sections(run))
+        return self._cached(("launch", run_id, launch_id), make)
 
     # ---- cache -----------------------------------------------------------------------------------
     def _cached_parsed(self, key: tuple, parsed: Parsed, make):
@@ -287,13 +298,56 @@ class Source:
 
         def make():
             from analyzers.timeline import summarize
-            g = run.table("gpu_ops")
+            g, api = run.table("gpu_ops"), run.table("api_calls")
             meta = self.meta(run)
             floor = self.launch_floor_ns(meta.get("gpu_name"))
-            return TraceAnalysis(run.kind, meta, g, run.table("api_calls"), summarize(g, launch_floor_ns=floor))
+            return TraceAnalysis(run.kind, meta, g, api, summarize(g, api, launch_floor_ns=floor))
         if isinstance(run, Parsed):
             return self._cached_parsed(("trace", self.gpu, self._ceilings_key()), run, make)
         return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
+
+    def source_hotspots(self, run: Run | str, launch_id: int):
+        """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
+        run = self._resolve(run)
+
+        def make():
+            if "sass" not in run.tables:
+                return None
+            from analyzers.source_hotspots import source_hotspots
+            return source_hotspots(self.table(run.run_id, "sass"), self.table(run.run_id, "source_metrics"),
+                                   self.table(run.run_id, "source_files"), launch_id)
+        return self._cached(("hotspots", run.run_id, launch_id), make)
+
+    def trace_devices(self, run: Run | str) -> list[tuple[int, int]]:
+        """The (rank, device) pairs of a trace's GPU ops, sorted: without computing its summary."""
+        run = self._resolve(run)
+        g = self.table(run.run_id, "gpu_ops")
+        return [tuple(r) for r in g.select("rank", "device").unique().sort("rank", "device").rows()]
+
+    def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
+        """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
+        from analyzers.timeline_view import build_tracks
+        run = self._resolve(run)
+        if isinstance(run, Parsed):
+            return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
+        t = lambda name: self.table(run.run_id, name)  # noqa: E731  (cached: the trace's analysis reads them too)
+        return self._cached(("tracks", run.run_id),
+                            lambda: build_tracks(t("gpu_ops"), t("api_calls"), t("cpu_ops"), t("nvtx")))
+
+    def ncu_launches_of(self, kernel: dict) -> pl.DataFrame:
+        """Launches of the store's Nsight Compute runs that run the same kernel as a timeline's GPU op
+        (analyzers.kernel_link.match_launches): their analysed rows with run_id, source_name and basis."""
+        frames = []
+        for r in self.runs(("ncu",)):
+            try:
+                k = self.ncu(r).kernels
+            except Exception:  # noqa: BLE001 - one unreadable run must not hide the others' matches
+                continue
+            frames.append(k.with_columns(pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")))
+        if not frames:
+            return pl.DataFrame()
+        from analyzers.kernel_link import match_launches
+        return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
         """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
@@ -432,6 +486,56 @@ class Source:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
+    # ---- baselines ----------------------------------------------------------------------------------
+    def compare(self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float | None = None) -> CompareResult:
+        """Run B against run A (analyzers.compare.compare_ncu / compare_traces): what `kernelscope compare` prints
+        and the Compare page shows. Both runs must be Nsight Compute runs, or both traces. noise_floor: None is
+        analyzers.compare.NOISE_FLOOR."""
+        from analyzers.baseline import trace_values
+        from analyzers.compare import NOISE_FLOOR, compare_ncu, compare_traces
+        noise_floor = NOISE_FLOOR if noise_floor is None else noise_floor
+        a, b = self._resolve(a), self._resolve(b)
+
+        def make():
+            if a.kind == "ncu" and b.kind == "ncu":
+                extra = lambda r: self.ncu(r).kernels.with_columns(  # noqa: E731
+                    dram_pct=pl.col("dram_peak_fraction") * 100, fp32_pct=pl.col("fp32_peak_fraction") * 100)
+                return compare_ncu(extra(a), extra(b), a.table("metrics"), b.table("metrics"),
+                                   noise_floor=noise_floor, extra=("dram_pct", "fp32_pct"),
+                                   sections_a=_sections(a), sections_b=_sections(b))
+            if a.kind in TRACE_KINDS and b.kind in TRACE_KINDS:
+                ta, tb = self.trace(a), self.trace(b)
+                return compare_traces(ta.gpu_ops, tb.gpu_ops, trace_values(ta.summary, ta.gpu_ops),
+                                      trace_values(tb.summary, tb.gpu_ops), noise_floor=noise_floor)
+            raise RunNotFound(getattr(b, "run_id", "?"), "not comparable", message=(
+                f"cannot compare a {a.kind} run (A) with a {b.kind} run (B): Nsight Compute runs compare with Nsight "
+                "Compute runs, traces with traces"))
+        if isinstance(a, Parsed) or isinstance(b, Parsed):
+            return make()
+        return self._cached(("compare", a.run_id, b.run_id, noise_floor, self._bench_key()), make)
+
+    def related_run(self, b: Run) -> Run | None:
+        """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
+        .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never
+        compared by default)."""
+        from analyzers.baseline import relatedness
+        kinds = TRACE_KINDS if b.kind in TRACE_KINDS else (b.kind,)
+        names = self._kernel_names(b)
+        for r in self.runs(kinds):
+            if r.run_id != b.run_id and relatedness(self._kernel_names(r), names)["related"]:
+                return r
+        return None
+
+    def _kernel_names(self, run: Run) -> list[str]:
+        def make():
+            if run.kind == "ncu":
+                return self.table(run.run_id, "kernels")["kernel_name"].unique().to_list()
+            if run.kind in TRACE_KINDS:
+                g = self.table(run.run_id, "gpu_ops")
+                return g.filter(pl.col("kind") == "kernel")["name"].unique().to_list()
+            return self.table(run.run_id, "results")["case"].unique().to_list() if "results" in run.tables else []
+        return self._cached(("names", run.run_id), make)
+
     # ---- the run index: cross-run questions ----------------------------------------------------------
     def history(self, query):
         """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
@@ -444,34 +548,40 @@ class Source:
         return run_index.collect(self.store.root, query)
 
     # ---- textbook cases and claims -------------------------------------------------------------------
-    def case_measurements(self, case_id: str, gpu_name: str) -> list:
-        """Stored Nsight Compute measurements of a textbook case on one GPU (analyzers.cases.Measurement): launches
-        whose name says they run the case, from their counters (each with the launch's other counters, for the
-        predictions' mechanisms), for the page to judge at its parameters."""
-        from analyzers.cases import evaluate, measurements_from_ncu
-        from analyzers.cases.kernel_match import CASE_HINTS
+    def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:
+        """Stored measurements of a textbook case on one GPU, for the case evaluated with `params` (the chapter's
+        defaults when None): Nsight Compute launches recognised as running the case by their counters and launch
+        (analyzers.cases.kernel_match) whose own configuration predicts the same value of that quantity (a launch is
+        never judged against another configuration's prediction). Bench results: case_bench_rows."""
+        from analyzers.cases import evaluate
+        from analyzers.cases.kernel_match import kernel_comparisons
         try:
-            keys = set(evaluate(case_id, gpu_name).predictions)
+            page = evaluate(case_id, gpu_name, params or None)
         except (LookupError, ValueError):
             return []
+        keys = set(page.predictions)
+
+        def same_prediction(c) -> bool:
+            """The launch's own configuration predicts what the page's does for this quantity."""
+            a, b = c.prediction, page.predictions.get(c.quantity)
+            if b is None or not a.numeric or not b.numeric or a.value is None or b.value is None:
+                return False
+            return abs(a.value - b.value) <= 1e-9 * max(abs(a.value), abs(b.value), 1.0)
+
         out = []
-        words = CASE_HINTS.get(case_id, ())
         for run in self.runs(("ncu",)):
-            if not words or not _same_gpu(run.meta.get("gpu_name"), gpu_name):
+            if not _same_gpu(run.meta.get("gpu_name"), gpu_name):
                 continue
-            k = self.table(run.run_id, "kernels")
-            hits = k.filter(pl.col("kernel_name").str.to_lowercase().str.contains("|".join(words)))
-            if not hits.height:
-                continue
-            m = self.table(run.run_id, "metrics").filter(pl.col("id").cast(pl.Int64).is_in(hits["id"].implode())) \
-                .drop_nulls("value").with_columns(pl.col("id").cast(pl.Int64), pl.col("metric").cast(pl.String))
-            for kid, short in zip(hits["id"].to_list(), hits["short_name"].to_list()):
-                mk = m.filter(pl.col("id") == kid)
-                metrics = dict(zip(mk["metric"].to_list(), mk["value"].to_list()))
-                for x in measurements_from_ncu(case_id, metrics, source=f"ncu run {run.run_id}, launch {kid} ({short})",
-                                               gpu=gpu_name):
-                    if x.quantity in keys:
-                        out.append(x)
+            a = self.ncu(run)
+            metrics = self.table(run.run_id, "metrics").drop_nulls("value")
+            for row in a.kernels.iter_rows(named=True):
+                mk = metrics.filter(pl.col("id") == row["id"])
+                src = f"ncu run {run.run_id}, launch {row['id']} ({row['display_name']})"
+                for kc in kernel_comparisons(row, dict(zip(mk["metric"].to_list(), mk["value"].to_list())), a.gpu,
+                                             source=src):
+                    if kc.case_id != case_id:
+                        continue
+                    out += [c.measurement for c in kc.comparisons if c.quantity in keys and same_prediction(c)]
         return out
 
     def case_bench_rows(self, case_id: str, gpu_name: str) -> pl.DataFrame:
@@ -487,6 +597,11 @@ class Source:
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
         return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
+
+
+def _sections(run: Run | Parsed) -> pl.DataFrame | None:
+    """A ncu run's metric_sections table (None for runs stored before it existed: no section known)."""
+    return run.table("metric_sections") if "metric_sections" in run.tables else None
 
 
 def _same_gpu(name, gpu_name) -> bool:

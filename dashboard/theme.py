@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import altair as alt
 
-FONT = "Source Sans Pro, Helvetica Neue, Arial, sans-serif"
+#: Kernelscope CJK: the bundled subset of Noto Sans CJK SC (dashboard/static/fonts, OFL), so Chinese text renders
+#: where the machine has no CJK font (the app serves it, an HTML export embeds it)
+FONT = "Source Sans Pro, Source Sans, Helvetica Neue, Arial, Kernelscope CJK, sans-serif"
 # colour-blind-safe categorical palette (Okabe-Ito), then a neutral
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999"]
 SPEC_COLOR = "#B22222"       # spec-sheet peaks (dashed)
 MEASURED_COLOR = "#2E7D32"   # measured ceilings (solid)
-STATUS_COLORS = {"faster": "#009E73", "slower": "#D55E00", "unchanged": "#999999", "added": "#0072B2",
+STATUS_COLORS = {"faster": "#009E73", "slower": "#D55E00", "unchanged": "#999999", "too noisy to judge": "#E69F00",
+                 "added": "#0072B2",
                  "removed": "#CC79A7"}
 
 

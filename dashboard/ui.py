@@ -52,17 +52,19 @@ def share_link(page: str, values: dict) -> str:
     return base + (f"?{urlencode(q, doseq=True)}" if q else "")
 
 
-def share_panel(page: str, values: dict, reports: list[Report] | None) -> None:
-    """Sidebar: the view's link with a copy button, and an offline HTML download of the same tables/charts."""
+def share_panel(page: str, values: dict, reports) -> None:
+    """Sidebar: the view's link with a copy button, and an offline HTML download of the same tables/charts.
+    `reports`: the page's reports, or a function returning them (built only when the download is clicked)."""
     with st.sidebar:
         st.markdown("**Share this view**")
-        st.caption("Copy the link (button at the right of the box); it opens this view for anyone on this server.")
+        st.caption("Copy the link (the button at the right of the box); it opens this view for anyone on this server.")
         link = share_link(page, values)
-        st.code(link, language=None, wrap_lines=True)
+        from dashboard.components import share_box
+        share_box(link)
         if reports:
             def make() -> str:  # runs on click, in another thread: no Streamlit calls in here
                 from dashboard.render_html import render_html
-                return render_html(reports, source=link)
+                return render_html(reports() if callable(reports) else reports, source=link)
             slug = "-".join(str(values.get(k)) for k in ("run", "a", "b") if values.get(k))
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")) + ".html"
             st.download_button("Download HTML (offline copy)", data=make, file_name=name, mime="text/html",

@@ -46,8 +46,9 @@ _NUM = re.compile(rb'("ts": |"id": |"correlation": |"External id": )(\d+(?:\.\d+
 # --------------------------------------------------------------------------------------------------------------
 # inputs
 # --------------------------------------------------------------------------------------------------------------
-def build_kineto(path: Path, target_mb: float) -> dict:
-    """Replicate the sample's events in Kineto's own layout (the recorded text, numbers shifted per copy)."""
+def build_kineto(path: Path, target_mb: float, copies: int | None = None) -> dict:
+    """Replicate the sample's events in Kineto's own layout (the recorded text, numbers shifted per copy), until the
+    file holds about target_mb MB (or `copies` times)."""
     text = gzip.decompress(SAMPLE.read_bytes())
     m = re.search(rb'"traceEvents"\s*:\s*\[', text)
     close = text.rindex(b"]")
@@ -73,7 +74,7 @@ def build_kineto(path: Path, target_mb: float) -> dict:
         parts.append(e[pos:])
         templates.append((parts, nums))
     one = sum(len(e) + len(sep) for e in body_ev)
-    copies = max(1, int(target_mb * 1e6 / one))
+    copies = copies or max(1, int(target_mb * 1e6 / one))
     head = head.replace(b"{", b'{\n  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},', 1)
     kernels = 0
     with open(path, "wb") as f:

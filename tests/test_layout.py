@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("collectors", "analyzers", "dashboard")
 #: modules allowed to import streamlit: the app, its pages, their helpers and the Streamlit renderer
 STREAMLIT_MODULES = ("dashboard.app", "dashboard.data", "dashboard.ui", "dashboard.render_streamlit",
-                     "dashboard.serve")
+                     "dashboard.components", "dashboard.serve")
 #: modules allowed to import altair: the chart builders, the theme, the HTML renderer (its Vega bundle)
 ALTAIR_MODULES = ("dashboard.charts", "dashboard.theme", "dashboard.render_html")
 #: the one import from collectors into analyzers code: the CPU cases of the bench suite run the numerics

@@ -1,70 +1,189 @@
-"""Which textbook cases a profiled kernel runs, and its measurements of them.
+"""Which textbook cases a profiled launch runs, recognised by what it does (its counters and launch), never by its
+name; the case's parameters inferred from the launch itself, so a launch is only ever compared with the
+prediction for its own configuration.
 
-A launch is matched to a case by words in its name (`CASE_HINTS`); parameters the name states (tile sizes,
-padding) are read from it (`name_params`); its Nsight Compute counters become the case's measurements
-(catalog.measurements_from_ncu); `kernel_comparisons` evaluates each matched case for the GPU and compares.
+Recognised cases, the evidence and the parameters inferred (`infer`):
+- `bank.column_read` (shared-memory reads whose conflict pattern is a column read): the shared-load pipe needs at
+  least a quarter of the launch (t = wavefronts / (SMs × SM clock)), its loads take a whole number of phases per
+  instruction and the measured conflict degree is a power of two (within 2 %). Inferred: the access width from the
+  ideal wavefronts per instruction ((wavefronts − conflicts) / shared load instructions: 1, 2, 4 phases = 4, 8, 16
+  bytes) and a row stride of that degree (degree = gcd(stride / q, 32 / q) for q-word accesses; degree 1 = padded,
+  e.g. 33). Checked against the model: wavefronts per instruction (from the instruction counter, which the
+  inference does not use). The conflict counters fix the parameters here, so this check is one of consistency:
+  it fails when the shared loads are not all the same column read (a share of other loads moves the passes per
+  instruction off the model's value; a mix that leaves no power-of-two degree is not recognised at all).
+- `transpose.tile`: a square t × t block (t = 8, 16, 32), static shared memory t·(t + pad)·4 bytes for a whole
+  pad, no FLOP, as many DRAM bytes written as read. Inferred: t from the block, pad from the shared memory, n from
+  the grid (n = grid × t). Checked: the transposed read's conflict degree and the DRAM traffic 2·n²·4.
+- `tiling.traffic`: a 2-D grid whose launch does FLOP with shared memory S = stage·k·(m + n) + acc·m·n for tile
+  sizes m, n in 16..256. Inferred: m, n, k, stage, acc from S (one tile shape must fit), M = grid_y·m,
+  N = grid_x·n, K = FLOP / (2·M·N) (a multiple of k), the element size from the DRAM writes (C written once:
+  e = DRAM write bytes / (M·N)), threads and registers from the launch. Checked: the reads reaching L2 from L1
+  and the DRAM reads (counters the inference does not use).
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 
 from analyzers.cases.catalog import Comparison, compare, evaluate, measurements_from_ncu
 from analyzers.cases.model import CaseError
+from analyzers.cases.verdicts import Measurement
 from analyzers.gpus import GPUSpec
 
-# textbook cases a kernel may run, recognised by words in its name
-CASE_HINTS: dict[str, tuple[str, ...]] = {
-    "bank.column_read": ("colread", "column_read", "bank"),
-    "transpose.tile": ("transpose",),
-    "tiling.traffic": ("matmul", "gemm", "sgemm"),
-    "mma.granularity": ("hmma", "mma_"),
-    "flash.attention_traffic": ("attention", "flash", "fmha", "sdpa"),
-    "flash.kv_block_size": ("flash", "fmha"),
-    "fusion.activation_chain": ("silu", "gelu", "swiglu", "activation"),
-    "quant.fused_reads": ("quant", "fp8"),
-}
-
-
-def matching_cases(name: str) -> list[str]:
-    low = name.lower()
-    return [cid for cid, words in CASE_HINTS.items() if any(w in low for w in words)]
-
-
-def name_params(case_id: str, name: str) -> dict:
-    """Case parameters a kernel's name states: tile sizes ("64x64"), transpose tile and padding."""
-    low = name.lower()
-    if case_id == "tiling.traffic":
-        m = re.search(r"(\d+)x(\d+)", low)
-        return {"m": int(m.group(1)), "n": int(m.group(2))} if m else {}
-    if case_id == "transpose.tile":
-        m = re.search(r"transpose_?(\d+)", low)
-        out = {"t": int(m.group(1))} if m else {}
-        out["pad"] = 1 if "pad" in low else 0
-        return out
-    return {}
+SMEM_SHARE_MIN = 0.25
+POW2_TOL = 0.02
+TILES = (16, 32, 64, 128, 256)
+K_STEPS = (8, 16, 32, 64)
 
 
 @dataclass
 class KernelCase:
     case_id: str
     section: str
-    params: dict
-    comparisons: list[Comparison]
+    params: dict                                   # every parameter set from the launch
+    inferred: dict[str, str] = field(default_factory=dict)   # parameter -> how it was inferred
+    comparisons: list[Comparison] = field(default_factory=list)
     problem: str | None = None
 
 
-def kernel_comparisons(name: str, metrics: dict[str, float], gpu: GPUSpec) -> list[KernelCase]:
-    """For each case the kernel's name matches: the case evaluated on this GPU (with the name's parameters, the
-    chapter's otherwise) and compared with the launch's counters (metric name -> value in base units)."""
+def _f(row: dict, key: str) -> float | None:
+    v = row.get(key)
+    if v is None or isinstance(v, bool):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _pow2(x: float) -> int | None:
+    if x is None or x < 0.95:
+        return None
+    p = 2 ** round(math.log2(x))
+    return int(p) if abs(x - p) / p <= POW2_TOL and p <= 32 else None
+
+
+def _column_read(row: dict, gpu: GPUSpec):
+    wf, cf = _f(row, "smem_ld_wavefronts"), _f(row, "smem_ld_bank_conflicts")
+    req = (_f(row, "smem_ld_requests") or 0) + (_f(row, "smem_ldsm_requests") or 0)
+    d, clk = _f(row, "duration_ns"), _f(row, "sm_clock_hz")
+    if not (wf and cf is not None and req and d and clk and gpu.sm_count):
+        return None
+    if wf / (gpu.sm_count * clk) * 1e9 < SMEM_SHARE_MIN * d:
+        return None
+    phases = (wf - cf) / req
+    q = round(phases)
+    if q not in (1, 2, 4) or abs(phases - q) > 0.03 * q:
+        return None
+    degree = _pow2(wf / (wf - cf))
+    if degree is None:
+        return None
+    width = 4 * q
+    stride = q * (degree if degree > 1 else 33)
+    how = {"width": f"{width} B: {phases:.2f} ideal wavefronts per shared load instruction ((wavefronts − conflicts) "
+                    "/ instructions) = the phases of a {width}-byte access".replace("{width}", str(width)),
+           "stride": (f"{stride} words: the measured conflict degree {wf / (wf - cf):.2f} ≈ {degree} = "
+                      f"gcd(stride / {q}, {32 // q}); " + ("any stride coprime with 32 (a padded row) gives 1"
+                                                           if degree == 1 else f"any stride with that gcd gives {degree}"))}
+    meas = [Measurement(wf / req, "count", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ "
+                        "smsp__sass_inst_executed_op_shared_ld.sum", quantity="wavefronts", gpu=gpu.name)]
+    return {"stride": stride, "width": width}, how, meas
+
+
+def _transpose(row: dict, gpu: GPUSpec):
+    bx, by, bz = (_f(row, f"block_{a}") for a in "xyz")
+    gx, gy = _f(row, "grid_x"), _f(row, "grid_y")
+    smem = _f(row, "smem_static_bytes")
+    rd, wr = _f(row, "dram_read_bytes"), _f(row, "dram_write_bytes")
+    flop = (_f(row, "flop_fp32") or 0) + (_f(row, "flop_tensor") or 0)
+    if not (bx and bx == by and (bz or 1) == 1 and int(bx) in (8, 16, 32) and smem and rd and wr and gx and gx == gy):
+        return None
+    t = int(bx)
+    pad = smem / (4 * t) - t
+    if pad < 0 or pad != int(pad) or pad > 32 or flop > 0.01 * rd or abs(rd - wr) > 0.2 * rd:
+        return None
+    n = int(gx) * t
+    how = {"t": f"{t}: the block is {t} × {t} threads", "pad": f"{int(pad)}: static shared memory {smem:,.0f} B = "
+                                                            f"t·(t + pad)·4", "n": f"{n}: grid {int(gx)} × t"}
+    return {"t": t, "pad": int(pad), "n": n}, how, []
+
+
+def _tiling(row: dict, gpu: GPUSpec):
+    gx, gy = _f(row, "grid_x"), _f(row, "grid_y")
+    smem = (_f(row, "smem_static_bytes") or 0) + (_f(row, "smem_dynamic_bytes") or 0)
+    flop = (_f(row, "flop_fp32") or 0) + (_f(row, "flop_tensor") or 0)
+    wr = _f(row, "dram_write_bytes")
+    if not (gx and gy and gy > 1 and smem and flop > 0 and wr):
+        return None
+    fits = []
+    for m in TILES:
+        for n in TILES:
+            for k in K_STEPS:
+                for stage in (2, 4):
+                    for acc in (0, 4):
+                        if stage * k * (m + n) + acc * m * n != smem:
+                            continue
+                        M, N = int(gy) * m, int(gx) * n
+                        K = flop / (2 * M * N)
+                        if K < k or abs(K / k - round(K / k)) >= 0.005:
+                            continue
+                        e = _elem(wr, M * N)
+                        if e is not None:
+                            fits.append((m, n, k, stage, acc, M, N, int(round(K / k)) * k, e))
+    shapes = {(f[0], f[1]) for f in fits}
+    if len(shapes) != 1:
+        return None
+    m, n, k, stage, acc, M, N, K, e = fits[0]
+    how = {"m, n": f"{m} × {n}: the only tile shape whose staged tiles fit the {smem:,.0f} B of shared memory "
+                   f"(S = stage·k·(m + n) + acc·m·n with stage {stage}, k {k}, acc {acc}) and give a whole K and "
+                   "element size",
+           "M, N": f"{M}, {N}: grid ({int(gx)}, {int(gy)}) × the tile", "K": f"{K}: FLOP ÷ (2·M·N)",
+           "elem": f"{e} B: the smallest element size with e·M·N ≥ the DRAM writes ({wr:,.0f} B; C is written once, "
+                   "and part of it can stay in L2 when the kernel ends)"}
+    params = {"M": M, "N": N, "K": K, "m": m, "n": n, "k": k, "stage": stage, "acc": acc, "elem": e}
+    if _f(row, "block_size"):
+        params["threads"] = int(_f(row, "block_size"))
+    if _f(row, "registers_per_thread") is not None:
+        params["regs"] = int(_f(row, "registers_per_thread"))
+    return params, how, []
+
+
+def _elem(writes: float, mn: int) -> int | None:
+    """Element size of C from the DRAM writes: the smallest of 1, 2, 4 B with e·M·N >= writes (2 % slack), if at
+    least half of C reached DRAM."""
+    for e in (1, 2, 4):
+        if e * mn >= 0.98 * writes:
+            return e if writes >= 0.5 * e * mn else None
+    return None
+
+
+#: quantities a recogniser reads to infer the parameters: shown as inferred, never as a verdict
+USED_FOR_INFERENCE = {"bank.column_read": {"degree", "conflicts"}, "transpose.tile": set(), "tiling.traffic": set()}
+
+RECOGNISERS = {"bank.column_read": _column_read, "transpose.tile": _transpose, "tiling.traffic": _tiling}
+
+
+def infer(row: dict, gpu: GPUSpec) -> dict[str, tuple[dict, dict, list]]:
+    """case id -> (parameters, how each was inferred, extra measurements) for the cases this launch runs."""
+    out = {}
+    for cid, rec in RECOGNISERS.items():
+        r = rec(row, gpu)
+        if r is not None:
+            out[cid] = r
+    return out
+
+
+def kernel_comparisons(row: dict, metrics: dict[str, float], gpu: GPUSpec, source: str = "ncu") -> list[KernelCase]:
+    """For each case the launch runs (module docstring): the case evaluated on this GPU with the launch's own
+    parameters, compared with its counters (metric name -> value in base units)."""
     out = []
-    for cid in matching_cases(name):
-        params = name_params(cid, name)
+    for cid, (params, how, extra) in infer(row, gpu).items():
         try:
-            ev = evaluate(cid, gpu if gpu.from_registry else None, params or None)
-            comps = compare(ev, [x for x in measurements_from_ncu(cid, metrics, gpu=gpu.name)
-                                 if x.quantity in ev.predictions])
-            out.append(KernelCase(cid, ev.case.section, params, comps))
+            ev = evaluate(cid, gpu if gpu.from_registry else None, params)
+            used = USED_FOR_INFERENCE.get(cid, set())
+            extra = [replace(x, source=f"{source}: {x.source}") for x in extra]
+            meas = [x for x in measurements_from_ncu(cid, metrics, source=source, gpu=gpu.name) + extra
+                    if x.quantity in ev.predictions and x.quantity not in used]
+            out.append(KernelCase(cid, ev.case.section, params, how, compare(ev, meas)))
         except (LookupError, CaseError, ValueError) as e:
-            out.append(KernelCase(cid, "", params, [], e.args[0] if e.args else str(e)))
+            out.append(KernelCase(cid, "", params, how, [], e.args[0] if e.args else str(e)))
     return out

@@ -29,6 +29,8 @@ from dashboard.cli import index  # noqa: E402,F401  runs, reindex, query
 from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
 from dashboard.cli import timeline  # noqa: E402,F401  whatif
 from dashboard.cli import export  # noqa: E402,F401  export
+from dashboard.cli import compare  # noqa: E402,F401  compare
+from dashboard.cli import hotspots  # noqa: E402,F401  hotspots
 from dashboard.cli import bench  # noqa: E402,F401  bench
 from dashboard.cli import join  # noqa: E402,F401  join
 

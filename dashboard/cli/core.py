@@ -17,6 +17,9 @@ from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, 
 from dashboard.cli.render import print_table, to_csv
 
 
+from dashboard.auth import MIN_TOKEN  # noqa: E402  characters of an access token (the app refuses shorter ones)
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
@@ -58,6 +61,28 @@ def ingest(
 
 class Compat(str, Enum):
     hta = "hta"
+
+
+@app.command()
+def rm(
+    run_ids: Annotated[list[str], typer.Argument(help="Run ids (or unique prefixes) to delete.")],
+    store: StoreOpt = None,
+) -> None:
+    """Delete runs from the store: each run's folder is renamed out of the store's listing in one step, then
+    removed (nothing is left half-deleted). Prints one line per run; exit code 1 if any id is unknown."""
+    from collectors.errors import RunNotFound
+    st = open_store(store)
+    failed = 0
+    for rid in run_ids:
+        try:
+            run = st.delete(rid)
+        except RunNotFound as e:
+            typer.echo(f"kernelscope: {e}", err=True)
+            failed += 1
+            continue
+        typer.echo(f"{run.run_id}\t{run.kind}\t{run.source_name}\tdeleted")
+    if failed:
+        raise typer.Exit(1)
 
 
 # ---- Nsight Compute -------------------------------------------------------------------------------------
@@ -238,7 +263,7 @@ def analyze(
                 f"their launch call); GPU busy {d['gpu_busy_ns'] / 1e6:.3f} ms of a {d['gpu_window_ns'] / 1e6:.3f} ms "
                 f"window (idle {100 * (d['gpu_idle_fraction'] or 0):.1f} %, union of op intervals); launch delay "
                 f"median {d.get('launch_delay_median_us')} µs, p90 {d.get('launch_delay_p90_us')} µs (HTA definition); "
-                f"{d.get('launch_verdict', '')}")
+                f"{d.get('bound', '')}: {d.get('bound_evidence', '')}")
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
         for f in rep.get("flagged", []):
@@ -317,9 +342,14 @@ def dashboard(
     allowed_host: Annotated[Optional[list[str]], typer.Option(
         "--allowed-host", help="A host name the dashboard is reached by (besides IP addresses, localhost and this "
                                "machine's name), e.g. a reverse proxy's; repeatable, *.example.com allowed.")] = None,
+    samples: Annotated[Optional[bool], typer.Option(
+        "--samples/--no-samples",
+        help="Load the bundled H200 samples into an empty store (default: only into the default store "
+             "~/.kernelscope/store, never into one given by --store or KERNELSCOPE_STORE).")] = None,
 ) -> None:
     """Start the dashboard (Streamlit behind kernelscope's gate: Host check, access token, upload cap) on the run
-    store; on first start with an empty store it loads the bundled samples."""
+    store. An empty default store gets the bundled samples on first start; a store you name (--store,
+    KERNELSCOPE_STORE) gets them only with --samples."""
     serve = repo_root() / "dashboard" / "serve.py"
     if not serve.is_file():
         raise ArtifactError(str(serve), "dashboard server module not found (broken install?)")
@@ -327,13 +357,15 @@ def dashboard(
     if not loopback and not token:
         raise typer.BadParameter(f"--host {host} listens beyond this machine: give an access token with "
                                  "--token or KERNELSCOPE_TOKEN", param_hint="--host")
-    if token is not None and len(token) < 8:
-        raise typer.BadParameter("an access token needs at least 8 characters", param_hint="--token")
+    if token is not None and len(token) < MIN_TOKEN:
+        raise typer.BadParameter(f"the access token has {len(token)} characters; use at least {MIN_TOKEN} "
+                                 "(e.g. openssl rand -hex 16)", param_hint="--token")
     env = dict(os.environ)
     st = open_store(store)
-    env["KERNELSCOPE_STORE"] = str(st.root)
+    env["KERNELSCOPE_STORE"] = str(st.root.resolve())
     env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] = str(max_decompressed_mb or max_upload_mb)
     env["KERNELSCOPE_MAX_UPLOAD_MB"] = str(max_upload_mb)
+    env["KERNELSCOPE_LOAD_SAMPLES"] = "1" if (samples if samples is not None else store is None) else "0"
     env.pop("KERNELSCOPE_TOKEN", None)
     if token:
         env["KERNELSCOPE_TOKEN"] = token
@@ -345,4 +377,5 @@ def dashboard(
     typer.echo(f"Kernelscope dashboard on http://{host}:{port}  (store {st.root})", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    os.chdir(repo_root())     # Streamlit reads .streamlit/config.toml here (static files, the CJK font)
     os.execve(sys.executable, cmd, env)  # replace this process: a signal to it reaches the server itself

@@ -55,6 +55,7 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
             "launch_delay_median_us": _us(u["launch_delay_median_ns"]),
             "launch_delay_p90_us": _us(u["launch_delay_p90_ns"]),
             "launch_verdict": u["verdict"],
+            "bound": u["bound"], "bound_evidence": u["bound_evidence"], "run_ns": u["run_ns"],
         })
     run = s.run
     summary = {
@@ -65,6 +66,7 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "launch_delay_median_us": _us(run["launch_delay_median_ns"]),
         "launch_delay_p90_us": _us(run["launch_delay_p90_ns"]),
         "device_count": run["device_count"], "gpu_name": tr.meta.get("gpu_name"), "devices": devices,
+        "run_ns": run["run_ns"], "slowest_rank": run["slowest_rank"], "delay_outliers": run["delay_outliers"],
         "launch_floor_ns": s.launch_floor_ns,
     }
     g = tr.gpu_ops
@@ -111,7 +113,8 @@ def whatif_cmd(
 ) -> None:
     """Predict the run time if kernels matching --kernel ran --speedup times faster: a replay of the trace's
     own dependencies (launch calls, stream order, synchronisations) next to the plain Amdahl estimate."""
-    from analyzers.timeline import DEFINITIONS, what_if
+    from analyzers.timeline import DEFINITIONS
+    from analyzers.whatif import what_if
 
     apply_limits(max_decompressed_mb)
     if not (math.isfinite(speedup) and speedup > 0):

@@ -38,12 +38,51 @@ class Table:
     caption: str | None = None
     height: int | None = None
     static: bool = False          # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
+    select: str | None = None     # the id column of an interactive table (rows select, headers sort; see cells())
+    sort: str | None = None       # the column it is sorted by, and the direction
+    desc: bool = False
+    selected: object = None       # the selected row's id
+    full: str | None = None       # a column whose full text shows when hovering the "kernel" cell
+
+    def cells(self, limit: int | None = None) -> dict:
+        """The table as the HTML table component (dashboard/static/table.js) draws it: headers with units and help,
+        every cell already formatted (the same text as the export), link columns as links, the id of each row when
+        rows are selectable, and the raw values by column (JSON-safe; for tests and tools). With `limit`, only the
+        first `limit` rows (and down to the selected one) are sent; `total` says how many the table has."""
+        cols = [c for c in self.cols if c in self.frame.columns]
+        frame = self.frame
+        total = frame.height
+        if limit is not None and total > limit:
+            upto = limit
+            if self.select and self.selected is not None:
+                at = [str(x) for x in frame[self.select].to_list()]
+                upto = max(limit, at.index(str(self.selected)) + 1 if str(self.selected) in at else 0)
+            frame = frame.head(upto)
+        rows = [[v if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
+                for r in frame.select(cols).iter_rows()]
+        return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
+                             "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),
+                             "wide": c in ("kernel", "top_finding"), "link": self.cols[c].kind == "link",
+                             "link_text": self.cols[c].link_text or ""} for c in cols],
+                "rows": rows, "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
+                "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
+                "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
+                "height": self.height or (460 if total > 12 else None), "name": self.name, "total": total,
+                "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols}}
 
 
 @dataclass
 class Chart:
     name: str
     chart: Any                    # an altair chart
+    caption: str | None = None
+
+
+@dataclass
+class Timeline:
+    """The zoomable timeline (dashboard/static/timeline.js) with its data (dashboard.timeline_payload)."""
+    name: str
+    payload: bytes
     caption: str | None = None
 
 
@@ -68,6 +107,13 @@ class Report:
 
     def charts(self) -> dict[str, Chart]:
         return {b.name: b for b in self.blocks if isinstance(b, Chart)}
+
+
+def _json_safe(v):
+    """A cell value JSON can carry (NaN and infinities as null)."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    return v if v is None or isinstance(v, (int, float, str, bool)) else str(v)
 
 
 def code(s) -> str:

@@ -211,7 +211,8 @@ def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:
 def case_measured(view: CaseView, ev, measurements: list, bad: list[str], bench_rows=None) -> list:
     """Measured vs predicted: the store's bench results of the case on this GPU, each judged at its own parameters
     (`bench_rows`: Source.case_bench_rows), then every other measurement of a predicted quantity (Nsight Compute
-    launches, values typed on the page) judged at the page's parameters."""
+    launches recognised by their counters whose own launch predicts what the page's parameters do, values typed on
+    the page) judged at the page's parameters."""
     from analyzers.cases import compare
     from analyzers.units import fmt
     out: list = [Heading("Measured vs predicted")]
@@ -278,5 +279,5 @@ def build(src: Source, params: dict) -> Report:
         rep.add(Heading("Consistency checks on the chapter", 3), *checks)
     typed, bad = url_measurements(param_list(params.get("meas")) if params.get("case") == view.case.id else [],
                                   view.gpu.name)
-    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name) + typed, bad,
+    return rep.add(*case_measured(view, ev, src.case_measurements(view.case.id, view.gpu.name, view.values) + typed, bad,
                                   src.case_bench_rows(view.case.id, view.gpu.name)))

@@ -1,6 +1,13 @@
-"""Compare: run A vs run B (?a=RUN&b=RUN&noise=5): kernels matched by name and launch configuration, each faster,
-slower or unchanged (analyzers.compare), and for two GPUs each kernel against its own GPU's peaks; two bench runs
-compare case by case."""
+"""Compare: run B against run A (?a=RUN&b=RUN&noise=5&pair=N&mq=TEXT), the result `kernelscope compare A B` prints
+(Source.compare: analyzers.compare and analyzers.baseline).
+
+Two Nsight Compute runs: launches matched by name and launch configuration with their durations, and one matched
+pair metric by metric (every shared metric, grouped by section, the ones that moved most first). Two traces: their
+busy / idle / launch statistics and the per-kernel medians. Every row states its noise threshold; a change inside a
+threshold wider than twice the noise floor is "too noisy to judge". Without ?a and ?b the page compares the newest
+run with the newest *related* one (sharing at least half of its kernels), never two unrelated runs; two bench runs
+compare case by case.
+"""
 from __future__ import annotations
 
 import math
@@ -8,7 +15,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzers.compare import compare_runs, has_dims, ncu_launches, totals, trace_launches
+from analyzers.baseline import RELATED_MIN
+from analyzers.compare import CompareResult
 from analyzers.units import fmt_ns
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
@@ -26,33 +34,37 @@ class CompareView:
     a: Run | None
     b: Run | None
     noise_pct: float = 5.0
+    pair: int = 0
+    mq: str = ""
     problems: list[str] = field(default_factory=list)
 
     def params(self) -> dict:
         return {"a": self.a.run_id if self.a else None, "b": self.b.run_id if self.b else None,
-                "noise": None if self.noise_pct == 5.0 else f"{self.noise_pct:g}"}
+                "noise": None if self.noise_pct == 5.0 else f"{self.noise_pct:g}",
+                "pair": self.pair or None, "mq": self.mq or None}
 
 
 def resolve(src: Source, params: dict) -> CompareView:
     problems: list[str] = []
+    a = b = None
     if params.get("b"):
         b = pick_run(src, params.get("b"), COMPARABLE, problems)
-    else:  # newest run of the first kind that has two runs (Nsight Compute first)
-        b = None
-        for kinds in (("ncu",), TRACE_KINDS, ("bench",)):
-            rs = src.runs(kinds)
-            if len(rs) >= 2:
-                b = rs[0]
-                break
-        b = b or pick_run(src, None, COMPARABLE, problems)
     if params.get("a"):
         a = pick_run(src, params.get("a"), COMPARABLE, problems)
+    if b is None and a is None:          # the newest run that has a related run, and that run
+        for r in src.runs(COMPARABLE):
+            partner = src.related_run(r)
+            if partner is not None:
+                a, b = partner, r
+                break
+    elif a is None:
+        a = src.related_run(b)
+        if a is None:
+            problems.append(f"No run in the store is related to B ({code(b.source_name)}): pick run A.")
     elif b is None:
-        a = None
-    else:
-        kinds = TRACE_KINDS if b.kind in TRACE_KINDS else (b.kind,)
-        same = [r for r in src.runs(kinds) if r.run_id != b.run_id]
-        a = same[0] if same else None
+        b = src.related_run(a)
+        if b is None:
+            problems.append(f"No run in the store is related to A ({code(a.source_name)}): pick run B.")
     try:
         noise = float(params.get("noise") or 5.0)
         if not (0 <= noise <= 100 and math.isfinite(noise)):
@@ -60,28 +72,72 @@ def resolve(src: Source, params: dict) -> CompareView:
     except ValueError:
         problems.append(f"Noise floor {code(params.get('noise'))} is not a percentage; using 5 %.")
         noise = 5.0
-    return CompareView(a, b, noise, problems)
+    try:
+        pair = max(0, int(params.get("pair") or 0))
+    except ValueError:
+        pair = 0
+    return CompareView(a, b, noise, pair, params.get("mq") or "", problems)
 
 
-def launches(src: Source, run: Run, dims: bool = True) -> tuple[pl.DataFrame, bool]:
-    """(launch rows, per_launch): ncu runs launch by launch with their % of peak (configuration by grid and block
-    dimensions, or with dims=False by blocks and threads per block); traces per kernel."""
-    if run.kind == "ncu":
-        k = src.ncu(run).kernels.with_columns(dram_pct=pl.col("dram_peak_fraction") * 100,
-                                              fp32_pct=pl.col("fp32_peak_fraction") * 100)
-        return ncu_launches(k, extra=("dram_pct", "fp32_pct"), dims=dims), True
-    return trace_launches(src.table(run.run_id, "gpu_ops")), False
+def related_note(r: CompareResult) -> list[Text]:
+    rel = r.related
+    if rel["related"]:
+        return [Text(f"A and B share {rel['shared']} kernel names ({rel['a_only']} only in A, {rel['b_only']} only in "
+                     f"B).", "caption")]
+    return [Text(f"A and B share only {rel['shared']} of {rel['shared'] + rel['a_only'] + rel['b_only']} kernel names "
+                 f"({rel['jaccard']:.0%}; related runs share ≥ {RELATED_MIN:.0%}): they look like different programs, "
+                 "so only the shared kernels below mean anything.", "warning")]
 
 
-def pair(src: Source, a: Run, b: Run) -> tuple[pl.DataFrame, pl.DataFrame, bool, bool]:
-    """(launches of A, of B, per_launch, by dimensions): what the page compares. Two ncu runs are matched by grid
-    and block dimensions when both have them for every launch, else both by blocks and threads per block."""
-    dims = True
-    if a.kind == "ncu" and b.kind == "ncu":
-        dims = has_dims(src.ncu(a).kernels) and has_dims(src.ncu(b).kernels)
-    la, per_launch = launches(src, a, dims)
-    lb, _ = launches(src, b, dims)
-    return la, lb, per_launch, dims
+def trace_blocks(r: CompareResult) -> list:
+    st = r.stats.rename({"a_display": "a_txt", "b_display": "b_txt"})
+    get = {row["stat"]: row for row in st.iter_rows(named=True)}
+
+    def card(key):
+        row = get[key]
+        delta = None if row["change_pct"] is None or row["status"] in ("unchanged", "—") else f"{row['change_pct']:+.1f} %"
+        return (row["label"].split(" (")[0], f"{row['a_txt']} → {row['b_txt']}", row["label"] + f"; {row['status']}",
+                delta)
+    return [Metrics([card("run_ns"), card("gpu_busy_ns"), card("gpu_idle_fraction"), card("kernel_count")],
+                    lower_is_better=True),
+            Heading("Trace statistics"),
+            Table("trace_stats", st, {
+                "label": text("statistic", "analyzers.timeline.summarize of each trace"),
+                "a_txt": text("A"), "b_txt": text("B"),
+                "change_pct": num("change", "%", "%+.1f", "B / A − 1"),
+                "threshold_pct": num("noise threshold", "%", "%.1f"), "noise": text("threshold from"),
+                "status": text("verdict", "higher / lower beyond the threshold; too noisy to judge when the threshold "
+                                          "is over twice the noise floor")}, static=True,
+                caption="The traces' own statistics: what the run did (kernels), how long it took and where the time "
+                        "went, not the sum of kernel durations (B doing less work can shorten that while the run "
+                        "gets slower).")]
+
+
+def metric_blocks(r: CompareResult, view: CompareView) -> list:
+    if not r.pairs:
+        return [Text("No launch of A matches a launch of B (same name and launch configuration): no metrics to "
+                     "compare.", "info")]
+    i = min(view.pair, len(r.pairs) - 1)
+    p = r.pairs[i]
+    d = r.metrics[i]
+    if view.mq:
+        d = d.filter(pl.col("metric").str.contains(view.mq, literal=True)
+                     | pl.col("section").str.contains(view.mq, literal=True))
+    counts = d["status"].value_counts().sort("status")
+    summary = ", ".join(f"{n} {s}" for s, n in counts.iter_rows())
+    return [Heading(f"Metrics: launch {p['a_id']} of A vs launch {p['b_id']} of B"),
+            Text(f"{code(p['name'])} · {p['config']} · {d.height} shared metrics ({summary}); grouped by the Nsight "
+                 "Compute section that shows them (raw counters by hardware unit), the ones that moved most beyond "
+                 "their noise first.", "caption"),
+            Table("metric_diff", d.select("section", "metric", "unit", "a", "b", "change_pct", "threshold_pct", "kind",
+                                          "status"), {
+                "section": text("section"), "metric": text("metric (ncu name)"), "unit": text("unit"),
+                "a": num("A", help="value in A (base units)"), "b": num("B", help="value in B (base units)"),
+                "change_pct": num("change", "%", "%+.2f", "B / A − 1"),
+                "threshold_pct": num("noise threshold", "%", "%.1f",
+                                     "from the metric's kind (launch parameter 0 %, work count 0.5 %, traffic 2 %, "
+                                     "time or rate: the noise floor) or the launches' spread"),
+                "kind": text("metric kind"), "status": text("verdict")}, height=460)]
 
 
 def build(src: Source, params: dict) -> Report:
@@ -91,8 +147,9 @@ def build(src: Source, params: dict) -> Report:
         rep.add(Text(p, "warning"))
     a, b = view.a, view.b
     if a is None or b is None or a.run_id == b.run_id:
-        return rep.add(Text("Compare needs two runs of the same kind in the store (two Nsight Compute reports, "
-                            "two traces, or two bench runs).", "info"))
+        return rep.add(Text("Compare needs two related runs of the same kind (two Nsight Compute reports, two traces, "
+                            "or two bench runs; related = sharing at least half of their kernels). Pick them above, "
+                            "or upload a second profile of the same program.", "info"))
     rep.subtitle = f"A = {code(a.source_name)} ({a.run_id}) · B = {code(b.source_name)} ({b.run_id})"
     ga, gb = a.meta.get("gpu_name") or "unknown GPU", b.meta.get("gpu_name") or "unknown GPU"
     if a.kind == "bench" or b.kind == "bench":
@@ -108,24 +165,29 @@ def build(src: Source, params: dict) -> Report:
             for f in src.ncu(r).flagged:
                 rep.add(Text(f"Run {label}, launch {f['id']} ({code(f['name'])}) is implausible for its GPU: "
                              + "; ".join(f["flags"]) + ".", "error"))
-    la, lb, per_launch, dims = pair(src, a, b)
-    cmp = compare_runs(la, lb, per_launch=per_launch, noise_floor=view.noise_pct / 100)
-    t = totals(cmp)
-    c = t["counts"]
+    r = src.compare(a, b, view.noise_pct / 100)
+    per_launch, dims = r.kind == "ncu", r.dims
+    c = r.totals["counts"]
     rep.add(Text(f"A: **{ga}** · B: **{gb}** · kernels matched by name and launch configuration"
                  + ("" if dims else " (blocks per grid and threads per block: a run lacks grid and block dimensions)")
                  + (" (the n-th launch of each in A with the n-th in B)" if per_launch else
                     " (per-launch medians; the launches' spread widens the threshold)")
-                 + f"; a change within max({view.noise_pct:g} %, 2 × the combined relative spread) is *unchanged*.",
-                 "caption"))
-    rep.add(Metrics([
-        ("kernel time A", fmt_ns(t["total_a_ns"]), "sum of kernel durations in A"),
-        ("kernel time B", fmt_ns(t["total_b_ns"]), "sum of kernel durations in B"),
-        ("change", "—" if t["change_pct"] is None else f"{t['change_pct']:+.1f} %", "B / A − 1"),
-        ("faster / slower / unchanged", f"{c['faster']} / {c['slower']} / {c['unchanged']}", None),
-        ("added / removed", f"{c['added']} / {c['removed']}", None),
-    ]))
-    shown = cmp.with_columns(
+                 + f"; a change within max({view.noise_pct:g} %, 2 × the combined relative spread) is *unchanged*, or "
+                 f"*too noisy to judge* when that threshold is over {2 * view.noise_pct:g} %.", "caption"),
+            *related_note(r))
+    if r.kind == "trace":
+        rep.add(*trace_blocks(r))
+    else:
+        rep.add(Metrics([
+            ("kernel time A", fmt_ns(r.totals["total_a_ns"]), "sum of kernel durations in A"),
+            ("kernel time B", fmt_ns(r.totals["total_b_ns"]), "sum of kernel durations in B"),
+            ("change", "—" if r.totals["change_pct"] is None else f"{r.totals['change_pct']:+.1f} %", "B / A − 1"),
+        ]))
+    rep.add(Metrics([("faster / slower / unchanged", f"{c['faster']} / {c['slower']} / {c['unchanged']}", None),
+                     ("too noisy to judge", f"{c['too noisy to judge']}", "the launches spread more than twice the "
+                                                                          "noise floor"),
+                     ("added / removed", f"{c['added']} / {c['removed']}", None)]))
+    shown = r.kernels.with_columns(
         kernel=pl.col("name"), a_us=pl.col("median_ns_a") / 1e3, b_us=pl.col("median_ns_b") / 1e3,
         spread_a_us=pl.col("spread_ns_a") / 1e3, spread_b_us=pl.col("spread_ns_b") / 1e3,
         delta_us=pl.col("delta_ns") / 1e3, nth=pl.col("occurrence") + 1)
@@ -140,7 +202,7 @@ def build(src: Source, params: dict) -> Report:
         cols.update({"spread_a_us": num("spread A", "µs", "%.2f", "standard deviation of A's launches"),
                      "spread_b_us": num("spread B", "µs", "%.2f", "standard deviation of B's launches")})
     cols.update({"change_pct": num("change", "%", "%+.1f", "B / A − 1"),
-                 "threshold_pct": num("threshold", "%", "%.1f", "max(noise floor, 2 × combined relative spread)"),
+                 "threshold_pct": num("noise threshold", "%", "%.1f", "max(noise floor, 2 × combined relative spread)"),
                  "delta_us": num("total Δ", "µs", "%+.1f", "total time B − total time A of this kernel")})
     rep.add(Heading("Kernels"), Table("compare", shown, cols))
     matched = shown.filter(pl.col("change_pct").is_not_null())
@@ -152,12 +214,13 @@ def build(src: Source, params: dict) -> Report:
                                                    view.noise_pct)))
     if per_launch and ga != gb:
         rep.add(Heading(f"GPU vs GPU: {ga} vs {gb}, each against its own peaks"))
-        norm = shown.filter(pl.col("change_pct").is_not_null())
-        rep.add(Table("gpu_vs_gpu", norm, {
+        rep.add(Table("gpu_vs_gpu", shown.filter(pl.col("change_pct").is_not_null()), {
             "kernel": text("kernel"), "config": text("launch configuration"),
             "dram_pct_a": num(f"DRAM of {ga}'s peak", "%", "%.1f", "achieved / that GPU's spec DRAM peak"),
             "dram_pct_b": num(f"DRAM of {gb}'s peak", "%", "%.1f", "achieved / that GPU's spec DRAM peak"),
             "fp32_pct_a": num(f"FP32 of {ga}'s peak", "%", "%.1f", "achieved / that GPU's spec FP32 peak"),
             "fp32_pct_b": num(f"FP32 of {gb}'s peak", "%", "%.1f", "achieved / that GPU's spec FP32 peak"),
             "change_pct": num("duration change", "%", "%+.1f")}))
+    if per_launch:
+        rep.add(*metric_blocks(r, view))
     return rep

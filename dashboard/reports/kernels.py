@@ -1,30 +1,36 @@
-"""Kernels: one Nsight Compute run (?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&q=METRIC_FILTER).
+"""Kernels: one Nsight Compute run (?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC
+&show=detail|charts|metrics).
 
-A sortable table with units, the roofline against the spec sheet and the measured ceilings, bandwidth and
-occupancy charts, and a launch's detail: key numbers, findings ranked by estimated time lost, the textbook cases
-its name says it runs, and every metric. Every number comes from `Source.ncu(run)` (analyzers.ncu_run); this module
-only chooses, scales for display and lays out.
+A table of the launches in column groups that fit a laptop screen (a click on a row selects it, on a header sorts
+by it; both go into the URL), a search over the full kernel names, the launch's detail (dashboard.reports
+.kernel_detail), and the run's charts: hierarchical FLOP and instruction rooflines, bandwidth and occupancy. Every
+number comes from `Source.ncu(run)` (analyzers.ncu_run) and analyzers.roofline; this module only chooses, scales
+for display and lays out. A quantity the report lacks is shown as missing ("—"), never as zero, with one warning
+per missing counter group naming the ncu option that collects it.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzers.findings import kernel_findings
 from analyzers.gpus import GPUSpec
+from analyzers.kernels import missing_groups
 from analyzers.ncu_run import NcuAnalysis
-from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
+from analyzers.roofline import flop_roofline, instruction_roofline
+from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports import join_blocks
 from dashboard.reports.common import notes_blocks, pick_run
+from dashboard.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.source import Source
 
 #: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
 DISPLAY = {
-    "id": ("id", None), "kernel": ("short_name", None), "duration_us": ("duration_ns", 1e-3),
+    "id": ("id", None), "kernel": ("display_name", None), "duration_us": ("duration_ns", 1e-3),
     "top_finding": ("top_finding", None), "lost_us": ("lost_ns", 1e-3),
     "dram_gbps": ("dram_bandwidth_gbps", None), "dram_pct_spec": ("dram_peak_fraction", 100),
     "dram_pct_measured": ("dram_measured_fraction", 100), "fp32_tflops": ("fp32_tflops", None),
@@ -44,9 +50,9 @@ DISPLAY = {
 
 KERNEL_COLS: dict[str, Col] = {
     "id": num("launch id"),
-    "kernel": text("kernel", "function name without template arguments (the detail view has the full name)"),
+    "kernel": text("kernel", "function name with its template arguments (hover for the full demangled name)"),
     "duration_us": num("duration", "µs", "%.2f", "gpu__time_duration.sum (ncu counter)"),
-    "top_finding": text("biggest finding", "analyzers/findings.py; details in the kernel view"),
+    "top_finding": text("biggest finding", "analyzers/findings.py; details in the launch's view"),
     "lost_us": num("est. lost", "µs", "%.1f", "time the biggest finding is estimated to cost"),
     "dram_gbps": num("DRAM", "GB/s", "%.0f", "(dram__bytes_read.sum + dram__bytes_write.sum) / duration"),
     "dram_pct_spec": num("DRAM of spec", "%", "%.1f", "achieved / the spec-sheet peak"),
@@ -75,6 +81,20 @@ KERNEL_COLS: dict[str, Col] = {
                                 "peak, a launch the GPU cannot run; the launch's other numbers are suspect too"),
 }
 SORT_KEYS = tuple(KERNEL_COLS)
+_ALWAYS = ("id", "kernel", "duration_us")
+#: what the page shows below the table (?show=…); the export has all of them
+SECTIONS = {"detail": "Launch detail", "charts": "Rooflines & charts", "metrics": "Every metric"}
+#: column groups (each fits a 1,440-px screen beside the sidebar): name -> (label, columns after id, kernel, duration)
+COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "summary": ("Summary", ("top_finding", "lost_us", "dram_pct_spec", "tensor_pct_spec", "achieved_occupancy_pct")),
+    "memory": ("Memory", ("dram_gbps", "dram_pct_spec", "dram_pct_measured", "ai", "global_ld_sectors_per_request",
+                          "global_ld_ideal_sectors_per_request", "global_ld_coalescing_ratio")),
+    "compute": ("Compute", ("fp32_tflops", "tensor_tflops", "tensor_type", "tensor_pct_spec", "ai")),
+    "occupancy": ("Occupancy & launch", ("achieved_occupancy_pct", "theoretical_occupancy_pct",
+                                         "predicted_occupancy_pct", "occupancy_limiter", "registers_per_thread",
+                                         "block_size", "grid_size")),
+    "shared": ("Shared memory", ("smem_ld_conflict_degree", "smem_st_conflict_degree", "smem_conflict_degree")),
+}
 
 
 def display_frame(a: NcuAnalysis) -> pl.DataFrame:
@@ -98,13 +118,30 @@ class KernelsView:
     sort: str = "id"
     desc: bool = False
     q: str = ""
+    find: str = ""
+    cols: str = "summary"
+    show: str = "detail"
     problems: list[str] = field(default_factory=list)
+    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
     trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
                 "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
-                "q": self.q or None, "trace": self.trace}
+                "q": self.q or None, "find": self.find or None, "cols": None if self.cols == "summary" else self.cols,
+                "show": None if self.show == "detail" else self.show, "trace": self.trace}
+
+
+def find_filter(find: str) -> pl.Expr:
+    """Rows whose full demangled name matches `find`: a case-insensitive regular expression, or the literal text
+    when it is not a valid one."""
+    try:
+        re.compile(find)
+        pl.Series(["x"]).str.contains(f"(?i){find}")
+        return pl.col("raw_name").str.contains(f"(?i){find}") | pl.col("kernel_name").str.contains(f"(?i){find}")
+    except (re.error, pl.exceptions.PolarsError):
+        return (pl.col("raw_name").str.to_lowercase().str.contains(find.lower(), literal=True)
+                | pl.col("kernel_name").str.to_lowercase().str.contains(find.lower(), literal=True))
 
 
 def resolve(src: Source, params: dict) -> KernelsView:
@@ -127,7 +164,16 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if sort not in SORT_KEYS:
         problems.append(f"Unknown sort column {code(sort)}; sorted by launch id.")
         sort = "id"
-    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "", problems,
+    cols = params.get("cols") or "summary"
+    if cols not in COLUMN_GROUPS:
+        problems.append(f"Unknown column group {code(cols)}; showing the summary.")
+        cols = "summary"
+    show = params.get("show") or "detail"
+    if show not in SECTIONS:
+        problems.append(f"Unknown section {code(show)}; showing the launch detail.")
+        show = "detail"
+    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "",
+                       params.get("find") or "", cols, show, problems,
                        params.get("trace") or None)
 
 
@@ -150,41 +196,41 @@ def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
     return "".join(parts)
 
 
-def roofline_blocks(a: NcuAnalysis, frame: pl.DataFrame) -> list:
-    """The roofline chart: one point per launch at (FP32 + tensor FLOP) / DRAM bytes, labelled by the work it
-    mostly does; FP32 roofs always, tensor roofs (dense BF16: spec sheet and the measured cuBLAS ceiling) when a
-    launch used the tensor cores."""
-    g, measured = a.gpu, a.measured
-    pts = frame.filter((pl.col("flop_total") > 0) & (pl.col("dram_bytes") > 0)).select(
-        pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("ai").alias("ai_flop_per_byte"),
-        (pl.col("flop_total") / pl.col("duration_ns") / 1e3).alias("tflop_per_s"), "duration_us",
-        pl.when(pl.col("flop_tensor").fill_null(0) > pl.col("flop_fp32").fill_null(0))
-        .then(pl.lit("tensor ") + pl.col("tensor_type").str.to_uppercase()).otherwise(pl.lit("FP32")).alias("work"))
-    off = frame.filter(~((pl.col("flop_total") > 0) & (pl.col("dram_bytes") > 0)))
-    kinds = [("FP32", "fp32_flop_per_s", "fp32")]
-    if pts.filter(pl.col("work") != "FP32").height:
-        kinds.append(("BF16 tensor", "bf16_dense_flop_per_s", "bf16"))
-    roofs = []
-    for label, field_name, res in kinds:
-        if g.dram_bandwidth_bytes_per_s and getattr(g, field_name):
-            roofs.append({"label": f"{label} · spec sheet", "dram_bytes_per_s": g.dram_bandwidth_bytes_per_s,
-                          "flop_per_s": getattr(g, field_name), "measured": False})
-        if measured.get(res) and (measured.get("dram") or g.dram_bandwidth_bytes_per_s):
-            dram = measured["dram"].value if measured.get("dram") else g.dram_bandwidth_bytes_per_s
-            roofs.append({"label": f"{label} · measured", "flop_per_s": measured[res].value, "measured": True,
-                          "dram_bytes_per_s": dram})
-    if not roofs:
-        return [Text("No roofline: the GPU's DRAM or FP32 peak is unknown.", "caption")]
-    if not pts.height:
+def _sum_or_missing(col: pl.Series):
+    """The sum of a column, None when no launch has it (missing shown as missing, not as 0)."""
+    return None if col.null_count() == col.len() else col.sum()
+
+
+def missing_warnings(a: NcuAnalysis) -> list[Text]:
+    """One warning per counter group the report lacks, naming the ncu option that collects it."""
+    return [Text(f"Not in this report: **{', '.join(g['labels'])}** (counters {', '.join(f'`{n}`' for n in g['needs'][:3])}"
+                 + (", …" if len(g["needs"]) > 3 else "") + f"). Collect them with `{g['collect_with']}`; these "
+                 "columns show — (missing), not zero.", "warning") for g in missing_groups(a.missing)]
+
+
+def launches_table(a: NcuAnalysis, view: KernelsView) -> Table:
+    frame = display_frame(a)
+    if view.find:
+        frame = frame.filter(find_filter(view.find))
+    group = [*_ALWAYS, *COLUMN_GROUPS[view.cols][1]]
+    if view.sort not in group:
+        group.append(view.sort)
+    cols = {c: KERNEL_COLS[c] for c in group if c != "dram_pct_measured" or a.measured.get("dram")}
+    shown = frame.sort(view.sort, descending=view.desc, nulls_last=True)
+    return Table("kernels", shown, cols, select="id", sort=view.sort, desc=view.desc, selected=view.kernel,
+                 full="raw_name" if "raw_name" in shown.columns else "kernel_name", height=min(460, 40 + 30 * max(shown.height, 1)),
+                 caption=f"{shown.height} of {a.kernels.height} launches"
+                 + (f" matching {code(view.find)}" if view.find else "") + f"; sorted by "
+                 f"{KERNEL_COLS[view.sort].header}{' (descending)' if view.desc else ''}. Click a row to open its "
+                 "detail below, a header to sort by it (both go into the URL).")
+
+
+def over_peak_text(a: NcuAnalysis, launch: int | None = None) -> list[Text]:
+    notes = [n for n in a.over_peak if launch is None or n["id"] == launch]
+    if not notes:
         return []
-    note = ("Roofs: attainable = min(compute peak, intensity × DRAM peak); spec sheet dashed, measured ceilings "
-            "(kernelscope bench: copy, FP32 FMA, cuBLAS BF16) solid. A point's FLOP are FP32 + tensor-core FLOP "
-            "(ncu counters); read a tensor-core point against the BF16 roofs (TF32 runs at ½ of them, FP8 at 2×; "
-            "FP64 tensor work has its own peak, not drawn).")
-    if off.height:
-        note += (" Not on the chart (no FLOP or no DRAM traffic counted): launches "
-                 + ", ".join(str(i) for i in off["id"].to_list()) + ".")
-    return [Chart("roofline", charts.roofline(pts, roofs), note)]
+    return [Text("Above 100 %: " + "; ".join(f"launch {n['id']}: {n['pct']:.1f} % of {n['peak']} — {n['reason']}"
+                                             for n in notes) + ".", "caption")]
 
 
 def overview(src: Source, view: KernelsView) -> Report:
@@ -200,32 +246,59 @@ def overview(src: Source, view: KernelsView) -> Report:
     if a.gpu_how:
         rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
     rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
-    for m in a.missing:
-        rep.add(Text(f"**{m['quantity']}** is not in this report (needs {', '.join(m['needs'])}); "
-                     f"collect it with `{m['collect_with']}`.", "warning"))
+    rep.add(*missing_warnings(a))
     for f in a.flagged:
         rep.add(Text(f"**Implausible for {a.gpu.name}: launch {f['id']}** ({code(f['name'])}): "
                      + "; ".join(f["flags"]) + ". Its findings and rates are shown but should not be trusted.",
                      "error"))
-    total = frame["duration_ns"].sum()
-    lost = frame["lost_us"].fill_null(0).sum() * 1e3
+    dram = _sum_or_missing(frame["dram_bytes"])
+    lost = _sum_or_missing(frame["lost_us"])
     rep.add(Metrics([
         ("launches", f"{frame.height}", None),
-        ("kernel time", fmt_ns(total), "sum of gpu__time_duration.sum"),
-        ("DRAM traffic", fmt_bytes(frame["dram_bytes"].sum()), "dram__bytes_read.sum + dram__bytes_write.sum"),
-        ("est. time lost (biggest finding each)", fmt_ns(lost), "sum over launches of the biggest finding's estimate"),
+        ("kernel time", fmt_ns(frame["duration_ns"].sum()), "sum of gpu__time_duration.sum"),
+        ("DRAM traffic", fmt_bytes(dram), "dram__bytes_read.sum + dram__bytes_write.sum"
+         + ("" if dram is not None else " — not in this report")),
+        ("est. time lost (biggest finding each)", fmt_ns(None if lost is None else lost * 1e3),
+         "sum over launches of the biggest finding's estimate" + ("" if lost is not None else " — no findings: the "
+                                                                 "counters they need are not in this report")),
     ]))
-    cols = dict(KERNEL_COLS)
-    if not a.measured.get("dram"):
-        cols.pop("dram_pct_measured")
-    shown = frame.sort(view.sort, descending=view.desc, nulls_last=True)
-    rep.add(Heading("Launches"),
-            Table("kernels", shown, cols, caption=f"sorted by {cols.get(view.sort, KERNEL_COLS['id']).header}"
-                  + (" (descending)" if view.desc else "") + "; click a column header to re-sort in the browser."))
+    rep.add(Heading("Launches"), launches_table(a, view), *over_peak_text(a))
     join_problems: list[str] = []
     trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
     rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
-    rep.add(*roofline_blocks(a, frame))
+    return rep
+
+
+def chart_blocks(src: Source, view: KernelsView) -> list:
+    """The run's charts: hierarchical FLOP and instruction rooflines, DRAM bandwidth, occupancy."""
+    if view.run is None:
+        return []
+    a = src.ncu(view.run)
+    frame = display_frame(a)
+    out: list = [Heading("Rooflines")]
+    fr = flop_roofline(a.kernels, a.gpu, a.measured)
+    if fr.points.height:
+        out.append(Chart("roofline", charts.hierarchical_roofline(
+            fr.points, fr.roofs, unit="FLOP", title="Hierarchical roofline: FLOP/s vs FLOP per byte at L1, L2, DRAM"),
+            "One point per launch and memory level (L1/shared, L2, DRAM), joined by a grey line; roofs: the level's "
+            "bandwidth (slanted; spec or ncu peak dashed, measured solid) and FP32 / BF16-tensor peaks (flat). "
+            "A point's FLOP are FP32 + tensor-core FLOP (TF32 runs at ½ of the BF16 roof, FP8 at 2×)."
+            + (f" Launches with no FLOP counted ({', '.join(map(str, fr.not_drawn))}) are on the instruction roofline "
+               "below." if fr.not_drawn else "")))
+    else:
+        out.append(Text("No launch counted floating-point work: see the instruction roofline.", "caption"))
+    ir = instruction_roofline(a.kernels, a.gpu, a.measured)
+    if ir.points.height:
+        out.append(Chart("instruction_roofline", charts.hierarchical_roofline(
+            ir.points, ir.roofs, unit="warp instructions",
+            title="Instruction roofline: every launch, warp instructions/s vs per byte"),
+            "Every launch, also copies and transposes with no FLOP: warp instructions executed "
+            "(smsp__inst_executed.sum) per second against the issue rate (SMs × 4 × SM clock) and per byte moved at "
+            "each level against that level's bandwidth (Ding & Williams' instruction roofline)."
+            + (f" Not drawn (no instruction count): launches {', '.join(map(str, ir.not_drawn))}." if ir.not_drawn else "")))
+    elif ir.not_drawn:
+        out.append(Text("No instruction counts in this report (smsp__inst_executed.sum): collect with `ncu --set full` "
+                        "for the instruction roofline.", "caption"))
     bars = frame.select(pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("dram_gbps")).drop_nulls()
     rules = []
     if a.gpu.dram_bandwidth_bytes_per_s:
@@ -233,7 +306,7 @@ def overview(src: Source, view: KernelsView) -> Report:
     if a.measured.get("dram"):
         rules.append({"label": "measured ceiling", "gbps": a.measured["dram"].value / 1e9, "measured": True})
     if bars.height:
-        rep.add(Chart("bandwidth", charts.bandwidth_bars(bars, rules)))
+        out.append(Chart("bandwidth", charts.bandwidth_bars(bars, rules)))
     occ = frame.select(pl.col("id").cast(pl.String).alias("launch"), "achieved_occupancy_pct",
                        "theoretical_occupancy_pct", "predicted_occupancy_pct").unpivot(
         index="launch", variable_name="measure", value_name="pct").drop_nulls().with_columns(
@@ -241,121 +314,13 @@ def overview(src: Source, view: KernelsView) -> Report:
                                    "theoretical_occupancy_pct": "theoretical (ncu)",
                                    "predicted_occupancy_pct": "theoretical (our calculator)"}))
     if occ.height:
-        rep.add(Chart("occupancy", charts.occupancy_bars(occ)))
-    return rep
-
-
-def _dim(row: dict, what: str) -> str:
-    vals = [row.get(f"{what}_{a}") for a in "xyz"]
-    if any(v is None for v in vals):
-        return str(int(row[f"{what}_size"])) if row.get(f"{what}_size") is not None else "—"
-    return "(" + ", ".join(str(int(v)) for v in vals) + ")"
-
-
-def detail(src: Source, view: KernelsView) -> list:
-    """Blocks of the kernel detail view: the launch's key numbers, findings, textbook cases, every metric."""
-    if view.run is None or view.kernel is None:
-        return []
-    a = src.ncu(view.run)
-    frame = display_frame(a).filter(pl.col("id") == view.kernel)
-    if not frame.height:
-        return [Text(f"No launch {view.kernel} in this run.", "warning")]
-    row = frame.row(0, named=True)
-    arow = a.launch(view.kernel)
-    smem = (row["smem_static_bytes"] or 0) + (row["smem_dynamic_bytes"] or 0)
-    regs = row["registers_per_thread"] and int(row["registers_per_thread"])
-    blocks: list = [Heading(f"Launch {row['id']}: {code(row['kernel'])}"),
-                    Text(f"Full name: {code(row.get('raw_name') or row['kernel_name'])} · grid {_dim(row, 'grid')} × block "
-                         f"{_dim(row, 'block')} · {regs} registers/thread · shared memory {fmt_bytes(smem)}/block",
-                         "caption"),
-                    Metrics([
-                        ("duration", fmt_ns(row["duration_ns"]), "gpu__time_duration.sum"),
-                        ("DRAM", fmt_rate(row["dram_gbps"] * 1e9, "B/s") if row["dram_gbps"] is not None else "—",
-                         f"{fmt_pct(row['dram_pct_spec'])} of the spec peak"),
-                        ("FP32", fmt_rate(row["fp32_tflops"] * 1e12, "FLOP/s") if row["fp32_tflops"] is not None else "—",
-                         "(fadd + fmul + 2·ffma) / duration"),
-                        ("tensor", fmt_rate(row["tensor_tflops"] * 1e12, "FLOP/s") if row["tensor_tflops"] else "—",
-                         f"{row['tensor_type']}, {fmt_pct(row['tensor_pct_spec'])} of the spec peak" if row["tensor_type"]
-                         else "sm__ops_path_tensor_src_*.sum / duration"),
-                        ("occupancy [%] achieved / ncu / ours",
-                         " / ".join("—" if row[k] is None else f"{row[k]:.0f}" for k in (
-                             "achieved_occupancy_pct", "theoretical_occupancy_pct", "predicted_occupancy_pct")),
-                         f"limiter (ours): {row['occupancy_limiter'] or '—'}"),
-                        ("bank ways ld / st", " / ".join("—" if row[k] is None else f"{row[k]:.1f}" for k in
-                                                          ("smem_ld_conflict_degree", "smem_st_conflict_degree")),
-                         "wavefronts / (wavefronts − conflicts)"),
-                        ("ld sectors/request", "—" if row["global_ld_sectors_per_request"] is None else
-                         f"{row['global_ld_sectors_per_request']:.1f} (ideal "
-                         + ("—" if row["global_ld_ideal_sectors_per_request"] is None
-                            else f"{row['global_ld_ideal_sectors_per_request']:.0f}") + ")",
-                         "coalescing: l1tex__t_sectors / l1tex__t_requests, global loads"),
-                    ])]
-    if arow.get("flags"):
-        blocks.append(Text(f"**Implausible for {a.gpu.name}:** " + "; ".join(arow["flags"])
-                           + ". The numbers of this launch should not be trusted.", "error"))
-    findings = kernel_findings(arow, a.gpu, a.measured)
-    blocks.append(Heading("Findings, ranked by estimated time lost", 3))
-    if not findings:
-        blocks.append(Text("No findings for this launch (its counters are missing or it is at its bound).", "caption"))
-    for i, f in enumerate(findings, 1):
-        cited = "; ".join(f"{code(k)} = {v}" for k, v in f.metrics.items())
-        blocks.append(Text(
-            f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
-            f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
-    trace, joined = join_blocks.trace_for(src, view.run, view.trace, [])
-    blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
-    blocks.extend(case_blocks(arow, a.gpu, src, view.run.run_id))
-    blocks.append(Heading("Every metric of this launch", 3))
-    metrics = src.launch_metrics(view.run.run_id, view.kernel)
-    if view.q:
-        metrics = metrics.filter(pl.col("metric").str.contains(view.q, literal=True))
-    blocks.append(Table("metrics", metrics.select("metric", "value", "unit", "text"), {
-        "metric": text("metric (ncu name)"), "value": num("value", help="in base units (ns, bytes, percent)"),
-        "unit": text("unit"), "text": text("text value")},
-        caption=f"{metrics.height} metrics" + (f" matching {code(view.q)}" if view.q else ""), height=400))
-    return blocks
-
-
-def case_blocks(row: dict, gpu: GPUSpec, src: Source, run_id: str) -> list:
-    """Textbook cases this launch may run (analyzers.cases.kernel_match, recognised by its name) whose Nsight
-    Compute counters it has: the case's prediction for this GPU next to the measurement, with the verdict."""
-    from analyzers.cases.kernel_match import kernel_comparisons
-    out: list = [Heading("Textbook cases", 3)]
-    name = f"{row.get('kernel_name') or ''} {row.get('short_name') or ''}"
-    m = src.launch_metrics(run_id, row["id"]).drop_nulls("value")
-    matched = kernel_comparisons(name, dict(zip(m["metric"].to_list(), m["value"].to_list())), gpu)
-    if not matched:
-        return out + [Text("No textbook case recognised from this kernel's name; evaluate any case for this GPU on "
-                           "the [Textbook cases](cases) page.", "caption")]
-    rows, notes = [], []
-    for kc in matched:
-        if kc.problem:
-            notes.append(f"{code(kc.case_id)}: {code(kc.problem)}")
-        for c in kc.comparisons:
-            j = c.to_json()
-            rows.append({"case": f"{kc.case_id} ({kc.section})",
-                         "params": ", ".join(f"{k}={v}" for k, v in kc.params.items()) or "chapter's",
-                         "quantity": c.prediction.label, "predicted": j["predicted"]["display"],
-                         "measured": j["measured_display"], "verdict": j["verdict"], "explanation": j["explanation"]})
-    if rows:
-        out.append(Table("cases", pl.DataFrame(rows), {
-            "case": text("case (section)"), "params": text("parameters from the name"),
-            "quantity": text("quantity"), "predicted": text("predicted (model, this GPU)"),
-            "measured": text("measured (ncu counters)"), "verdict": text("verdict"),
-            "explanation": text("why")}, static=True,
-            caption="Cases recognised from the kernel's name; other parameters are the chapter's. A verdict means "
-                    "something only if the launch runs that configuration — change the parameters on the "
-                    "[Textbook cases](cases) page."))
-    elif not notes:
-        out.append(Text("Recognised " + ", ".join(code(kc.case_id) for kc in matched) + " from the name, but this "
-                        "launch lacks the counters they are checked with.", "caption"))
-    for n_ in notes:
-        out.append(Text(f"Could not evaluate {n_}", "caption"))
-    return out
+        out.append(Chart("occupancy", charts.occupancy_bars(occ)))
+    return out + stall_chart(src, view)
 
 
 def build(src: Source, params: dict) -> Report:
-    """The Kernels page of a URL. For an export (strict), a run that is not an ncu run is an error."""
+    """The Kernels page of a URL: overview, the selected launch's detail, the charts."""
     view = resolve(src, params)
     rep = overview(src, view)
-    return rep.add(*detail(src, view))
+    return rep.add(*detail(src, view), *metric_blocks(src, view), *chart_blocks(src, view))
+

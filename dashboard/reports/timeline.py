@@ -1,12 +1,16 @@
-"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S): PyTorch profiler and Nsight Systems runs.
+"""Timeline (?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S&t0=NS&t1=NS&op=SRC:ROW&show=SECTION): PyTorch
+profiler and Nsight Systems runs.
 
-GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the top kernels,
-and a what-if (chosen kernels made faster) next to Amdahl. The per-device numbers come from
-`Source.trace(run).summary` (analyzers.timeline.summarize), the same object `kernelscope analyze` prints.
+Where each device's time goes (GPU-, launch- or host-bound, with the evidence), the zoomable timeline of every
+stream, CPU thread and NVTX range with the detail of a clicked event (dashboard.reports.timeline_detail), launch
+delays (the ones over 100 µs named), idle gaps and their causes, the top kernels, and a what-if (chosen kernels made
+faster) next to Amdahl. The per-device numbers come from `Source.trace(run).summary` (analyzers.timeline.summarize),
+the same object `kernelscope analyze` prints.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -21,6 +25,7 @@ from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports import join_blocks
 from dashboard.reports.common import notes_blocks
+from dashboard.reports.timeline_detail import event_detail, timeline_block
 from dashboard.source import Source
 
 MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
@@ -33,12 +38,18 @@ class TimelineView:
     device: str = "all"
     kernel: str = ""                # what-if: regex searched in kernel names
     speedup: float = 2.0
+    t0: float | None = None         # the timeline's window, ns after the trace's first event (None: whole trace)
+    t1: float | None = None
+    op: str = ""                    # the clicked event: "gpu_ops:12" (table:row)
+    show: str = "devices"           # the section below the timeline (SECTIONS)
     problems: list[Text] = field(default_factory=list)
     ncu: str | None = None          # ?ncu=RUN: an Nsight Compute run of the same program (default: found by the join)
 
     def params(self) -> dict:
         return {"run": self.run.run_id if self.run else None, "device": None if self.device == "all" else self.device,
-                "kernel": self.kernel, "speedup": f"{self.speedup:g}", "ncu": self.ncu}
+                "kernel": self.kernel or None, "speedup": f"{self.speedup:g}",
+                "t0": None if self.t0 is None else f"{self.t0:.0f}", "t1": None if self.t1 is None else f"{self.t1:.0f}",
+                "op": self.op or None, "ncu": self.ncu, "show": None if self.show == "devices" else self.show}
 
 
 def device_ops(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -67,15 +78,14 @@ def resolve(src: Source, params: dict) -> TimelineView:
     view = TimelineView(run or (runs[0] if runs else None), problems=problems, ncu=params.get("ncu") or None)
     if view.run is None:
         return view
-    devs = src.trace(view.run).summary.devices.select("rank", "device").rows()
+    devs = src.trace_devices(view.run)            # cheap: the page's first paint must not wait for the summary
     view.devices = ["all"] + [f"{r}:{d}" for r, d in devs]
     dev = params.get("device") or "all"
     if dev not in view.devices:
         problems.append(Text(f"No device {code(dev)} in this run; showing all devices.", "warning"))
     elif len(devs) > 1:
         view.device = dev
-    top = _kernel_summary(src, view).head(1)["name"].to_list()
-    view.kernel = params.get("kernel") or (top[0][:120].split("<")[0].split("(")[0] if top else ".")
+    view.kernel = params.get("kernel") or ""        # empty: the what-if picks the kernel with the most time
     raw = params.get("speedup")
     try:
         speedup = float(raw) if raw not in (None, "") else 2.0
@@ -85,6 +95,25 @@ def resolve(src: Source, params: dict) -> TimelineView:
         problems.append(Text(f"Speedup {code(raw)} is not a number; using 2.", "warning"))
         speedup = 2.0
     view.speedup = min(1e6, max(0.01, speedup))
+    try:
+        t0 = float(params["t0"]) if params.get("t0") not in (None, "") else None
+        t1 = float(params["t1"]) if params.get("t1") not in (None, "") else None
+        if t0 is not None and t1 is not None and not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
+            raise ValueError
+        view.t0, view.t1 = t0, t1
+    except ValueError:
+        problems.append(Text(f"Time window {code(params.get('t0'))}–{code(params.get('t1'))} is not a window; "
+                             "showing the whole trace.", "warning"))
+    op = params.get("op") or ""
+    if op and not re.fullmatch(r"(gpu_ops|api_calls|cpu_ops|nvtx):\d+", op):
+        problems.append(Text(f"No event {code(op)}; nothing selected.", "warning"))
+        op = ""
+    view.op = op
+    show = params.get("show") or "devices"
+    if show not in SECTIONS:
+        problems.append(Text(f"Unknown section {code(show)}; showing the per-device statistics.", "warning"))
+        show = "devices"
+    view.show = show
     return view
 
 
@@ -93,19 +122,21 @@ def header(view: TimelineView, meta: dict | None = None) -> list:
     counts = meta.get("counts", {})
     source = ("PyTorch profiler (Kineto) trace" if run.kind == "kineto"
               else f"Nsight Systems export {meta.get('nsys_version', '')}")
-    return [Text(f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
-                 f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
-                 f"in the trace · ranks {meta.get('ranks')} · times on the {meta.get('clock', 'trace clock')} · "
-                 f"[iterations and stragglers per rank](ranks?run={run.run_id})", "caption"),
-            *notes_blocks(meta)]
+    ranks = meta.get("ranks") or []
+    rid = getattr(run, "run_id", None)
+    txt = (f"**{meta.get('gpu_name') or 'GPU name not in the trace'}** · source: {source} · "
+           f"{counts.get('kernels', 0):,} kernels, {counts.get('kernels_with_launch', 0):,} with their launch call "
+           f"in the trace · {len(ranks)} rank{'s' if len(ranks) != 1 else ''}"
+           + (f" · [iterations and stragglers per rank](ranks?run={rid})" if rid else ""))
+    return [Text(txt, "caption"), *notes_blocks(meta)]
 
 
 def definitions(run: Run) -> list:
-    perfetto = (f"open {code(run.artifact_path)} at https://ui.perfetto.dev (Open trace file) to see the original "
-                "timeline; a `.kineto.tar` rank archive must be unpacked first (one JSON per rank)."
-                if run.kind == "kineto" else
-                f"Perfetto cannot read an nsys SQLite export ({code(run.artifact_path)}); open the `.nsys-rep` in "
-                "Nsight Systems instead.")
+    perfetto = (f"*Download for Perfetto* (beside the timeline) or `kernelscope export {run.run_id} --perfetto "
+                "trace.json` writes this run's tables as a Chrome trace (streams, CPU threads, NVTX ranges, launch → "
+                "kernel arrows) that https://ui.perfetto.dev opens (Open trace file)"
+                + (f"; the original trace is {code(run.artifact_path)}." if run.kind == "kineto" else
+                   "; an nsys SQLite export has no Perfetto reader of its own."))
     return [Text("\n".join([f"- **{k.replace('_', ' ')}**: {v}" for k, v in DEFINITIONS.items()]
                            + [f"- **Perfetto**: {perfetto}"]))]
 
@@ -126,9 +157,50 @@ def device_summary(src: Source, view: TimelineView) -> pl.DataFrame:
     return d.filter((pl.col("rank") == r) & (pl.col("device") == dev))
 
 
+def verdict_blocks(src: Source, view: TimelineView) -> list:
+    """Where each device's time goes: GPU-, launch- or host-bound (analyzers.timeline.bound_verdict), with the
+    evidence."""
+    s = device_summary(src, view)
+    if not s.height:
+        return []
+    rows = s.select("rank", "device", "bound", "bound_evidence", (pl.col("run_ns") / 1e6).alias("run_ms"),
+                    (pl.col("window_ns") / 1e6).alias("window_ms"))
+    r = src.trace(view.run).summary.run
+    multi = len(view.run.meta.get("ranks") or []) > 1
+    out: list = [Heading("Where the time goes"), Text(
+        f"Run time **{r['run_ns'] / 1e6:,.3f} ms** (first to last event, host calls and GPU ops"
+        + (f"; the slowest rank, {r['slowest_rank']}" if multi else "") + ").", "caption")]
+    if rows.height == 1:
+        r = rows.row(0, named=True)
+        kind = "success" if r["bound"] == "GPU-bound" else "warning"
+        out.append(Text(f"**{r['bound']}** (rank {r['rank']}, GPU {r['device']}). {r['bound_evidence']}", kind))
+    else:
+        out.append(Table("bound", rows, {
+            "rank": num("rank"), "device": num("device"), "bound": text("verdict", DEFINITIONS["bound"]),
+            "bound_evidence": text("evidence"),
+            "run_ms": num("rank's run time", "ms", "%.3f", DEFINITIONS["run_time"]),
+            "window_ms": num("GPU window", "ms", "%.3f", "last GPU op end − first GPU op start on this device")},
+            static=True))
+    out.append(Text("Verdict: " + DEFINITIONS["bound"] + ".", "caption"))
+    return out
+
+
+#: the page's sections below the timeline (?show=…); the export has all of them
+SECTIONS = {"devices": "Per device", "delays": "Launch delays", "idle": "Idle gaps", "kernels": "Top kernels",
+            "whatif": "What-if"}
+
+
 def overview(src: Source, view: TimelineView) -> list:
-    """GPU busy time and the launch-bound verdict per device, launch delays, idle gaps and their causes, the
-    top kernels."""
+    """Every statistics section: GPU busy time and launch statistics per device, launch delays, idle gaps and their
+    causes, the top kernels (the export shows them all; the page one at a time)."""
+    if device_ops(src, view).height == 0:
+        return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
+    return (device_blocks(src, view) + delay_blocks(src, view) + idle_blocks(src, view)
+            + kernel_blocks(src, view))
+
+
+def device_blocks(src: Source, view: TimelineView) -> list:
+    """GPU busy time and launch statistics per device."""
     g = device_ops(src, view)
     if g.height == 0:
         return [Text("No GPU operations (kernels, memcpy, memset) in this run.", "warning")]
@@ -145,16 +217,24 @@ def overview(src: Source, view: TimelineView) -> list:
         (pl.col("window_ns") / 1e6).alias("window_ms"), (pl.col("idle_fraction") * 100).alias("idle_pct"),
         (pl.col("short_kernel_share") * 100).alias("short_pct"),
         (pl.col("host_wait_fraction") * 100).alias("host_wait_pct"), "kernels_per_s")
-    out += [Heading("GPU busy time and launch-bound verdict"), Table("timeline_summary", summary, {
-        "rank": num("rank"), "device": num("device"), "verdict": text("verdict", DEFINITIONS["launch_bound"]),
+    out += [Heading("GPU busy time and launch statistics per device"), Table("timeline_summary", summary, {
+        "rank": num("rank"), "device": num("device"), "verdict": text("launch-bound?", DEFINITIONS["launch_bound"]),
         "kernel_count": num("kernels"), "kernels_with_launch": num("with their launch call"),
         "busy_ms": num("busy", "ms", "%.3f", DEFINITIONS["gpu_busy"]),
-        "window_ms": num("window", "ms", "%.3f", "last op end − first op start (trace timestamps)"),
+        "window_ms": num("GPU window", "ms", "%.3f", "last GPU op end − first GPU op start on this device"),
         "idle_pct": num("idle", "% of window", "%.1f", DEFINITIONS["gpu_idle_fraction"]),
         "short_pct": num("kernels shorter than their launch call", "%", "%.1f"),
         "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["idle_categories"]),
         "kernels_per_s": num("kernels/s", fmt="%.0f")})]
 
+    return out
+
+
+def delay_blocks(src: Source, view: TimelineView) -> list:
+    """Launch delays: histogram by launch call, statistics per device, the kernels delayed over 100 µs."""
+    g = device_ops(src, view)
+    s = device_summary(src, view)
+    out: list = []
     out.append(Heading("Launch delay"))
     k = T.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
     if k.height:
@@ -174,9 +254,32 @@ def overview(src: Source, view: TimelineView) -> list:
             "queue_count": num("with queue time", help=DEFINITIONS["queue"]),
             "queue_median_us": num("queue median", "µs", "%.2f", DEFINITIONS["queue"]),
             "delay_outliers": num("delay > 100 µs", help="HTA's launch_delay_cutoff")})]
+        late = T.launch_delay_outliers(g, limit=50)
+        if late.height:
+            t0 = src.timeline_tracks(view.run).origin_ns
+            shown = late.select(
+                "rank", "device", "stream", pl.col("name").str.slice(0, 120).alias("kernel"),
+                ((pl.col("start_ns") - t0) / 1e6).alias("at_ms"), (pl.col("launch_delay_ns") / 1e3).alias("delay_us"),
+                "launch_api", (pl.col("duration_ns") / 1e3).alias("duration_us"))
+            out.append(Table("delay_outliers", shown, {
+                "rank": num("rank"), "device": num("device"), "stream": num("stream"), "kernel": text("kernel"),
+                "at_ms": num("starts at", "ms", "%.3f", "after the trace's first event"),
+                "delay_us": num("launch delay", "µs", "%.1f", DEFINITIONS["launch_delay"]),
+                "launch_api": text("launch call"), "duration_us": num("duration", "µs", "%.2f")},
+                caption=f"The {late.height} kernels{' (longest 50)' if late.height == 50 else ''} that started more "
+                        "than 100 µs after their launch call returned (HTA's cutoff), longest delay first.",
+                static=late.height <= 12))
     else:
         out.append(Text("No kernel has its launch call in this trace, so launch delays cannot be computed.", "info"))
 
+    return out
+
+
+def idle_blocks(src: Source, view: TimelineView) -> list:
+    """GPU idle gaps per stream, their HTA categories, and the temporal breakdown."""
+    g = device_ops(src, view)
+    tr = src.trace(view.run)
+    out: list = []
     out.append(Heading("GPU idle gaps per stream"))
     sg = T.stream_gaps(g)
     if sg.height:
@@ -200,6 +303,13 @@ def overview(src: Source, view: TimelineView) -> list:
         caption="Compute: non-NCCL kernels; communication: NCCL kernels not overlapping compute; memcpy: copies and "
                 "memsets not hidden under kernels; idle: the rest. They add up to the window."))
 
+    return out
+
+
+def kernel_blocks(src: Source, view: TimelineView) -> list:
+    """The kernels with the most total time."""
+    g = device_ops(src, view)
+    out: list = []
     out.append(Heading("Top kernels by total time"))
     ks = _kernel_summary(src, view).head(20).select(
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
@@ -226,32 +336,54 @@ def overview(src: Source, view: TimelineView) -> list:
     return out
 
 
+def default_kernel(src: Source, view: TimelineView) -> str:
+    """The what-if's default: the name (without template arguments and parameters) of the kernel with the most time."""
+    top = _kernel_summary(src, view).head(1)["name"].to_list()
+    return top[0][:120].split("<")[0].split("(")[0] if top else "."
+
+
 def whatif(src: Source, view: TimelineView) -> list:
     """The run time if the kernels matching view.kernel ran view.speedup times faster, next to Amdahl."""
+    if not view.kernel:
+        view.kernel = default_kernel(src, view)
     tr = src.trace(view.run)
     try:
-        w = T.what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
+        from analyzers.whatif import what_if
+        w = what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
     except ValueError as e:
         return [Text(f"No what-if: {code(e)}", "error")]
     ms = lambda ns: f"{ns / 1e6:,.3f} ms"  # noqa: E731
-    return [Metrics([
-        ("measured run time", ms(w.run_ns), "first to last event (host API calls and GPU ops), slowest rank"),
+
+    def change(ns: float):
+        """The change as shown; none when it rounds to nothing (no red arrow for a change of 0.000 ms)."""
+        return None if abs(ns) < 0.5e3 else ms(ns)
+    multi = len(w.ranks) > 1
+    who = (f"On rank {w.slowest_rank} (the slowest), {w.slowest_rank_matched_kernels:,} kernels match "
+           f"{code(view.kernel)}, {w.slowest_rank_matched_kernel_ns / 1e6:,.3f} ms of its kernel time"
+           + (f" ({w.matched_kernels:,} on all ranks)" if multi else "")) if multi else \
+        f"{w.matched_kernels:,} kernels match {code(view.kernel)}, {w.matched_kernel_ns / 1e6:,.3f} ms of kernel time"
+    blocks: list = [Metrics([
+        ("measured run time", ms(w.run_ns), T.DEFINITIONS["run_time"]),
         ("what-if (trace dependencies)", ms(w.predicted_ns), "replay of the trace's own dependencies",
-         ms(w.predicted_ns - w.run_ns)),
-        ("Amdahl", ms(w.amdahl_ns), "run × ((1 − f) + f / s)", ms(w.amdahl_ns - w.run_ns)),
-    ], lower_is_better=True), Text(
-        f"{w.matched_kernels:,} kernels match {code(view.kernel)}, {w.matched_kernel_ns / 1e6:,.3f} ms of kernel time "
-        f"(f = {w.fraction:.1%} of the run), made {view.speedup:g}× faster. What-if: "
+         change(w.predicted_ns - w.run_ns)),
+        ("Amdahl", ms(w.amdahl_ns), "run × ((1 − f) + f / s)", change(w.amdahl_ns - w.run_ns)),
+    ], lower_is_better=True)]
+    if not w.matched_kernels:
+        blocks.append(Text(f"No kernel matches {code(view.kernel)}: nothing changes.", "info"))
+    return blocks + [Text(
+        f"{who} (f = {w.fraction:.1%} of {'its' if multi else 'the'} run), made {view.speedup:g}× faster. What-if: "
         f"{T.DEFINITIONS['whatif']}. The replay keeps launch calls, stream order and synchronisations; it cannot see "
         "waits between streams or ranks (so it may be optimistic there), and the host floor it keeps is why it can "
         "promise less than Amdahl.", "caption")]
 
 
-def report(view: TimelineView, overview_blocks: list, whatif_blocks: list, meta: dict | None = None) -> Report:
-    """The page's blocks in one report (definitions last); meta: the run's metadata as the Source reads it."""
+def report(view: TimelineView, overview_blocks: list, whatif_blocks: list, meta: dict | None = None,
+           src: Source | None = None, top: list | None = None) -> Report:
+    """The page's blocks in one report (definitions last); meta: the run's metadata as the Source reads it; `top`
+    (verdict, timeline, selected event) before the statistics."""
     rep = Report("Timeline", subtitle=f"{code(view.run.source_name)} · run {view.run.run_id}"
                  + ("" if view.device == "all" else f" · device {view.device}"))
-    rep.add(*view.problems, *header(view, meta), *overview_blocks)
+    rep.add(*view.problems, *header(view, meta), *(top or []), *overview_blocks)
     if whatif_blocks:
         rep.add(Heading("What if a kernel were faster?"), *whatif_blocks)
     return rep.add(Heading("Definitions (how every number on this page is computed)", 3), *definitions(view.run))
@@ -268,5 +400,6 @@ def build(src: Source, params: dict) -> Report:
     if params.get("device") not in (None, "", *view.devices):
         raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
                           + ", ".join(view.devices))
+    top = [Heading("Timeline"), timeline_block(src, view)] + event_detail(src, view) + verdict_blocks(src, view)
     ov = overview(src, view)
-    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run))
+    return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run), src, top)

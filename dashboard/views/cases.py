@@ -33,8 +33,8 @@ def _set_qp(key: str, value: str | None) -> None:
         qp[key] = value
 
 
-def _stored_measurements(case_id: str, gpu_name: str) -> list[Measurement]:
-    return list(data.source().case_measurements(case_id, gpu_name))
+def _stored_measurements(case_id: str, gpu_name: str, values: dict) -> list[Measurement]:
+    return list(data.source().case_measurements(case_id, gpu_name, values))
 
 
 st.title("Textbook cases")
@@ -124,8 +124,8 @@ if checks:
 
 # ---- measured vs predicted ------------------------------------------------------------------------
 typed, bad = pages.url_measurements(qp.get_all("meas"), gpu.name)
-measured = pages.case_measured(view, ev, (_stored_measurements(case.id, gpu.name) if ev is not None else []) + typed,
-                               bad, data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None)
+measured = pages.case_measured(view, ev, (_stored_measurements(case.id, gpu.name, view.values) if ev is not None else [])
+                               + typed, bad, data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None)
 render_streamlit(measured)
 rep.add(*measured)
 if ev is not None:

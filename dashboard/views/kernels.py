@@ -1,17 +1,19 @@
-"""Kernels of one Nsight Compute run: sortable table with units, roofline against spec and measured ceilings,
-bandwidth and occupancy charts, and a kernel detail view with findings, textbook cases and every metric.
+"""Kernels of one Nsight Compute run: the launches in column groups (a click on a row selects it, on a header sorts
+by it), a search over the full names, the selected launch's detail (findings, source hot spots, textbook cases,
+every metric) and the run's rooflines and charts.
 
-URL: ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&q=METRIC_FILTER
+URL: ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC_FILTER
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard import data, ui
+from dashboard import components, data, ui
 from dashboard.render_streamlit import render_streamlit
+from dashboard.reports import kernel_detail
 from dashboard.reports import kernels as page
-from dashboard.reports.blocks import Report
+from dashboard.reports.blocks import Report, Table, Text
 from dashboard.reports.common import run_label
 
 src = data.source()
@@ -26,39 +28,74 @@ if view.run is None:
 
 ids = [r.run_id for r in runs]
 labels = {r.run_id: run_label(r) for r in runs}
-c1, c2, c3 = st.columns([4, 2, 1])
-run_id = c1.selectbox("Run", ids, index=ids.index(view.run.run_id), format_func=labels.get)
+run_id = st.selectbox("Run", ids, index=ids.index(view.run.run_id), format_func=labels.get)
 if run_id != view.run.run_id:
-    view = page.resolve(src, {**view.params(), "run": run_id, "kernel": None})
-sort_keys = list(page.SORT_KEYS)
-view.sort = c2.selectbox("Sort by", sort_keys, index=sort_keys.index(view.sort),
-                         format_func=lambda k: page.KERNEL_COLS[k].header)
-view.desc = c3.toggle("descending", value=view.desc)
+    view = page.resolve(src, {**view.params(), "run": run_id, "kernel": None, "find": None})
+
+
+def _on_sort():
+    ev = (st.session_state.get("kernels_table") or {}).get("sort") or {}
+    if ev.get("key") in page.SORT_KEYS:
+        st.query_params["sort"] = ev["key"]
+        if ev.get("desc"):
+            st.query_params["desc"] = "1"
+        elif "desc" in st.query_params:
+            del st.query_params["desc"]
+
+
+def _on_select():
+    ev = (st.session_state.get("kernels_table") or {}).get("select")
+    if ev not in (None, ""):
+        st.query_params["kernel"] = str(ev)
+
+
+c1, c2 = st.columns([2, 3])
+view.find = c1.text_input("Find a kernel (full name, regex)", value=view.find, placeholder="e.g. transpose|<32>")
+groups = list(page.COLUMN_GROUPS)
+view.cols = c2.segmented_control("Columns", groups, default=view.cols, format_func=lambda g: page.COLUMN_GROUPS[g][0],
+                                 required=True, key="kernels_cols") or "summary"
 traces = [""] + [r.run_id for r in src.runs(TRACE_KINDS)]
 tlabels = {r.run_id: run_label(r) for r in src.runs(TRACE_KINDS)}
 if view.trace and view.trace not in traces:
     traces.append(view.trace)
-view.trace = st.selectbox("Timeline of the same program", traces, index=traces.index(view.trace or ""),
-                          format_func=lambda t: tlabels.get(t, t) if t else "found by matching kernels (automatic)",
-                          help="A PyTorch profiler trace or Nsight Systems export of the program this report "
-                               "profiled: the page then shows how often each kernel runs per step and what its "
-                               "findings cost per step (analyzers.join).") or None
+with st.expander("Timeline of the same program" + (f": {view.trace}" if view.trace else " (found automatically)")):
+    view.trace = st.selectbox("Timeline of the same program", traces, index=traces.index(view.trace or ""),
+                              format_func=lambda t: tlabels.get(t, t) if t else "found by matching kernels (automatic)",
+                              help="A PyTorch profiler trace or Nsight Systems export of the program this report "
+                                   "profiled: the page then shows how often each kernel runs per step and what its "
+                                   "findings cost per step (analyzers.join).") or None
 ui.sync(view.params())
 
 overview = page.overview(src, view)
 if overview.subtitle:
     st.caption(overview.subtitle)
-render_streamlit(overview)
+table = next(b for b in overview.blocks if isinstance(b, Table) and b.name == "kernels")
+i = overview.blocks.index(table)
+render_streamlit(overview.blocks[:i])
+components.table(table.cells(components.table_rows_wanted("kernels_table")), key="kernels_table", on_sort=_on_sort,
+                 on_select=_on_select)
+render_streamlit([Text(table.caption, "caption")] if table.caption else [])
+render_streamlit(overview.blocks[i + 1:])
 
-st.subheader("Kernel detail")
 frame = src.ncu(view.run).kernels
 kids = frame["id"].to_list()
-names = dict(zip(kids, frame["short_name"].to_list()))
-d1, d2 = st.columns([3, 2])
+names = dict(zip(kids, frame["display_name"].to_list()))
+d1, d2 = st.columns([2, 3])
 view.kernel = d1.selectbox("Launch", kids, index=kids.index(view.kernel) if view.kernel in kids else 0,
-                           format_func=lambda i: f"{i}: {names[i]}")
-view.q = d2.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or occupancy")
+                           format_func=lambda k: f"{k}: {names[k]}")
+shows = list(page.SECTIONS)
+view.show = d2.segmented_control("Show", shows, default=view.show, format_func=page.SECTIONS.get, required=True,
+                                 key="kernels_show") or "detail"
+if view.show == "metrics":
+    view.q = st.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
 ui.sync(view.params())
-detail = page.detail(src, view)
-render_streamlit(detail)
-ui.share_panel("kernels", view.params(), [Report(overview.title, overview.blocks + detail, overview.subtitle)])
+# one section at a time: the page stays light in the browser (the export has all three)
+if view.show == "detail":
+    render_streamlit(kernel_detail.detail(src, view))
+elif view.show == "metrics":
+    render_streamlit(kernel_detail.metric_blocks(src, view))
+else:
+    render_streamlit(page.chart_blocks(src, view))
+ui.share_panel("kernels", view.params(), lambda: [Report(
+    overview.title, overview.blocks + kernel_detail.detail(src, view) + kernel_detail.metric_blocks(src, view)
+    + page.chart_blocks(src, view), overview.subtitle)])

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from analyzers import timeline as T
+from analyzers import whatif as W
 from collectors.ingest import parse_bytes
 from collectors.schema import API_CALLS_SCHEMA, GPU_OPS_SCHEMA
 from tests.conftest import H200_TORCH, SHARED_NSYS
@@ -139,7 +140,7 @@ def test_whatif_gpu_bound_synthetic():
              {"start_ns": 106, "end_ns": 206, "api_start_ns": 1, "api_end_ns": 2, "name": "k2"},
              {"start_ns": 207, "end_ns": 307, "api_start_ns": 2, "api_end_ns": 3, "name": "k3"}])
     a = api([("cudaDeviceSynchronize", 3, 310, True)])
-    w = T.what_if(g, a, "k2", 2.0)
+    w = W.what_if(g, a, "k2", 2.0)
     assert (w.run_ns, w.predicted_ns, w.amdahl_ns) == (310, 260, 260)
 
 
@@ -148,7 +149,7 @@ def test_whatif_host_bound_synthetic():
              {"start_ns": 108, "end_ns": 118, "api_start_ns": 100, "api_end_ns": 105},
              {"start_ns": 208, "end_ns": 218, "api_start_ns": 200, "api_end_ns": 205}])
     a = api([("cudaDeviceSynchronize", 220, 230, True)])
-    w = T.what_if(g, a, "^k$", 10.0)
+    w = W.what_if(g, a, "^k$", 10.0)
     assert (w.run_ns, w.predicted_ns, w.matched_kernels) == (230, 230, 3)   # the host sets the pace
     assert w.amdahl_ns == pytest.approx(230 - 27)                            # Amdahl still promises 27 ns
 
@@ -156,7 +157,7 @@ def test_whatif_host_bound_synthetic():
 @pytest.mark.parametrize("name", ["ffn_M1024_eager", "ffn_M1_eager", "ffn_M1_graph", "triton_add_x300"])
 def test_whatif_identity_on_samples(name):
     p = sample(name)
-    w = T.what_if(p.tables["gpu_ops"], p.tables["api_calls"], ".", 1.0)
+    w = W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], ".", 1.0)
     assert w.predicted_ns == w.run_ns and w.amdahl_ns == w.run_ns
 
 
@@ -172,16 +173,16 @@ def test_whatif_identity_on_samples(name):
 ])
 def test_whatif_on_samples(name, pattern, run, predicted, amdahl):
     p = sample(name)
-    w = T.what_if(p.tables["gpu_ops"], p.tables["api_calls"], pattern, 2.0)
+    w = W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], pattern, 2.0)
     assert (w.run_ns, round(w.predicted_ns), w.amdahl_ns) == (run, predicted, amdahl)
 
 
 def test_whatif_rejects_bad_input():
     p = sample("ffn_M1024_eager")
     with pytest.raises(ValueError, match="invalid kernel regex"):
-        T.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "(", 2.0)
+        W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "(", 2.0)
     with pytest.raises(ValueError, match="speedup"):
-        T.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "nvjet", 0)
+        W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "nvjet", 0)
 
 
 @pytest.mark.shared_data
@@ -189,8 +190,8 @@ def test_whatif_on_real_nsys_pair():
     for f, pred in (("mfu_2gpu_before.sqlite", 237134647), ("mfu_2gpu_after.sqlite", 240243684)):
         p = parse_bytes((SHARED_NSYS / f).read_bytes(), f)
         g, a = p.tables["gpu_ops"], p.tables["api_calls"]
-        assert T.what_if(g, a, "flash", 1.0).predicted_ns == T.what_if(g, a, "flash", 1.0).run_ns
-        w = T.what_if(g, a, "flash", 2.0)
+        assert W.what_if(g, a, "flash", 1.0).predicted_ns == W.what_if(g, a, "flash", 1.0).run_ns
+        w = W.what_if(g, a, "flash", 2.0)
         assert round(w.predicted_ns) == pred and len(w.ranks) == 2
 
 

@@ -14,6 +14,7 @@ import time
 import zlib
 from pathlib import Path
 
+import orjson
 import pytest
 
 from collectors.decompress import gunzip_if_needed
@@ -117,8 +118,11 @@ def test_a_report_read_in_the_child_is_the_same_as_in_process():
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "r.ncu-rep"
         p.write_bytes(BASIC)
-        direct = ncu.read_report_file(str(p), "r.ncu-rep")
-    child = ncu._parse_report(BASIC, "r.ncu-rep")
+        whole = ncu.read_report_file(str(p), "r.ncu-rep")
+    direct = whole["launches"]
+    child, sections, source = ncu._parse_report(BASIC, "r.ncu-rep")
+    assert sections == whole["sections"] and sections                       # the sections and source level too
+    assert source == orjson.loads(orjson.dumps(whole["source"]))
     assert [i for i, _ in child] == [i for i, _ in direct]
     assert [sorted(m) for _, m in child] == [sorted(m) for _, m in direct]
     assert all(list(child[k][1][n]) == list(direct[k][1][n]) or child[k][1][n][0] != child[k][1][n][0]

@@ -96,7 +96,58 @@ def texts(at) -> str:
     return "\n".join(parts)
 
 
+def table_data(at) -> list[dict]:
+    """The data of every table on the page (dashboard.components.table: the HTML table component), in page order."""
+    out = []
+    for e in walk(at._tree):
+        if e.type == "bidi_component" and e.proto.component_name == "kernelscope.table":
+            kind = e.proto.WhichOneof("data")
+            out.append(json.loads(e.proto.json if kind == "json" else e.proto.mixed.json))
+    return out
+
+
+def all_rows(at):
+    """Rerun the page with every long table sent whole (what its "Show all rows" button asks for; the keys are
+    render_streamlit's table-<name> and the Kernels page's kernels_table)."""
+    parts = [t for t in table_data(at) if t.get("total", 0) > len(t["rows"])]
+    for t in parts:
+        at.session_state[f"table-{t['name']}:all"] = True
+    at.session_state["kernels_table:all"] = True
+    return at.run() if parts else at
+
+
 def frames(at) -> list:
-    """The page's dataframes as polars frames (AppTest returns pandas)."""
+    """The page's tables as polars frames of their raw values (columns named as the report's frame names them)."""
     import polars as pl
-    return [pl.from_pandas(d.value) for d in at.dataframe]
+    return [pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in table_data(at)]
+
+
+def dataframes(at) -> list:
+    """The same as pandas frames (what AppTest's `at.dataframe[i].value` gave for Streamlit's data grid)."""
+    return [f.to_pandas() for f in frames(at)]
+
+
+def shown(at, name: str):
+    """The table `name` as shown: a pandas frame with the column headers and the formatted cells."""
+    import pandas as pd
+    t = next(t for t in table_data(at) if t.get("name") == name)
+    return pd.DataFrame(t["rows"], columns=[c["header"] for c in t["columns"]])
+
+
+def share_link(at) -> str:
+    """The link in the sidebar's share box."""
+    return component_data(at, "kernelscope.share")["link"]
+
+
+def component_data(at, name: str) -> dict:
+    """The data a components-v2 component (dashboard.components) was given, e.g. "kernelscope.table"."""
+    for e in walk(at._tree):
+        if e.type == "bidi_component" and e.proto.component_name == name:
+            kind = e.proto.WhichOneof("data")
+            if kind == "json":
+                return json.loads(e.proto.json)
+            if kind == "mixed":
+                return json.loads(e.proto.mixed.json)
+            if kind == "bytes":
+                return {"bytes": bytes(e.proto.bytes)}
+    raise LookupError(f"no component {name!r} on the page")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from tests.dashboard.helpers import dataframes
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import REPO
@@ -28,7 +30,7 @@ def q(at, key: str):
 
 
 def predictions(at) -> dict[str, str]:
-    df = at.dataframe[0].value
+    df = dataframes(at)[0]
     return dict(zip(df["quantity"], df["value"]))
 
 
@@ -45,7 +47,7 @@ def test_tiling_page_from_the_url():
     specs = chart_specs(at)
     assert specs and "traffic vs square tile size" in json.dumps(specs[0])
     assert q(at, "case") == "tiling.traffic" and q(at, "n") == "128"
-    figures = next(d.value for d in at.dataframe if "figure" in d.value.columns)
+    figures = next(d for d in dataframes(at) if "figure" in d.columns)
     assert set(figures["check"]) == {"agrees"}
 
 
@@ -81,12 +83,12 @@ def test_bad_parameter_shows_an_error_not_numbers():
 
 def test_measurement_in_the_url_gets_a_verdict():
     at = page(CASES, case="fusion.activation_chain", meas="unfused_time:40:µs")
-    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    table = next(d for d in dataframes(at) if "verdict" in d.columns)
     row = table[table["quantity"] == "unfused_time"].iloc[0]
     assert row["verdict"] == "differs-explained" and "L2 rate" in row["explanation"]
     assert any("14.2 µs for 120 MiB" in m.value for m in at.markdown)           # the chapter check
     at = page(CASES, case="fusion.activation_chain", meas="unfused_time:14.2:µs")
-    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    table = next(d for d in dataframes(at) if "verdict" in d.columns)
     assert table[table["quantity"] == "unfused_time"].iloc[0]["verdict"] == "differs-unexplained"
 
 
@@ -104,15 +106,15 @@ def test_pipeline_chart_and_narrative_case():
 
 def test_claims_page():
     at = page(CLAIMS)
-    df = at.dataframe[0].value
+    df = dataframes(at)[0]
     verdicts = dict(zip(df["id"], df["verdict"]))
     assert verdicts["a10g.mma_sync_tflops"] == "above-peak" and verdicts["triton.a100_matmul_rate"] == "unit-error"
     at = page(CLAIMS, verdict="refuted", claim="bank.tile_width_rule")
-    df = at.dataframe[0].value
+    df = dataframes(at)[0]
     assert set(df["verdict"]) == {"refuted"}
     assert at.selectbox[0].value == "bank.tile_width_rule"
-    evidence = at.dataframe[1].value
+    evidence = dataframes(at)[1]
     assert list(evidence["check"]) == ["bank_rule"] and list(evidence["verdict"]) == ["refuted"]
-    details = at.dataframe[2].value
+    details = dataframes(at)[2]
     assert list(details["degree"]) == [1, 32, 1]
     assert q(at, "claim") == "bank.tile_width_rule"

@@ -36,7 +36,7 @@ USAGE_ERRORS = [
     (["analyze", "x", "--max-decompressed-mb", "0"], "Invalid value for '--max-decompressed-mb'"),
     (["whatif", "x.json", "--kernel", "a"], "Missing option '--speedup'"),
     (["dashboard", "--host", "0.0.0.0"], "give an access token"),
-    (["dashboard", "--token", "short"], "at least 8 characters"),
+    (["dashboard", "--token", "short"], "use at least 16"),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape
 
 import polars as pl
 import pytest
@@ -44,13 +45,16 @@ def test_export_is_one_offline_file_with_tables_and_charts(env):
     assert "hunter2" not in html
     assert all("src=" not in s for s in _scripts(html))                  # no script loaded from anywhere
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=\s*[\"']?https?:", html, flags=re.I)
-    assert "vegaEmbed" in html and html.count('<div class="chart"') == 3
     rep = build(src, "kernels", {"run": ids["full"], "kernel": "5"})
+    charts = rep.charts()
+    assert {"roofline", "instruction_roofline", "bandwidth", "occupancy", "stall_reasons"} <= set(charts)
+    assert "vegaEmbed" in html and html.count('<div class="chart"') == len(charts)
     # the same tables as the page: every table's header row is there
     for t in rep.tables().values():
-        assert all(f">{c.header.replace('&', '&amp;')}</th>" in html for c in t.cols.values())
+        assert all(f">{escape(c.header)}</th>" in html for c in t.cols.values()), t.name
     assert "31.9-way shared-memory bank conflicts" in html
-    assert '<a href="http://gpu-server:8501/cases">Textbook cases</a>' in html       # links point at the server
+    copy = export_html(src, f"http://gpu-server:8501/kernels?run={ids['full']}&kernel=0")   # no case recognised
+    assert '<a href="http://gpu-server:8501/cases">Textbook cases</a>' in copy       # links point at the server
 
 
 def test_export_escapes_kernel_and_file_names(env):
@@ -58,7 +62,9 @@ def test_export_escapes_kernel_and_file_names(env):
     from dashboard.reports import export_html
     from dashboard.source import Source
     root, ids = env
+    from dashboard.reports import build
     html = export_html(Source(Store(root)), f"kernels?run={ids['evil']}&kernel=5")
+    n_charts = len(build(Source(Store(root)), "kernels", {"run": ids["evil"], "kernel": "5"}).charts())
     outside = re.sub(r"<script>.*?</script>", "", html, flags=re.S)     # HTML outside the script elements
     assert EVIL not in outside and "<img src=x" not in outside and "<script>alert" not in outside
     assert "&lt;/script&gt;&lt;script&gt;alert(&quot;x&quot;)" in html      # shown, as text, in the tables
@@ -66,7 +72,7 @@ def test_export_escapes_kernel_and_file_names(env):
     # the only script elements are ours: the Vega bundle and one vegaEmbed call per chart; inside them no
     # name can close the element ("</" is escaped in the JSON)
     bodies = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
-    assert len(bodies) == 1 + 3 and "<script" not in outside
+    assert len(bodies) == 1 + n_charts and "<script" not in outside
     for body in bodies[1:]:
         assert body.startswith("vegaEmbed(") and "</" not in body
 

@@ -12,7 +12,7 @@ from analyzers.cases import evaluate
 from collectors.store import Store
 from dashboard.source import Source
 from tests.conftest import H200_TORCH, REPO, SAMPLES
-from tests.dashboard.helpers import walk
+from tests.dashboard.helpers import walk, share_link, dataframes
 
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"   # the recorded H200 bench run
 VIEWS = REPO / "dashboard" / "views"
@@ -64,9 +64,10 @@ def _page(name: str, **params) -> AppTest:
 
 def test_timeline_export_shows_what_the_page_shows(wired):
     root, ids = wired
-    at = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2")
-    link = at.sidebar.code[0].value
-    assert link == f"/timeline?run={ids['m1024']}&kernel=nvjet&speedup=2"
+    at = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2", show="whatif")
+    devices = _page("timeline", run=ids["m1024"], kernel="nvjet", speedup="2")        # the page's default section
+    link = share_link(at)
+    assert link == f"/timeline?run={ids['m1024']}&kernel=nvjet&speedup=2&show=whatif"
     html = _export(root, f"http://gpu-server:8501{link}&token=hunter2")
     assert "hunter2" not in html and "ffn_M1024_eager.json.gz" in html and "NVIDIA H200" in html
     # the what-if, with the change against the measured run time
@@ -76,14 +77,14 @@ def test_timeline_export_shows_what_the_page_shows(wired):
         assert f'<div class="l">{label}</div><div class="v">{value}</div>' in html
     assert '<div class="d">-0.885 ms</div>' in html and "kernels match <code>nvjet</code>" in html
     # the per-device summary: same verdict and numbers, headers with units and definitions as help
-    summary = at.dataframe[0].value.iloc[0]
+    summary = dataframes(devices)[0].iloc[0]
     assert (summary["verdict"], summary["kernel_count"]) == ("not launch-bound", 25)
     assert "<td>not launch-bound</td>" in html and f'<td class="n">{summary["busy_ms"]:.3f}</td>' in html
     for header in ("busy [ms]", "idle [% of window]", "median [µs]", "queue median [µs]", "share of busy time [%]"):
         assert f">{header}</th>" in html
     assert 'title="length of the union of kernel, memcpy and memset intervals' in html
     # the launch floor measured by the recorded bench run on the same GPU, on the page and in the file
-    assert any("Launch floor 6.5 µs per kernel" in c.value for c in at.caption)
+    assert any("Launch floor 6.5 µs per kernel" in c.value for c in devices.caption)
     assert "Launch floor 6.5 µs per kernel" in html
     assert "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in html                 # the top kernel
     assert html.count('<div class="chart"') == 3 and "Launch delay per kernel (HTA definition)" in html
@@ -104,13 +105,13 @@ def test_timeline_export_of_a_run_id(env, tmp_path):
 def test_cases_export_shows_what_the_page_shows(wired):
     root, ids = wired
     at = _page("cases", case="tiling.traffic", gpu="H200")
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link == "/cases?case=tiling.traffic&gpu=NVIDIA+H200"
     html = _export(root, link)
     assert "Case <code>tiling.traffic</code> on NVIDIA H200" in html
     # parameters (inputs on the page) and every prediction with its unit
     assert "<td>M</td><td>1024</td>" in html and "<td>elem</td><td>2</td><td>B</td>" in html
-    df = at.dataframe[0].value
+    df = dataframes(at)[0]
     preds = dict(zip(df["quantity"], df["value"]))
     # the store holds the recorded H200 bench run: the rates are its measured ceilings, the time a predicted estimate
     assert preds["traffic"] == "3096 MiB" and preds["time_bound"] == "104.2 µs"
@@ -122,7 +123,7 @@ def test_cases_export_shows_what_the_page_shows(wired):
     assert "What each predicted time is made of" in html and "<td>latency (Little&#x27;s law)</td>" in html
     assert html.count('<div class="chart"') == 1 and "traffic vs square tile size" in html
     # the stored bench measurements, each judged at its own parameters (the bench run's verdicts)
-    measured = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    measured = next(d for d in dataframes(at) if "verdict" in d.columns)
     assert {"agrees", "differs-unexplained"} <= set(measured["verdict"]) and len(measured) == 11    # 3 times, 3 L2 reads, 3 occupancies, 2 time ratios
     for _, r in measured.iterrows():
         assert f"bench run {ids['bench']}" in r["source"]
@@ -148,10 +149,10 @@ def test_claims_export_shows_what_the_page_shows(wired):
     from analyzers.cases import claims
     root, _ = wired
     at = _page("claims", verdict=["refuted", "unit-error"], claim="bank.tile_width_rule")
-    link = at.sidebar.code[0].value
+    link = share_link(at)
     assert link == "/claims?verdict=refuted&verdict=unit-error&claim=bank.tile_width_rule"
     html = _export(root, link)
-    table = at.dataframe[0].value
+    table = dataframes(at)[0]
     assert set(table["verdict"]) == {"refuted", "unit-error"} and "triton.a100_matmul_rate" in set(table["id"])
     for _, r in table.iterrows():
         assert f"<td>{r['id']}</td><td>{r['verdict']}</td>" in html
@@ -160,7 +161,7 @@ def test_claims_export_shows_what_the_page_shows(wired):
     # the claim in detail: quotation, verdict, the computed table
     assert "<h2>bank.tile_width_rule</h2>" in html and "<blockquote>" in html
     assert "<strong>refuted</strong>" in html and ">degree</th>" in html and "<td>bank_rule</td>" in html
-    assert list(at.dataframe[2].value["degree"]) == [1, 32, 1]
+    assert list(dataframes(at)[2]["degree"]) == [1, 32, 1]
 
 
 def test_export_names_the_problem_instead_of_falling_back(env, tmp_path, capsys):
@@ -205,3 +206,15 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
     at = _page("claims", claim="a10g.memory_spec")
     assert any("on NVIDIA H200 (kernelscope bench run" in m.value for m in at.markdown)
     assert Source(Store(tmp_path / "empty")).claim_measurements() == {}
+
+
+def test_an_export_with_chinese_text_embeds_the_cjk_font(tmp_path):
+    """The Claims page quotes the seed in Chinese: its export carries the bundled CJK subset (SIL OFL) as data,
+    other exports do not pay for it."""
+    from collectors.store import Store
+    from dashboard.reports import export_html
+    from dashboard.source import Source
+    src = Source(Store(tmp_path / "s"))
+    claims = export_html(src, "claims?claim=triton.a100_matmul_rate")
+    assert "纯Triton" in claims and "font-family: 'Kernelscope CJK'" in claims and "data:font/woff2;base64," in claims
+    assert "data:font/woff2" not in export_html(src, "gpus")

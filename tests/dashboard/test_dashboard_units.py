@@ -73,8 +73,16 @@ def test_compare_noise_rules():
     assert per[("k", 0)]["threshold_pct"] == pytest.approx(5.0) and per[("new", 0)]["threshold_pct"] is None
     # grouped (traces): the spread of k's launches (std 50 and 23 ns) widens the threshold: -15.7 % is noise
     grp = {r["name"]: r for r in compare_runs(a, b, per_launch=False).iter_rows(named=True)}
-    assert grp["k"]["n_a"] == 2 and grp["k"]["status"] == "unchanged"
     assert grp["k"]["threshold_pct"] == pytest.approx(200 * ((50 / 150) ** 2 + (23 / 127) ** 2) ** 0.5, rel=1e-6)
+    # ... a threshold of 76 % can hide almost any change: too noisy to judge, not "unchanged"
+    assert grp["k"]["n_a"] == 2 and grp["k"]["status"] == "too noisy to judge"
+    # launches that spread little (threshold below twice the floor) are judged: the same -15.7 % is then faster
+    a2 = pl.DataFrame({"name": ["k"] * 2, "config": ["c"] * 2, "duration_ns": [150.0, 151.0]})
+    b2 = pl.DataFrame({"name": ["k"] * 2, "config": ["c"] * 2, "duration_ns": [126.0, 127.0]})
+    tight = compare_runs(a2, b2, per_launch=False).row(0, named=True)
+    assert tight["threshold_pct"] == pytest.approx(5.0) and tight["status"] == "faster"
+    b3 = pl.DataFrame({"name": ["k"] * 2, "config": ["c"] * 2, "duration_ns": [152.0, 153.0]})
+    assert compare_runs(a2, b3, per_launch=False).row(0, named=True)["status"] == "unchanged"
     t = totals(compare_runs(a, b, per_launch=True))
     assert t["total_a_ns"] == 359 and t["total_b_ns"] == 341 and t["counts"]["faster"] == 1
 
@@ -172,13 +180,31 @@ def test_dashboard_on_all_interfaces_needs_a_token(launched, tmp_path, monkeypat
     assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 2
     assert "token" in capsys.readouterr().err and not launched
     assert main(["dashboard", "--host", "0.0.0.0", "--token", "abc", "--store", str(tmp_path / "s")]) == 2
-    assert "at least 8 characters" in capsys.readouterr().err and not launched
-    assert main(["dashboard", "--host", "0.0.0.0", "--token", "abcdefgh", "--store", str(tmp_path / "s")]) == 0
+    assert "at least 16" in capsys.readouterr().err and not launched          # a guessable token is refused
+    tok = "0123456789abcdef"
+    assert main(["dashboard", "--host", "0.0.0.0", "--token", tok, "--store", str(tmp_path / "s")]) == 0
     cmd, env = launched[0]
-    assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and env["KERNELSCOPE_TOKEN"] == "abcdefgh"
-    monkeypatch.setenv("KERNELSCOPE_TOKEN", "from-env")
+    assert cmd[cmd.index("--host") + 1] == "0.0.0.0" and env["KERNELSCOPE_TOKEN"] == tok
+    monkeypatch.setenv("KERNELSCOPE_TOKEN", "from-env-0123456789")
     assert main(["dashboard", "--host", "0.0.0.0", "--store", str(tmp_path / "s")]) == 0
-    assert launched[1][1]["KERNELSCOPE_TOKEN"] == "from-env"
+    assert launched[1][1]["KERNELSCOPE_TOKEN"] == "from-env-0123456789"
+
+
+def test_samples_only_into_the_default_store_unless_asked(launched, tmp_path, monkeypatch):
+    from dashboard.cli import main
+    monkeypatch.delenv("KERNELSCOPE_STORE", raising=False)
+    assert main(["dashboard", "--store", str(tmp_path / "s")]) == 0
+    assert launched[-1][1]["KERNELSCOPE_LOAD_SAMPLES"] == "0"                 # a store the user named
+    assert main(["dashboard", "--store", str(tmp_path / "s"), "--samples"]) == 0
+    assert launched[-1][1]["KERNELSCOPE_LOAD_SAMPLES"] == "1"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["dashboard"]) == 0
+    assert launched[-1][1]["KERNELSCOPE_LOAD_SAMPLES"] == "1"                 # the default store
+    assert main(["dashboard", "--no-samples"]) == 0
+    assert launched[-1][1]["KERNELSCOPE_LOAD_SAMPLES"] == "0"
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "shared"))
+    assert main(["dashboard"]) == 0
+    assert launched[-1][1]["KERNELSCOPE_LOAD_SAMPLES"] == "0"                 # a store given by the environment
 
 
 def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):

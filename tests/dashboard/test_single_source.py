@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
-from tests.dashboard.helpers import frames, open_page
+from tests.dashboard.helpers import component_data, frames, open_page
 
 pytest.importorskip("ncu_report")
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
@@ -72,29 +72,26 @@ def test_kernel_quantities_cli_page_export(env, capsys):
     cli = {k["id"]: k for k in rep["kernels"]}
     assert rep["measured_ceilings"]["dram"]["value"] > 4e12          # the bench run's copy ceiling is used
 
-    at = open_page("kernels", run=ids["ncu"])
-    assert not at.exception
-    page = {r["id"]: r for r in frames(at)[0].to_dicts()}
-
-    html = _export(root, f"kernels?run={ids['ncu']}")
-    heads = [KERNEL_COLS[c].header for c in KERNEL_COLS][:3]
-    exported = {int(r[0]): r for r in _html_rows(html, heads)}
-    order = list(KERNEL_COLS)              # every column is shown: the store has a measured copy ceiling
-
-    pairs = [("dram_bandwidth_gbps", "dram_gbps", 1), ("dram_peak_fraction", "dram_pct_spec", 100),
-             ("dram_measured_fraction", "dram_pct_measured", 100), ("smem_conflict_degree", "smem_conflict_degree", 1),
-             ("lost_ns", "lost_us", 1e-3)]
-    assert len(cli) == len(page) == len(exported) == 9
-    for kid, c in cli.items():
-        for cli_key, page_key, scale in pairs:
-            want = None if c[cli_key] is None else c[cli_key] * scale
-            got = page[kid][page_key]
-            assert (got is None) == (want is None) and (want is None or got == pytest.approx(want, rel=1e-12)), \
-                (kid, cli_key)
-            cell = exported[kid][order.index(page_key)]
-            assert cell == KERNEL_COLS[page_key].format(want), (kid, page_key, cell)
-        assert page[kid]["top_finding"] == c["top_finding"]
-        assert exported[kid][order.index("top_finding")] == (c["top_finding"] or "—")
+    pairs = {"memory": [("dram_bandwidth_gbps", "dram_gbps", 1), ("dram_peak_fraction", "dram_pct_spec", 100),
+                        ("dram_measured_fraction", "dram_pct_measured", 100)],
+             "shared": [("smem_conflict_degree", "smem_conflict_degree", 1)],
+             "summary": [("lost_ns", "lost_us", 1e-3), ("top_finding", "top_finding", None)]}
+    for group, keys in pairs.items():
+        # the page's table (the interactive table component) and the export show the same cells, one column group
+        at = open_page("kernels", run=ids["ncu"], cols=group)
+        assert not at.exception
+        t = component_data(at, "kernelscope.table")
+        order = [c["key"] for c in t["columns"]]
+        page = {int(i): r for i, r in zip(t["ids"], t["rows"])}
+        html = _export(root, f"kernels?run={ids['ncu']}&cols={group}")
+        exported = {int(r[0]): r for r in _html_rows(html, [c["header"] for c in t["columns"]][:3])}
+        assert len(cli) == len(page) == len(exported) == 9
+        for kid, c in cli.items():
+            for cli_key, page_key, scale in keys:
+                want = c[cli_key] if scale is None or c[cli_key] is None else c[cli_key] * scale
+                shown = KERNEL_COLS[page_key].format(want)
+                assert page[kid][order.index(page_key)] == shown, (kid, page_key)
+                assert exported[kid][order.index(page_key)] == shown, (kid, page_key)
     # the stride-32 column read: 32-way conflicts, and the finding that names them
     assert cli[5]["smem_conflict_degree"] == pytest.approx(32.0, abs=0.2)
     assert "bank conflicts" in cli[5]["top_finding"]
@@ -107,8 +104,9 @@ def test_timeline_quantities_cli_page_export(env, capsys):
     dev = rep["summary"]["devices"][0]
 
     at = open_page("timeline", run=ids["trace"])
-    assert not at.exception
-    by_cols = {tuple(f.columns): f for f in frames(at)}
+    delays = open_page("timeline", run=ids["trace"], show="delays")
+    assert not at.exception and not delays.exception
+    by_cols = {tuple(f.columns): f for f in frames(at) + frames(delays)}
     summary = next(f for cols, f in by_cols.items() if "idle_pct" in cols).row(0, named=True)
     stats = next(f for cols, f in by_cols.items() if "median_us" in cols).row(0, named=True)
     assert summary["idle_pct"] == pytest.approx(dev["gpu_idle_fraction"] * 100, rel=1e-5)
@@ -118,7 +116,7 @@ def test_timeline_quantities_cli_page_export(env, capsys):
         1 - 2_076_915 / 2_223_415, rel=1e-5)
 
     html = _export(root, f"timeline?run={ids['trace']}")
-    row = _html_rows(html, ["rank", "device", "verdict"])[0]
+    row = _html_rows(html, ["rank", "device", "launch-bound?"])[0]
     assert row[7] == f"{dev['gpu_idle_fraction'] * 100:.1f}"
     srow = _html_rows(html, ["rank", "device", "kernels with launch call"])[0]
     assert srow[3] == f"{dev['launch_delay_median_us']:,.2f}" and srow[4] == f"{dev['launch_delay_p90_us']:,.2f}"

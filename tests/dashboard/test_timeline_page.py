@@ -1,9 +1,12 @@
 """The Timeline dashboard page, driven headless with streamlit's AppTest."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+
+from tests.dashboard.helpers import dataframes
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, SHARED_NSYS
@@ -31,26 +34,36 @@ def test_page_rebuilds_from_the_url(store):
     assert not at.exception
     assert at.selectbox[0].value == run.run_id
     text = _texts(at)
-    assert "NVIDIA H200" in text and "Launch delay" in text and "GPU idle gaps per stream" in text
+    assert "NVIDIA H200" in text and "Run time **2.302 ms**" in text and "epoch" not in text
+    assert not re.search(r"\b\d{13,}\b", text)                 # times relative to the trace, no raw epoch ns
+    assert "**GPU-bound**" in " ".join(s.value for s in at.success)            # where the time goes, with evidence
     assert "ui.perfetto.dev" in text and str(run.artifact_path) in text
+    assert "Click an event on the timeline" in text
+    summary = dataframes(at)[0]
+    assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == ["not launch-bound"]
+    # one section at a time below the timeline, each from the URL
+    text = _texts(_page(run.run_id, show="delays"))
+    assert "Launch delay" in text and "longest delay first" in text          # the delays over 100 µs are named
+    assert "GPU idle gaps per stream" in _texts(_page(run.run_id, show="idle"))
+    at = _page(run.run_id, kernel="nvjet", speedup="2", show="whatif")
     assert at.text_input[0].value == "nvjet" and at.number_input[0].value == 2.0
     metrics = {m.label: m.value for m in at.metric}
     assert metrics == {"measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms",
                        "Amdahl": "1.345 ms"}
-    summary = at.dataframe[0].value
-    assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == ["not launch-bound"]
 
 
 def test_widget_changes_go_back_to_the_url(store):
     run, _ = store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
-    at = _page(run.run_id)
+    at = _page(run.run_id, show="whatif")
     assert at.query_params["kernel"] == "add_kernel"            # defaults written back
     at.text_input[0].set_value("add").run()
     at.number_input[0].set_value(4.0).run()
     assert at.query_params["kernel"] == "add" and at.query_params["speedup"] == "4"
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["what-if (trace dependencies)"] == metrics["measured run time"] == "7.504 ms"  # launch-bound
-    assert at.dataframe[0].value["verdict"].to_list() == ["launch-bound"]
+    # nothing changes: no red arrow for a change of 0.000 ms
+    assert next(m for m in at.metric if m.label.startswith("what-if")).proto.delta == ""
+    assert "**launch-bound**" in " ".join(w.value for w in at.warning)
     at.text_input[0].set_value("(").run()
     assert any("invalid kernel regex" in e.value for e in at.error)
 
@@ -69,5 +82,5 @@ def test_page_with_two_devices(store):
     at = _page(run.run_id, device="1:1", kernel="flash", speedup="2")
     assert not at.exception
     assert at.selectbox[1].value == "1:1"
-    assert at.dataframe[0].value["device"].to_list() == [1]
-    assert "Perfetto cannot read an nsys SQLite export" in _texts(at)
+    assert dataframes(at)[0]["device"].to_list() == [1]
+    assert "an nsys SQLite export has no Perfetto reader of its own" in _texts(at)

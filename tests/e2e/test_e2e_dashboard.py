@@ -1,9 +1,18 @@
-"""End to end in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright, no browser download):
-`kernelscope dashboard` on a free port with an empty temporary store; upload the sample ncu report; open the
-kernels page from the upload's link; change the view; follow the page's shared link in a fresh browser context
-(a teammate's browser) and see the same view."""
+"""End to end in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright, no browser download),
+against `kernelscope dashboard` on a temporary store of the real H200 samples:
+
+- upload an ncu report; on its Kernels page a row click selects the launch and a header click sorts, both into the
+  URL; the page's shared link in a fresh browser context shows the same selection and sort; the offline download;
+- source hot spots of a real report with Source Counters (the stride-32 column read's LDS instructions);
+- the metric baseline of two real reports (basic and full) on the Compare page;
+- the Timeline: zoom with the mouse wheel (the server refines the window, the URL follows) and a click on a kernel
+  that opens its detail and the same kernel's Nsight Compute counters;
+- token mode: a deep link survives the login, a reload and a new tab; a fresh browser must log in;
+- every page (and each section with charts) at 1,440 × 900: every chart has a non-empty plot area.
+"""
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -16,12 +25,29 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.helpers import FULL
+from tests.conftest import H200_TORCH, SAMPLES
+from tests.dashboard.helpers import BASIC, FULL
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 IDLE = "[data-test-script-state='notRunning']"
+TENSOR = SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz"
+M1024 = H200_TORCH / "ffn_M1024_eager.json.gz"
+TOKEN = "e2e-token-0123456789abcdef"
+SHOTS = Path(os.environ.get("KERNELSCOPE_E2E_SHOTS", "/tmp/kernelscope-e2e-shots"))
+#: the page is drawn: script finished, no skeleton, every chart has its SVG/canvas, components painted
+DRAWN = """() => {
+  const idle = document.querySelector("[data-test-script-state='notRunning']");
+  if (!idle || !document.querySelector('h1') || document.querySelector('[data-testid=stSkeleton]')) return false;
+  for (const c of document.querySelectorAll('[data-testid=stVegaLiteChart]')) {
+    const g = c.querySelector('svg, canvas');
+    if (!g || g.getBoundingClientRect().height < 10) return false;
+  }
+  for (const t of document.querySelectorAll('.ks-tl')) if (!t.dataset.paints) return false;
+  for (const t of document.querySelectorAll('.ks-table')) if (!t.querySelector('tbody tr')) return false;
+  return true;
+}"""
 
 # skipped where chromium is absent, except in CI (CI=true), whose .ci/run installs it: there it must run
 pytestmark = [
@@ -36,30 +62,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    pytest.importorskip("ncu_report")
-    tmp = tmp_path_factory.mktemp("e2e")
+def _start(store: Path, tmp: Path, **env_extra) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    env = dict(os.environ, KERNELSCOPE_SAMPLES=str(tmp / "no_samples"), KERNELSCOPE_FAKE_NVML="1")
-    env.pop("KERNELSCOPE_TOKEN", None)
+    env = dict(os.environ, KERNELSCOPE_SAMPLES=str(tmp / "no_samples"), KERNELSCOPE_FAKE_NVML="1", **env_extra)
+    if "KERNELSCOPE_TOKEN" not in env_extra:
+        env.pop("KERNELSCOPE_TOKEN", None)
     exe = Path(sys.executable).with_name("kernelscope")
-    proc = subprocess.Popen([str(exe), "dashboard", "--port", str(port), "--store", str(tmp / "store")],
+    proc = subprocess.Popen([str(exe), "dashboard", "--port", str(port), "--store", str(store)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
+    deadline = time.time() + 90
     while True:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
+                return proc, url
         except OSError:
             pass
         if proc.poll() is not None or time.time() > deadline:
             _stop(proc)
             pytest.fail(f"dashboard did not start: {proc.stdout.read().decode(errors='replace')[-2000:]}")
         time.sleep(0.3)
-    yield url, tmp / "store"
-    _stop(proc)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -79,88 +101,304 @@ def _stop(proc: subprocess.Popen) -> None:
             time.sleep(0.1)
 
 
-def _idle(page, timeout=60_000):
-    page.wait_for_selector(IDLE, timeout=timeout)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("ncu_report")
+    from collectors.store import Store
+    tmp = tmp_path_factory.mktemp("e2e")
+    store = Store(tmp / "store")
+    ids = {k: store.ingest_path(p)[0].run_id for k, p in
+           [("basic", BASIC), ("tensor", TENSOR), ("m1024", M1024)]}           # the full report is uploaded
+    for bench in sorted(SAMPLES.glob("h200*/bench_suite/bench_*.json.gz")):   # measured ceilings, two GPUs
+        store.ingest_path(bench)
+    proc, url = _start(store.root, tmp)
+    yield url, store, ids
+    _stop(proc)
 
 
-def test_upload_kernels_and_shared_link(server):
+@pytest.fixture(scope="module")
+def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the e2e extra (pip install playwright)")
-    url, store = server
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-            page = ctx.new_page()
-            page.goto(f"{url}/upload")
-            _idle(page)
-            page.locator("input[type=file]").set_input_files(str(FULL))
-            ok = page.locator("[data-testid=stAlertContentSuccess]")
-            ok.wait_for(timeout=60_000)
-            assert "full.ncu-rep.gz" in ok.inner_text() and "new" in ok.inner_text()
-            run_id = next((store / "runs").iterdir()).name
-            link = ok.get_by_role("link", name="open")
-            if link.get_attribute("target") == "_blank":          # markdown links open a new tab
-                with ctx.expect_page() as opened:
-                    link.click()
-                page = opened.value
-            else:
-                link.click()
-            page.wait_for_url(f"**/kernels?run={run_id}*", timeout=30_000)
-            _idle(page)
-            page.get_by_text("Launch 0: ks_copy_u4").wait_for(timeout=30_000)
-            # change the view: filter the metrics; the URL follows
-            box = page.get_by_label("Filter metrics")
-            box.fill("dram__bytes_read")
-            box.press("Enter")
-            page.wait_for_url("**q=dram__bytes_read*", timeout=30_000)
-            _idle(page)
-            shared = page.locator("[data-testid=stSidebar] [data-testid=stCode] code").inner_text().strip()
-            assert shared.startswith(f"{url}/kernels?") and f"run={run_id}" in shared and "q=dram__bytes_read" in shared
-            caption = page.get_by_text("metrics matching").first.inner_text()
-            title = page.locator("h1").first.inner_text()
-            # the sidebar's offline copy: one HTML file, nothing loaded from the network
-            with page.expect_download(timeout=60_000) as dl:
-                page.get_by_role("button", name="Download HTML (offline copy)").click()
-            html = Path(dl.value.path()).read_text(encoding="utf-8")
-            assert html.startswith("<!DOCTYPE html>") and "ks_copy_u4" in html and "vegaEmbed" in html
-            assert not re.search(r"<script[^>]+src=", html) and dl.value.suggested_filename.endswith(".html")
-
-            # a teammate opens the link in a fresh browser context: same page, same run, same filter
-            other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            other.goto(shared)
-            _idle(other)
-            other.get_by_text("Launch 0: ks_copy_u4").wait_for(timeout=30_000)
-            assert other.locator("h1").first.inner_text() == title == "Kernels"
-            sync_api.expect(other.get_by_label("Filter metrics")).to_have_value("dram__bytes_read", timeout=30_000)
-            sync_api.expect(other.get_by_text("metrics matching").first).to_have_text(caption, timeout=30_000)
-            assert run_id in other.url
-        finally:
-            browser.close()
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b, sync_api
+        b.close()
 
 
-def test_token_login_in_a_browser_then_the_app(tmp_path):
+def _new_page(b, width=1440, height=900):
+    return b.new_context(viewport={"width": width, "height": height}).new_page()
+
+
+def _drawn(page, timeout=90_000):
+    page.wait_for_function(DRAWN, timeout=timeout, polling=100)
+
+
+def _full_run(server):
+    url, store, ids = server
+    return store.ingest_path(FULL)[0].run_id          # uploaded by the first test; here, or stored now
+
+
+def test_upload_row_click_sort_and_shared_link(server, browser):
+    url, store, _ = server
+    b, sync_api = browser
+    page = _new_page(b)
+    page.goto(f"{url}/upload")
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.locator("input[type=file]").set_input_files(str(FULL))
+    ok = page.locator("[data-testid=stAlertContentSuccess]")
+    ok.wait_for(timeout=90_000)
+    assert "full.ncu-rep.gz" in ok.inner_text() and "new" in ok.inner_text()
+    run_id = _full_run(server)
+    link = ok.get_by_role("link", name="open")
+    if link.get_attribute("target") == "_blank":          # markdown links open a new tab
+        with page.context.expect_page() as opened:
+            link.click()
+        page = opened.value
+    else:
+        link.click()
+    page.wait_for_url(f"**/kernels?run={run_id}*", timeout=60_000)
+    _drawn(page)
+    page.get_by_text("Launch 0: ks_copy_u4").wait_for(timeout=60_000)
+    # a click on a row selects the launch and writes it into the URL; the detail follows
+    page.locator(".ks-table tr[data-id='7']").click()
+    page.wait_for_url("**kernel=7*", timeout=60_000)
+    page.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=60_000)
+    # a click on a header sorts by it (a number: longest first), into the URL; again: the other way round
+    page.locator(".ks-table th[data-key='duration_us']").click()
+    page.wait_for_url("**sort=duration_us&desc=1*", timeout=60_000)
+    _drawn(page)
+    page.wait_for_function("() => document.querySelector('.ks-table tbody tr').dataset.id === '7'", timeout=60_000)
+    page.locator(".ks-table th[data-key='duration_us']").click()
+    page.wait_for_function("() => location.search.includes('sort=duration_us') && !location.search.includes('desc')",
+                           timeout=60_000)
+    _drawn(page)
+    page.wait_for_function("() => document.querySelector('.ks-table tbody tr').dataset.id === '6'", timeout=60_000)
+    shared = page.locator("[data-testid=stSidebar] .ks-share input").input_value().strip()
+    assert shared.startswith(f"{url}/kernels?") and f"run={run_id}" in shared and "kernel=7" in shared
+    assert "sort=duration_us" in shared and "desc" not in shared
+    # the sidebar's offline copy: one HTML file, nothing loaded from the network
+    with page.expect_download(timeout=90_000) as dl:
+        page.get_by_role("button", name="Download HTML (offline copy)").click()
+    html = Path(dl.value.path()).read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "ks_matmul_64x64" in html and "vegaEmbed" in html
+    assert not re.search(r"<script[^>]+src=", html) and dl.value.suggested_filename.endswith(".html")
+    # a teammate opens the link in a fresh browser context: same run, same selected row, same sort
+    other = _new_page(b)
+    other.goto(shared)
+    _drawn(other)
+    other.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=60_000)
+    assert other.locator(".ks-table tr.sel").get_attribute("data-id") == "7"
+    assert other.locator(".ks-table tbody tr").first.get_attribute("data-id") == "6"        # shortest first
+    assert "▲" in other.locator(".ks-table th[data-key='duration_us']").inner_text()
+    other.context.close()
+    page.context.close()
+
+
+def test_source_hot_spots_of_a_real_report(server, browser):
+    url, _, _ = server
+    b, _ = browser
+    run_id = _full_run(server)
+    page = _new_page(b)
+    page.goto(f"{url}/kernels?run={run_id}&kernel=5")
+    _drawn(page)
+    page.get_by_text("Source hot spots").wait_for(timeout=60_000)
+    table = page.locator(".ks-table").filter(has_text="SASS instruction").first
+    rows = table.locator("tbody tr")
+    assert rows.count() == 25
+    text = table.inner_text()
+    assert "LDS" in text and "MIO throttle" in text                       # the column read waits on shared memory
+    reasons = page.locator(".ks-table").filter(has_text="stall reason").first
+    assert reasons.locator("tbody tr").first.inner_text().startswith("MIO throttle")     # the biggest, first
+    page.goto(f"{url}/kernels?run={run_id}&kernel=5&show=charts")
+    _drawn(page)
+    chart = page.locator("[data-testid=stVegaLiteChart]").filter(has_text="Where the warps waited")
+    assert chart.count() == 1 and chart.bounding_box()["height"] > 200
+    page.context.close()
+
+
+def test_metric_baseline_of_two_real_reports(server, browser):
+    url, _, ids = server
+    b, _ = browser
+    run_id = _full_run(server)
+    page = _new_page(b)
+    page.goto(f"{url}/compare?a={ids['basic']}&b={run_id}&pair=5")
+    _drawn(page)
+    page.get_by_text("Metrics: launch 5 of A vs launch 5 of B").wait_for(timeout=60_000)
+    assert page.get_by_text("shared metrics", exact=False).count() >= 1
+    page.get_by_label("Filter metrics").fill("dram__cycles_active")
+    page.get_by_label("Filter metrics").press("Enter")
+    page.wait_for_url("**mq=dram__cycles_active*", timeout=60_000)
+    _drawn(page)
+    diff = page.locator(".ks-table").filter(has_text="noise threshold").last
+    rows = diff.locator("tbody tr")
+    assert rows.count() >= 1 and all("dram__cycles_active" in rows.nth(i).inner_text() for i in range(rows.count()))
+    page.context.close()
+
+
+def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser):
+    import polars as pl
+    url, store, ids = server
+    b, _ = browser
+    run = store.get(ids["m1024"])
+    g = run.table("gpu_ops").with_row_index("r")
+    origin = min(run.table(t)["start_ns"].min() for t in ("gpu_ops", "api_calls", "cpu_ops", "nvtx")
+                 if run.table(t).height)                            # times on the canvas: after the first event
+    nv = g.filter(pl.col("name").str.starts_with("nvjet")).sort("launch_delay_ns", descending=True).row(0, named=True)
+    page = _new_page(b)
+    page.goto(f"{url}/timeline?run={run.run_id}")
+    _drawn(page)
+    tl = page.locator(".ks-tl")
+    whole = tl.get_attribute("data-window")
+    canvas = page.locator(".ks-tl canvas")
+    box = canvas.bounding_box()
+    # zoom: the wheel redraws at once, then the server answers for the new window and the URL follows
+    page.mouse.move(box["x"] + 190 + (box["width"] - 190) * 0.7, box["y"] + 50)
+    for _ in range(4):
+        page.mouse.wheel(0, -300)
+    page.wait_for_function("(w) => { const t = document.querySelector('.ks-tl'); return t.dataset.window !== w && "
+                           "t.dataset.view === t.dataset.window; }", arg=whole, timeout=60_000)
+    page.wait_for_url("**t0=*", timeout=60_000)
+    zoomed = tl.get_attribute("data-window")
+    t0, t1 = (float(x) for x in zoomed.split(","))
+    assert 0 < t1 - t0 < float(whole.split(",")[1]) / 2
+    # open a window around one matmul kernel and click it: its detail, its launch call, its ncu counters
+    s, e = nv["start_ns"] - origin, nv["end_ns"] - origin
+    w0, w1 = s - (e - s), e + (e - s)
+    page.goto(f"{url}/timeline?run={run.run_id}&t0={w0:.0f}&t1={w1:.0f}")
+    _drawn(page)
+    box = page.locator(".ks-tl canvas").bounding_box()
+    x = box["x"] + 190 + (box["width"] - 190) * ((s + e) / 2 - w0) / (w1 - w0)
+    page.mouse.move(x - 5, box["y"] + 26 + 18 + 8)
+    page.mouse.move(x, box["y"] + 26 + 18 + 8)
+    tip = page.locator(".ks-tl-tip")
+    tip.wait_for(state="visible", timeout=30_000)
+    assert "nvjet" in tip.inner_text() and "launch call: cuLaunchKernelEx" in tip.inner_text()
+    page.mouse.click(x, box["y"] + 26 + 18 + 8)
+    page.wait_for_url(f"**op=gpu_ops%3A{nv['r']}*", timeout=60_000)
+    page.get_by_text("Selected:").first.wait_for(timeout=60_000)
+    page.get_by_text("Its Nsight Compute counters").wait_for(timeout=60_000)
+    opener = page.get_by_role("link", name=re.compile("Open launch 0 of"))
+    assert f"kernels?run={ids['tensor']}&kernel=0" in opener.get_attribute("href")
+    assert "tensor_raw_base.csv.gz" in opener.inner_text()
+    page.context.close()
+
+
+def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, browser):
+    pytest.importorskip("ncu_report")
+    from collectors.store import Store
+    tmp = tmp_path_factory.mktemp("e2e_token")
+    store = Store(tmp / "store")
+    rid = store.ingest_path(FULL)[0].run_id
+    proc, url = _start(store.root, tmp, KERNELSCOPE_TOKEN=TOKEN)
+    b, _ = browser
+    try:
+        ctx = b.new_context(viewport={"width": 1440, "height": 900})
+        page = ctx.new_page()
+        deep = f"{url}/kernels?run={rid}&kernel=7&cols=memory"
+        page.goto(deep)                     # the gate in front of Streamlit asks first (dashboard/gate.py)
+        box = page.get_by_label("Access token")
+        box.wait_for(timeout=90_000)
+        box.fill(TOKEN)
+        box.press("Enter")
+        page.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=90_000)
+        assert page.url == deep and page.locator("h1").first.inner_text() == "Kernels"
+        page.reload()
+        page.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=90_000)
+        assert page.get_by_label("Access token").count() == 0
+        tab = ctx.new_page()
+        tab.goto(f"{url}/compare")
+        tab.wait_for_selector("h1:has-text('Compare')", timeout=90_000)
+        fresh = b.new_context().new_page()
+        fresh.goto(deep)
+        fresh.get_by_label("Access token").wait_for(timeout=90_000)
+        fresh.context.close()
+        ctx.close()
+    finally:
+        _stop(proc)
+
+
+PAGES = [("home", ""), ("upload", ""), ("runs", ""), ("kernels", "kernel=5"), ("kernels", "kernel=7&show=charts"),
+         ("compare", "pair=5"), ("gpus", ""), ("live", ""), ("timeline", ""), ("timeline", "show=delays"),
+         ("timeline", "show=idle"), ("ranks", ""), ("history", ""), ("cases", ""), ("claims", "")]
+
+
+def _ink(png: bytes) -> float:
+    """Share of pixels that are not (near) white in a screenshot."""
+    from PIL import Image
+    im = Image.open(io.BytesIO(png)).convert("L")
+    hist = im.histogram()
+    return 1.0 - sum(hist[245:]) / sum(hist)
+
+
+def test_every_page_draws_every_chart(server, browser):
+    url, _, ids = server
+    b, _ = browser
+    run_id = _full_run(server)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = _new_page(b)
+    seen = 0
+    for name, q in PAGES:
+        q = q.replace("kernel=", f"run={run_id}&kernel=") if name == "kernels" else q
+        q = f"a={ids['basic']}&b={run_id}&" + q if name == "compare" else q
+        q = f"run={ids['m1024']}&" + q if name in ("timeline", "ranks") else q
+        page.goto(f"{url}/{name}" + (f"?{q}" if q else ""))
+        _drawn(page)
+        shot = SHOTS / f"{name}{'-' + re.sub(r'[^a-z0-9]+', '_', q) if q else ''}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        charts = page.locator("[data-testid=stVegaLiteChart]")
+        for i in range(charts.count()):
+            c = charts.nth(i)
+            c.scroll_into_view_if_needed()
+            box = c.bounding_box()
+            assert box and box["height"] >= 150 and box["width"] >= 300, (name, q, i, box)
+            ink = _ink(c.screenshot())
+            assert ink > 0.02, (name, q, i, ink)                       # axes, marks: not an empty plot
+            seen += 1
+        for i in range(page.locator(".ks-tl canvas").count()):
+            assert _ink(page.locator(".ks-tl canvas").nth(i).screenshot()) > 0.02, (name, q)
+        if name == "gpus":         # a long table comes with 200 rows and a button for the rest
+            foot = page.locator(".ks-foot").first
+            n = int(re.search(r"of ([\d,]+)", foot.inner_text()).group(1).replace(",", ""))
+            box = foot.locator("xpath=..")
+            assert n > 200 and box.locator("tbody tr").count() == 200
+            foot.get_by_role("button", name="Show all rows").click()
+            page.wait_for_function("(n) => Array.from(document.querySelectorAll('.ks-table'))"
+                                   ".some(t => t.querySelectorAll('tbody tr').length === n)", arg=n, timeout=60_000)
+        if name == "claims":       # Chinese text renders with the bundled CJK font (no CJK font on this machine)
+            page.get_by_text("纯Triton", exact=False).first.scroll_into_view_if_needed()
+            page.wait_for_function("() => Array.from(document.fonts).some(f => f.family.includes('Kernelscope CJK')"
+                                   " && f.status === 'loaded')", timeout=30_000)
+    assert seen >= 10
+    page.context.close()
+
+
+def _idle(page) -> None:
+    page.wait_for_selector(IDLE, timeout=90_000)
+
+
+def test_token_login_in_a_browser_then_the_app(tmp_path, browser):
     """On a tokened server the browser first gets kernelscope's login form (no Streamlit at all); the right token
     opens the app and is gone from the address bar; a second browser without the cookie gets the form again."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the e2e extra (pip install playwright)")
     from tests.dashboard.server import running_dashboard
     token = "browser-token-1234"
-    with running_dashboard(tmp_path, tmp_path / "store", token=token) as srv, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            page = browser.new_context().new_page()
-            page.goto(f"{srv.url}/runs?kind=ncu")
-            assert page.locator("input[name=token]").count() == 1 and "Streamlit" not in page.content()
-            page.fill("input[name=token]", "wrong-token")
-            page.click("button[type=submit]")
-            page.get_by_text("Wrong token.").wait_for(timeout=10_000)
-            page.fill("input[name=token]", token)
-            page.click("button[type=submit]")
-            page.wait_for_url("**/runs?kind=ncu", timeout=30_000)
-            _idle(page)
-            page.locator("h1", has_text="Runs").wait_for(timeout=30_000)
-            assert token not in page.url
-            fresh = browser.new_context().new_page()
-            fresh.goto(f"{srv.url}/runs")
-            assert fresh.locator("input[name=token]").count() == 1
-        finally:
-            browser.close()
+    b, _ = browser
+    with running_dashboard(tmp_path, tmp_path / "store", token=token) as srv:
+        ctx = b.new_context()
+        page = ctx.new_page()
+        page.goto(f"{srv.url}/runs?kind=ncu")
+        assert page.locator("input[name=token]").count() == 1 and "Streamlit" not in page.content()
+        page.fill("input[name=token]", "wrong-token")
+        page.click("button[type=submit]")
+        page.get_by_text("Wrong token.").wait_for(timeout=10_000)
+        page.fill("input[name=token]", token)
+        page.click("button[type=submit]")
+        page.wait_for_url("**/runs?kind=ncu", timeout=30_000)
+        _idle(page)
+        page.locator("h1", has_text="Runs").wait_for(timeout=30_000)
+        assert token not in page.url
+        fresh = b.new_context()
+        other = fresh.new_page()
+        other.goto(f"{srv.url}/runs")
+        assert other.locator("input[name=token]").count() == 1
+        fresh.close()
+        ctx.close()

@@ -1,0 +1,89 @@
+"""Source-level data of one `.ncu-rep` action, read through NVIDIA's `ncu_report` module (no other format has it).
+
+Nsight Compute's *Source Counters* section (in `--set full`, or `--section SourceCounters`) stores instanced
+metrics whose correlation ids are program counters: `inst_executed` (warp-level instructions executed at that
+address), `thread_inst_executed`, the warp-state samples `smsp__pcsamp_sample_count` and
+`smsp__pcsamp_warps_issue_stalled_<reason>` (samples of warps at that address stalled for that reason; the
+`_not_issued` variants count only samples where no instruction issued), per-instruction memory metrics, ...
+`IAction.sass_by_pc(pc)` gives the SASS instruction at an address and `IAction.source_info(pc)` its CUDA file and
+line when the binary was compiled with `-lineinfo`; `IAction.source_files()` the file contents when the report was
+made with `--import-source yes`.
+
+`source_tables(action)` returns, for one action:
+    sass     one row per address: address, offset (address - the lowest address seen), sass, file, line
+    metrics  long form: address, metric, value (every PC-correlated numeric metric)
+    files    {file name: content} ('' when the report holds no content for the file)
+Addresses are those of `inst_executed` and `smsp__pcsamp_sample_count`; a metric counts as PC-correlated when its
+correlation ids are among them.
+"""
+from __future__ import annotations
+
+PC_METRICS = ("inst_executed", "smsp__pcsamp_sample_count")
+
+
+def _ids(met) -> list:
+    cid = met.correlation_ids()
+    return [cid.value(i) for i in range(cid.num_instances())]
+
+
+def _first_id(met):
+    cid = met.correlation_ids()
+    return cid.value(0) if cid.num_instances() else None
+
+
+def _values(met) -> list[float] | None:
+    """The instance values as floats (None for a string-valued metric)."""
+    if met.kind(0) == met.ValueKind_STRING:
+        return None
+    return [met.as_double(i) for i in range(met.num_instances())]
+
+
+def source_tables(act) -> tuple[list[dict], list[tuple], dict[str, str]]:
+    pcs: set[int] = set()
+    for name in PC_METRICS:
+        met = act.metric_by_name(name)
+        if met is not None and met.num_instances() and met.has_correlation_ids():
+            pcs.update(x for x in _ids(met) if isinstance(x, int))
+    if not pcs:
+        return [], [], {}
+    rows: list[tuple] = []
+    for name in act.metric_names():
+        met = act.metric_by_name(name)
+        if met is None or not met.num_instances() or not met.has_correlation_ids():
+            continue
+        first = _first_id(met)
+        if not isinstance(first, int) or first not in pcs:
+            continue
+        ids, vals = _ids(met), _values(met)
+        if vals is None or len(ids) != len(vals):
+            continue
+        rows.extend((int(pc), name, v) for pc, v in zip(ids, vals))
+    base = min(pcs)
+    sass = []
+    for pc in sorted(pcs):
+        info = act.source_info(pc)
+        sass.append({"address": pc, "offset": pc - base, "sass": (act.sass_by_pc(pc) or "").strip(),
+                     "file": info.file_name() if info is not None else None,
+                     "line": int(info.line()) if info is not None else None})
+    try:
+        files = {str(k): str(v or "") for k, v in (act.source_files() or {}).items()}
+    except Exception:  # noqa: BLE001 - older reports may not answer; the SASS view still works
+        files = {}
+    return sass, rows, files
+
+
+def sections_of(act) -> dict[str, str]:
+    """metric name -> the name of the first section (by the section's order) that shows it."""
+    out: dict[str, str] = {}
+    try:
+        secs = sorted(act.sections(), key=lambda s: s.order())
+    except Exception:  # noqa: BLE001
+        return out
+    for s in secs:
+        for group in (s.header_metrics(), s.body_metrics()):
+            for m in group or ():
+                try:
+                    out.setdefault(m.name(), s.name())
+                except Exception:  # noqa: BLE001
+                    continue
+    return out

@@ -1,0 +1,149 @@
+"""The Timeline page's zoomable view and the detail of a clicked event.
+
+`timeline_block(src, view, width)` is the data of the canvas timeline for the view's window (level of detail by
+analyzers.timeline_view.window, launch calls joined by .with_launches, packed by dashboard.timeline_payload);
+`event_detail(src, view)` the selected event's fields, its launch call, and its Nsight Compute counters when the
+same kernel is among the store's ncu runs (analyzers.kernel_link).
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from analyzers.timeline import LAUNCH_DELAY_CUTOFF_NS
+from analyzers.timeline_view import window, with_launches
+from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
+from dashboard.reports.blocks import Col, Heading, Metrics, Table, Text, Timeline, code, num, text
+from dashboard.source import Source
+from dashboard.theme import FONT
+from dashboard.timeline_payload import SRCS, encode
+
+DEFAULT_WIDTH = 1100
+
+
+def selected(view) -> dict | None:
+    """The clicked event of the URL (?op=gpu_ops:12) as {src, row}."""
+    if not view.op:
+        return None
+    srcname, _, row = view.op.partition(":")
+    return {"src": srcname, "row": int(row)} if srcname in SRCS and row.isdigit() else None
+
+
+def _table(src: Source, run, name: str):
+    """A trace table as stored (the rows the timeline's events point at), from the Source's cache: the timeline and
+    an event's detail never wait for the trace's summary."""
+    return src.table(run.run_id, name) if hasattr(run, "run_id") else run.table(name)
+
+
+def timeline_block(src: Source, view, width: int | None = None) -> Timeline:
+    tt = src.timeline_tracks(view.run)
+    t0 = view.t0 if view.t0 is not None else 0.0
+    t1 = view.t1 if view.t1 is not None else float(tt.end_ns)
+    win = window(tt, t0, t1, width or DEFAULT_WIDTH)
+    marks = with_launches(tt, _table(src, view.run, "gpu_ops"), win.marks)
+    payload = encode(tt, win, marks, selected=selected(view), font=FONT)
+    return Timeline("timeline", payload, caption=(
+        "Tracks per rank: CUDA streams (kernels, copies, memsets), NVTX / annotation ranges and CPU threads (CUDA "
+        "API calls and CPU ops, nested). Wheel or W/S zooms, drag or A/D pans, a click opens an event's detail "
+        "below (a kernel's arrow points from its launch call). Times are relative to the trace's first event. "
+        "Narrow events are merged per pixel column when a window holds more than 20,000 (zoom in for single events)."))
+
+
+def _dim(row: dict, what: str) -> str:
+    vals = [row.get(f"{what}_{a}") for a in "xyz"]
+    return "—" if any(v is None for v in vals) else "(" + ", ".join(str(int(v)) for v in vals) + ")"
+
+
+def event_detail(src: Source, view) -> list:
+    sel = selected(view)
+    if sel is None:
+        return [Text("Click an event on the timeline to see its detail here.", "caption")]
+    table = _table(src, view.run, sel["src"])
+    if not 0 <= sel["row"] < table.height:
+        return [Text(f"No event {code(view.op)} in this run.", "warning")]
+    row = table.row(sel["row"], named=True)
+    origin = src.timeline_tracks(view.run).origin_ns
+    out: list = [Heading(f"Selected: {code(row['name'])}", 3)]
+    where = (f"rank {row.get('rank')} · GPU {row.get('device')} · stream {row.get('stream')}" if sel["src"] == "gpu_ops"
+             else f"rank {row.get('rank')} · thread {row.get('tid')}")
+    items = [("duration", fmt_ns(row["duration_ns"]), "end − start"),
+             ("starts at", fmt_ns(row["start_ns"] - origin), "after the trace's first event"),
+             ("where", where, None)]
+    if sel["src"] == "gpu_ops":
+        delay = row.get("launch_delay_ns")
+        items += [
+            ("launch call", row.get("launch_api") or "not in the trace",
+             "the CUDA API call with the same correlation id"),
+            ("launch call duration", fmt_ns(row.get("api_duration_ns")), None),
+            ("launch delay", fmt_ns(delay) + (" (over 100 µs)" if delay and delay > LAUNCH_DELAY_CUTOFF_NS else ""),
+             "max(0, start − end of its launch call) (HTA's definition)"),
+            ("queue", fmt_ns(row.get("queue_ns")), "start − end of the launch call; — when it started before the "
+                                                   "call returned (Nsight Systems' Queue Dur)"),
+        ]
+        if row.get("kind") == "kernel":
+            items += [("grid × block", f"{_dim(row, 'grid')} × {_dim(row, 'block')}", None),
+                      ("registers / shared memory", f"{row.get('registers_per_thread') or '—'} / "
+                                                    f"{fmt_bytes(row.get('shared_memory_bytes'))}", "per thread / per block"),
+                      ("CPU op", row.get("op_name") or "—", "the aten op that issued it (External id)")]
+        else:
+            items += [("bytes", fmt_bytes(row.get("bytes")), row.get("copy_kind"))]
+    out.append(Metrics(items))
+    out.append(Text(f"Full name: {code(row['name'])}", "caption"))
+    if sel["src"] == "gpu_ops" and row.get("kind") == "kernel":
+        out += ncu_blocks(src, view, row)
+    return out
+
+
+def _joined(src: Source, view, row: dict) -> pl.DataFrame | None:
+    """The launches the join of an ncu run of the same program (analyzers.join via dashboard.reports.join_blocks)
+    matched to this kernel, as analysed rows with run_id, source_name and basis; None when no join covers it."""
+    from analyzers.join import signature
+    from dashboard.reports import join_blocks
+    ncu_run, res = join_blocks.ncu_for(src, view.run, view.ncu, [])
+    if ncu_run is None or res is None:
+        return None
+    sig = signature(row["name"])
+    ms = [m for m in res.matched if m.signature == sig]
+    if not ms:
+        return None
+    k = src.ncu(ncu_run).kernels.filter(pl.col("id").is_in([m.ncu_id for m in ms]))
+    conf = {m.ncu_id: f"the join ({m.confidence}: {'name, configuration and order' if m.confidence == 'high' else 'name and order'})"
+            for m in ms}
+    return k.with_columns(pl.lit(ncu_run.run_id).alias("run_id"), pl.lit(ncu_run.source_name).alias("source_name"),
+                          pl.col("id").replace_strict(conf, return_dtype=pl.String).alias("basis")).sort("id")
+
+
+def ncu_blocks(src: Source, view, row: dict) -> list:
+    """The same kernel in the store's Nsight Compute runs: its counters, and a link to its Kernels page. The join
+    with an ncu run of the same program comes first; else any ncu run that profiled the kernel
+    (analyzers.kernel_link)."""
+    hits = _joined(src, view, row)
+    if hits is None or not hits.height:
+        hits = src.ncu_launches_of(row)
+    out: list = [Heading("Its Nsight Compute counters", 3)]
+    if not hits.height:
+        return out + [Text("This kernel is not in any Nsight Compute run of the store (matched by its name with "
+                           "template arguments). Profile it with `ncu --kernel-name regex:NAME --launch-count 1 -o r ./app` and "
+                           "upload the report to see its counters here.", "caption")]
+    first = hits.row(0, named=True)
+    out.append(Text(f"[Open launch {first['id']} of {code(first['source_name'])} on the Kernels page]"
+                    f"(kernels?run={first['run_id']}&kernel={first['id']}) — matched by {first['basis']}."))
+    out.append(Metrics([
+        ("duration (ncu)", fmt_ns(first.get("duration_ns")), "gpu__time_duration.sum, one replayed launch"),
+        ("DRAM", fmt_rate((first.get("dram_bandwidth_gbps") or 0) * 1e9, "B/s")
+         if first.get("dram_bandwidth_gbps") is not None else "—",
+         f"{fmt_pct((first.get('dram_peak_fraction') or 0) * 100) if first.get('dram_peak_fraction') is not None else '—'} of the spec peak"),
+        ("occupancy achieved", fmt_pct(first.get("achieved_occupancy_pct")), "sm__warps_active.avg.pct_of_peak_sustained_active"),
+        ("biggest finding", first.get("top_finding") or "—", f"est. {fmt_ns(first.get('lost_ns'))} lost"),
+    ]))
+    shown = hits.head(20).select(
+        pl.format("kernels?run={}&kernel={}", "run_id", "id").alias("open"),
+        "source_name", "run_id", "id", "basis", (pl.col("duration_ns") / 1e3).alias("duration_us"))
+    out.append(Table("ncu_matches", shown, {
+        "open": Col("open", kind="link", link_text="open"), "source_name": text("ncu report"), "run_id": text("run"),
+        "id": num("launch id"), "basis": text("matched by", "analyzers.join (same program: order in the step), "
+                                                           "else analyzers.kernel_link (name, then grid and block)"),
+        "duration_us": num("duration", "µs", "%.2f", "gpu__time_duration.sum")},
+        caption="Launches of the same kernel in the store's Nsight Compute runs; the counters above are the first "
+                "one's. A launch profiled by ncu is replayed in isolation, so its duration can differ from the "
+                "timeline's.", static=True))
+    return out
