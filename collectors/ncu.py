@@ -309,7 +309,7 @@ def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
 def _section_frame(long: pl.DataFrame, sections: dict[str, str] | None) -> pl.DataFrame:
     """The section of each metric the run has: the file's own (a report's sections, a details page's Section Name),
     else the section whose label names it in ncu's label table (the raw page names none)."""
-    names = long.get_column("metric").cast(pl.String).unique().to_list()
+    names = long.get_column("metric").unique().cast(pl.String).to_list()    # unique first: 22 M rows, ~2,000 names
     labelled = metric_sections()
     own = sections or {}
     rows = [(m, own.get(m) or labelled.get(m)) for m in names]
