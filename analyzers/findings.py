@@ -107,6 +107,14 @@ def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     return out
 
 
+#: the columns of an analyzed launch that bounds, kernel_findings and bound_of read (a missing one reads as None)
+FINDING_INPUTS = ("duration_ns", "dram_bytes", "flop_fp32", *(f"tensor_flop_{t}" for t in TENSOR_RATE),
+                  "smem_wavefronts", "smem_bank_conflicts", "sm_clock_hz", "smem_conflict_degree",
+                  "smem_ld_conflict_degree", "smem_st_conflict_degree", "global_ld_coalescing_ratio",
+                  "global_ld_sectors_per_request", "global_ld_ideal_sectors_per_request", "achieved_occupancy_pct",
+                  "theoretical_occupancy_pct", "predicted_occupancy_pct", "occupancy_limiter", "grid_size",
+                  "predicted_blocks_per_sm")
+
 RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "tensor": "tensor-core throughput",
                   "smem": "shared-memory bandwidth"}
 
@@ -279,7 +287,8 @@ def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
     import polars as pl
     rows = []
     peaks = peaks_for(gpu, measured)
-    for r in analyzed.iter_rows(named=True):
+    have = set(analyzed.columns)
+    for r in analyzed.select([c for c in ("id", *FINDING_INPUTS) if c in have]).iter_rows(named=True):
         b = bounds(r, gpu, peaks)
         fs = kernel_findings(r, gpu, measured, peaks, b, detail=False)
         f = fs[0] if fs else None
