@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from analyzers.timeline import COMM_PATTERN, kernel_summary, summarize
+from analyzers.timeline import COMM_PATTERN, TimelineSummary, kernel_summary, summarize
 
 #: tried in order; the first that names any range of the rank is used (one capture group: the step number)
 STEP_PATTERNS = (r"^ProfilerStep#(\d+)$", r"(?i)^(?:train[ _-]?)?(?:step|iteration|iter)[\s_#:=-]*(\d+)$")
@@ -214,10 +214,13 @@ def _breakdown(u: dict, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _comm_kernels(ops: pl.DataFrame) -> pl.DataFrame:
-    """The collective kernels of the ops, in start order, with their canonical kind."""
+    """The collective kernels of the ops, in start order, with their canonical kind (named once per distinct
+    collective name and kernel name)."""
     c = ops.filter((pl.col("kind") == "kernel") & pl.col("name").str.contains(COMM_PATTERN)).sort("start_ns")
-    kinds = [collective_kind(x, n) for x, n in zip(c["collective"].to_list(), c["name"].to_list())]
-    return c.with_columns(pl.Series("_kind", kinds, dtype=pl.String))
+    pairs = c.select(pl.col("collective").cast(pl.String).fill_null(""), pl.col("name").cast(pl.String).fill_null(""))
+    uniq = pairs.unique()
+    kinds = uniq.with_columns(pl.Series("_kind", [collective_kind(x, n) for x, n in uniq.iter_rows()], dtype=pl.String))
+    return c.with_columns(pairs.join(kinds, on=["collective", "name"], how="left", maintain_order="left")["_kind"])
 
 
 def _events(c: pl.DataFrame, steps: pl.DataFrame, rank: int) -> pl.DataFrame:
@@ -241,17 +244,17 @@ def _events(c: pl.DataFrame, steps: pl.DataFrame, rank: int) -> pl.DataFrame:
 def _collectives(c: pl.DataFrame, u: dict, rank: int) -> pl.DataFrame:
     if c.height == 0:
         return pl.DataFrame(schema=COLLECTIVE_SCHEMA)
-    kinds = c["_kind"].to_list()
-    per = [DTYPE_BYTES.get((d or "").lower()) for d in c["comm_dtype"].to_list()]
-    sizes = []
-    for i_n, o_n, b in zip(c["comm_in_nelems"].to_list(), c["comm_out_nelems"].to_list(), per):
-        n = max([x for x in (i_n, o_n) if x is not None], default=None)
-        sizes.append(None if n is None or b is None else int(n) * b)
+    # message size: max(in, out) elements x the dtype's bytes; its bucket computed once per distinct size
+    per = pl.col("comm_dtype").cast(pl.String).fill_null("").str.to_lowercase().replace_strict(
+        DTYPE_BYTES, default=None, return_dtype=pl.Int64)
+    sizes = c.select((pl.max_horizontal("comm_in_nelems", "comm_out_nelems").cast(pl.Int64) * per)
+                     .alias("size_bytes"))["size_bytes"]
+    buckets = {x: size_bucket(x) for x in sizes.unique().drop_nulls().to_list()}
     s = c["start_ns"].to_numpy().astype(np.int64)
     e = c["end_ns"].to_numpy().astype(np.int64)
     under = covered(*u["compute"], s, e)
-    k = pl.DataFrame({"kind": kinds, "size_bytes": pl.Series(sizes, dtype=pl.Int64),
-                      "size_bucket_bytes": pl.Series([size_bucket(x) for x in sizes], dtype=pl.Int64),
+    k = pl.DataFrame({"kind": c["_kind"], "size_bytes": sizes,
+                      "size_bucket_bytes": sizes.replace_strict(buckets, default=None, return_dtype=pl.Int64),
                       "duration_ns": e - s, "exposed_ns": (e - s) - under})
     return (k.group_by("kind", "size_bucket_bytes")
             .agg(pl.col("size_bytes").min().alias("size_min_bytes"), pl.col("size_bytes").max().alias("size_max_bytes"),
@@ -279,8 +282,12 @@ def primary_device(gpu_ops: pl.DataFrame) -> int | None:
 
 def rank_summary(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *, rank: int, source: str = "",
                  step_pattern: str | None = None, gpu_name: str | None = None,
-                 launch_floor_ns: float | None = None, meta: dict | None = None) -> RankSummary:
-    """Reduce one rank's tables (already filtered to the rank) to its RankSummary (module docstring)."""
+                 launch_floor_ns: float | None = None, meta: dict | None = None,
+                 summary: TimelineSummary | None = None) -> RankSummary:
+    """Reduce one rank's tables (already filtered to the rank) to its RankSummary (module docstring). `summary`:
+    analyzers.timeline.summarize of the trace the rank belongs to (with the same launch floor), when the caller has
+    it: its device rows of this rank are the rank's (they are computed per device), and, when it holds this rank
+    only, its kernel summary too; else both are computed here."""
     dev = primary_device(gpu_ops)
     ops = gpu_ops.filter(pl.col("device") == dev) if dev is not None else gpu_ops
     u = _unions(ops)
@@ -311,8 +318,15 @@ def rank_summary(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *, rank: int, source
     t["kernel_count"] = k.height
     t["comm_kernel_count"] = int(len(cs))
 
-    devices = summarize(gpu_ops, launch_floor_ns=launch_floor_ns).devices
-    top = kernel_summary(gpu_ops).head(50).select("name", "count", "total_ns", "min_ns", "max_ns")
+    if summary is None:
+        summary = summarize(gpu_ops, launch_floor_ns=launch_floor_ns)
+    devices = summary.devices
+    if not devices.select((pl.col("rank") == rank).all()).item():
+        devices = devices.filter(pl.col("rank") == rank)
+        top = kernel_summary(gpu_ops, share=False)
+    else:
+        top = summary.kernels
+    top = top.head(50).select("name", "count", "total_ns", "min_ns", "max_ns")
     comm = _comm_kernels(ops)
     return RankSummary(rank=int(rank), source=source, primary_device=None if dev is None else int(dev),
                        step_pattern=used, steps=step_frame, totals=t, collectives=_collectives(comm, u, rank),

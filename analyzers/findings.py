@@ -107,23 +107,40 @@ def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     return out
 
 
+#: the columns of an analyzed launch that bounds, kernel_findings and bound_of read (a missing one reads as None)
+FINDING_INPUTS = ("duration_ns", "dram_bytes", "flop_fp32", *(f"tensor_flop_{t}" for t in TENSOR_RATE),
+                  "smem_wavefronts", "smem_bank_conflicts", "sm_clock_hz", "smem_conflict_degree",
+                  "smem_ld_conflict_degree", "smem_st_conflict_degree", "global_ld_coalescing_ratio",
+                  "global_ld_sectors_per_request", "global_ld_ideal_sectors_per_request", "achieved_occupancy_pct",
+                  "theoretical_occupancy_pct", "predicted_occupancy_pct", "occupancy_limiter", "grid_size",
+                  "predicted_blocks_per_sm")
+
 RESOURCE_NAMES = {"dram": "DRAM bandwidth", "fp32": "FP32 throughput", "tensor": "tensor-core throughput",
                   "smem": "shared-memory bandwidth"}
 
 
-def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None) -> list[Finding]:
-    """Findings for one analyzed launch, largest estimated loss first (see the module docstring)."""
+def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, str]] | None = None,
+                    peaks: dict[str, Peak] | None = None, b: dict[str, float] | None = None,
+                    detail: bool = True) -> list[Finding]:
+    """Findings for one analyzed launch, largest estimated loss first (see the module docstring). `peaks`:
+    peaks_for(gpu, measured), and `b`: bounds(row, gpu, peaks), when the caller has them already (one table of
+    launches). `detail=False`: the same findings (keys, titles, losses) without their text, metrics and model
+    (the ranking of top_findings)."""
     d = _f(row, "duration_ns")
     if not d:
         return []
-    peaks = peaks_for(gpu, measured)
-    b = bounds(row, gpu, peaks)
+    peaks = peaks_for(gpu, measured) if peaks is None else peaks
+    b = bounds(row, gpu, peaks) if b is None else b
     tb = {k: v for k, v in b.items() if k in RESOURCE_NAMES}
     out: list[Finding] = []
 
     def add(key, title, text, lost, metrics, model):
+        """text, metrics and model: functions that make them (called only with detail)."""
         lost = max(0.0, min(float(lost), d))
-        out.append(Finding(key, title, text, lost, lost / d, metrics, model))
+        if detail:
+            out.append(Finding(key, title, text(), lost, lost / d, metrics(), model()))
+        else:
+            out.append(Finding(key, title, "", lost, lost / d))
 
     limiter = max(tb, key=tb.get) if tb else None
     t_bound = tb[limiter] if limiter else None
@@ -140,20 +157,20 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
             if dv is not None and dv >= 1.1:
                 where.append(f"{'loads' if side == 'ld' else 'stores'} {dv:.1f}-way")
         if lost > 0.05 * d:
-            text = (f"Shared-memory accesses are serialised {deg:.1f}-way on average ({', '.join(where)}): "
+            text = lambda: (f"Shared-memory accesses are serialised {deg:.1f}-way on average ({', '.join(where)}): "
                     f"{c:,.0f} of {w:,.0f} wavefronts are conflicts. The shared-memory pipe alone needs "
                     f"{fmt_ns(b['smem'])} of the {fmt_ns(d)} kernel; conflict-free it would need {fmt_ns(b.get('smem_ideal', 0))}. "
                     "Pad the shared array (e.g. a row stride of 33 words instead of 32) or swizzle the index.")
         else:
-            text = (f"Shared-memory accesses are serialised {deg:.1f}-way ({', '.join(where) or 'loads and stores'}), "
+            text = lambda: (f"Shared-memory accesses are serialised {deg:.1f}-way ({', '.join(where) or 'loads and stores'}), "
                     f"but the shared-memory pipe needs only {fmt_ns(b['smem'])} of the {fmt_ns(d)} kernel; "
                     f"{RESOURCE_NAMES.get(limiter, 'another resource')} limits it, so removing the conflicts saves little.")
-        add("bank_conflicts", f"{deg:.1f}-way shared-memory bank conflicts", text, lost, {
+        add("bank_conflicts", f"{deg:.1f}-way shared-memory bank conflicts", text, lost, lambda: {
             "l1tex__data_pipe_lsu_wavefronts_mem_shared (ld+st)": f"{w:,.0f} wavefronts",
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared (ld+st)": f"{c:,.0f} wavefronts",
             "conflict degree = wavefronts / (wavefronts − conflicts)": f"{deg:.2f} ways",
             "sm clock (gpc__cycles_elapsed.avg.per_second)": f"{_f(row, 'sm_clock_hz') / 1e9:.3g} GHz",
-        }, SMEM_MODEL + f"; SMs = {gpu.sm_count} ({gpu.source_of('sm_count')})")
+        }, lambda: SMEM_MODEL + f"; SMs = {gpu.sm_count} ({gpu.source_of('sm_count')})")
 
     # uncoalesced global loads
     r = _f(row, "global_ld_coalescing_ratio")
@@ -161,14 +178,14 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
         lost = b["dram"] * (1 - 1 / r) if limiter == "dram" and "dram" in b else 0.0
         spr, ideal = _f(row, "global_ld_sectors_per_request"), _f(row, "global_ld_ideal_sectors_per_request")
         add("uncoalesced", f"Global loads fetch {r:.1f}× the sectors they need",
-            f"Each warp-wide load touches {spr:.1f} sectors of 32 B where {ideal:.0f} would hold the bytes it uses, "
+            lambda: f"Each warp-wide load touches {spr:.1f} sectors of 32 B where {ideal:.0f} would hold the bytes it uses, "
             f"so {1 - 1 / r:.0%} of the load sectors carry unused bytes. "
             + ("DRAM limits this kernel, so the extra sectors cost time. " if limiter == "dram" else
                f"{RESOURCE_NAMES.get(limiter, 'Another resource')} limits this kernel, so the cost is mostly extra L2 traffic. ")
             + "Make consecutive threads read consecutive addresses (or stage through shared memory).",
-            lost, {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / l1tex__t_requests_…": f"{spr:.2f} sectors/request",
-                   "ideal (from smsp__sass_average_data_bytes_per_sector_mem_global_op_ld)": f"{ideal:.0f} sectors/request"},
-            "extra sectors = 1 − 1/r of the load traffic; costs time only when DRAM is the limiter: t_dram × (1 − 1/r)"
+            lost, lambda: {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum / l1tex__t_requests_…": f"{spr:.2f} sectors/request",
+                           "ideal (from smsp__sass_average_data_bytes_per_sector_mem_global_op_ld)": f"{ideal:.0f} sectors/request"},
+            lambda: "extra sectors = 1 − 1/r of the load traffic; costs time only when DRAM is the limiter: t_dram × (1 − 1/r)"
             + (f"; DRAM peak {peak_txt['dram']}" if "dram" in peak_txt else ""))
 
     # below the roofline / at a bound
@@ -177,18 +194,23 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
     if t_bound is not None:
         util = t_bound / d
         res = RESOURCE_NAMES[limiter]
-        metrics = {"duration (gpu__time_duration.sum)": fmt_ns(d)}
-        for k, v in tb.items():
-            metrics[f"t_{k} ({RESOURCE_NAMES[k]} bound)"] = fmt_ns(v)
-        if occ_a is not None:
-            metrics["achieved occupancy (sm__warps_active…pct_of_peak_sustained_active)"] = f"{occ_a:.1f} %"
-        if occ_t is not None:
-            metrics["theoretical occupancy (ncu)"] = f"{occ_t:.1f} %"
-        if occ_ours is not None:
-            metrics["theoretical occupancy (ours), limiter"] = f"{occ_ours:.1f} %, {lim or '—'}"
-        model = ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_tensor = tensor FLOP / "
-                 "(BF16 dense peak × type rate: TF32 ½, FP8 2), t_smem as above; time lost = duration − max(bounds)")
-        model += "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES)
+
+        def metrics() -> dict:
+            m = {"duration (gpu__time_duration.sum)": fmt_ns(d)}
+            for k, v in tb.items():
+                m[f"t_{k} ({RESOURCE_NAMES[k]} bound)"] = fmt_ns(v)
+            if occ_a is not None:
+                m["achieved occupancy (sm__warps_active…pct_of_peak_sustained_active)"] = f"{occ_a:.1f} %"
+            if occ_t is not None:
+                m["theoretical occupancy (ncu)"] = f"{occ_t:.1f} %"
+            if occ_ours is not None:
+                m["theoretical occupancy (ours), limiter"] = f"{occ_ours:.1f} %, {lim or '—'}"
+            return m
+
+        def model() -> str:
+            return ("roofline bounds: t_dram = bytes / DRAM peak, t_fp32 = FLOP / FP32 peak, t_tensor = tensor FLOP / "
+                    "(BF16 dense peak × type rate: TF32 ½, FP8 2), t_smem as above; time lost = duration − max(bounds)"
+                    + "".join(f"; {RESOURCE_NAMES[k]} peak: {p}" for k, p in peak_txt.items() if k in RESOURCE_NAMES))
         if util >= AT_BOUND:
             p = peaks.get("tensor" if limiter == "tensor" else limiter)
             above = ""
@@ -202,7 +224,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
             title = (f"{res}-bound at {util:.0%} of the ceiling" if util <= 1.0005 else
                      f"{res}-bound, above the {'measured ceiling' if p and p.measured else 'spec peak'} ({util:.0%})")
             add("at_bound", title,
-                f"The kernel runs at the {res} bound: the bound needs {fmt_ns(t_bound)} of its {fmt_ns(d)}.{above} "
+                lambda: f"The kernel runs at the {res} bound: the bound needs {fmt_ns(t_bound)} of its {fmt_ns(d)}.{above} "
                 f"To go faster it must need less of it: " + {
                     "dram": "move fewer bytes (fuse with neighbours, keep data on chip, use narrower types).",
                     "fp32": "do less arithmetic or use the tensor cores.",
@@ -217,7 +239,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
                 if occ_a < 0.8 * occ_t:
                     occ_txt += " Achieved is well below theoretical: blocks finish unevenly or the grid is small."
             add("latency", f"Latency-bound: {res} is only {util:.0%} busy",
-                f"No throughput limit explains the time: the busiest resource ({res}) would need {fmt_ns(t_bound)} of the "
+                lambda: f"No throughput limit explains the time: the busiest resource ({res}) would need {fmt_ns(t_bound)} of the "
                 f"{fmt_ns(d)}. The kernel waits on latency: too few bytes or instructions are in flight "
                 f"(Little's law: in flight = throughput × latency).{occ_txt} Raise occupancy (fewer registers or "
                 "less shared memory per block, more blocks) or independent work per thread.",
@@ -229,13 +251,13 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
         wave = blocks / (per_sm * gpu.sm_count)
         if wave < 1:
             add("small_grid", f"The grid fills {wave:.0%} of one wave",
-                f"{blocks:,.0f} blocks for {gpu.sm_count} SMs × {per_sm:.0f} resident blocks each: "
+                lambda: f"{blocks:,.0f} blocks for {gpu.sm_count} SMs × {per_sm:.0f} resident blocks each: "
                 f"{1 - wave:.0%} of the block slots stay empty for the whole kernel. Launch more, smaller blocks "
                 "or split the work (e.g. split-K).",
-                d * (1 - wave), {"launch__grid_size": f"{blocks:,.0f} blocks",
-                                 "blocks per SM (our occupancy calculator)": f"{per_sm:.0f}",
-                                 "SMs": f"{gpu.sm_count}"},
-                "wave = blocks / (blocks per SM × SMs); lost ≈ duration × (1 − wave)")
+                d * (1 - wave), lambda: {"launch__grid_size": f"{blocks:,.0f} blocks",
+                                         "blocks per SM (our occupancy calculator)": f"{per_sm:.0f}",
+                                         "SMs": f"{gpu.sm_count}"},
+                lambda: "wave = blocks / (blocks per SM × SMs); lost ≈ duration × (1 − wave)")
 
     # largest estimated loss first; on a tie (e.g. nothing lost) the finding that names the bound comes first
     out.sort(key=lambda f: (f.lost_ns, f.key in ("at_bound", "latency")), reverse=True)
@@ -244,11 +266,13 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
 
 TOP_FINDING_SCHEMA = {"id": "Int64", "top_finding_key": "String", "top_finding": "String", "lost_ns": "Float64",
                       "lost_share": "Float64", "bound": "String"}
-def bound_of(row: dict, gpu: GPUSpec, measured: dict | None = None) -> str | None:
+def bound_of(row: dict, gpu: GPUSpec, measured: dict | None = None, peaks: dict[str, Peak] | None = None,
+             b: dict[str, float] | None = None) -> str | None:
     """What limits one launch, from the throughput bounds: the busiest resource ("dram", "fp32", "tensor",
     "smem") when its time is >= AT_BOUND of the duration, else "latency"; None when no bound can be computed."""
     d = _f(row, "duration_ns")
-    tb = {k: v for k, v in bounds(row, gpu, peaks_for(gpu, measured)).items() if k in RESOURCE_NAMES}
+    peaks = peaks_for(gpu, measured) if peaks is None else peaks
+    tb = {k: v for k, v in (bounds(row, gpu, peaks) if b is None else b).items() if k in RESOURCE_NAMES}
     if not d or not tb:
         return None
     limiter = max(tb, key=tb.get)
@@ -262,10 +286,13 @@ def top_findings(analyzed, gpu: GPUSpec, measured: dict | None = None):
     The one place the per-launch ranking is computed: the CLI, the Kernels page and its export show this."""
     import polars as pl
     rows = []
-    for r in analyzed.iter_rows(named=True):
-        fs = kernel_findings(r, gpu, measured)
+    peaks = peaks_for(gpu, measured)
+    have = set(analyzed.columns)
+    for r in analyzed.select([c for c in ("id", *FINDING_INPUTS) if c in have]).iter_rows(named=True):
+        b = bounds(r, gpu, peaks)
+        fs = kernel_findings(r, gpu, measured, peaks, b, detail=False)
         f = fs[0] if fs else None
         rows.append({"id": r["id"], "top_finding_key": f.key if f else None, "top_finding": f.title if f else None,
                      "lost_ns": f.lost_ns if f else None, "lost_share": f.share if f else None,
-                     "bound": bound_of(r, gpu, measured)})
+                     "bound": bound_of(r, gpu, measured, peaks, b)})
     return pl.DataFrame(rows, schema={k: getattr(pl, v) for k, v in TOP_FINDING_SCHEMA.items()})

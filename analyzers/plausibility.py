@@ -28,9 +28,16 @@ def _v(r: dict, k: str):
     return v if isinstance(v, (int, float)) and v == v else None
 
 
+#: the columns of an analyzed launch that one_launch reads (a missing one reads as None)
+INPUTS = ("dram_bandwidth_gbps", "fp32_tflops", "tensor_peak_fraction", "block_size", "registers_per_thread",
+          "smem_static_bytes", "smem_dynamic_bytes", "duration_ns", "dram_bytes", "smem_conflict_degree",
+          "global_ld_sectors_per_request")
+
+
 def launch_flags(analyzed: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     rows = []
-    for r in analyzed.iter_rows(named=True):
+    have = set(analyzed.columns)
+    for r in analyzed.select([c for c in ("id", *INPUTS) if c in have]).iter_rows(named=True):
         rows.append({"id": r["id"], "flags": one_launch(r, gpu)})
     return pl.DataFrame(rows, schema=FLAGS_SCHEMA)
 

@@ -339,11 +339,15 @@ def _temporal_sorted(s: pl.DataFrame, by, all_busy: pl.DataFrame | None = None) 
     return out.with_columns(frac).sort(by)
 
 
-def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None) -> pl.DataFrame:
+def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None,
+                   share: bool = True) -> pl.DataFrame:
     """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = total_ns /
     busy time of all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller
-    has it). Shares of overlapping kernels can add up to more than 1. Sorted by total_ns, largest first."""
-    if busy_ns is None:
+    has it; null with share=False). Shares of overlapping kernels can add up to more than 1. Sorted by total_ns,
+    largest first."""
+    if not share:
+        busy_ns = 0
+    elif busy_ns is None:
         busy_ns = int(union_ns(gpu_ops, DEVICE)["ns"].sum()) if gpu_ops.height else 0
     d = pl.col("duration_ns")
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(

@@ -19,6 +19,7 @@ apart from the run's other kernels: the function name alone, else the canonical 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|\{anonymous\}|[A-Za-z_]\w*)::")
 _INT_CAST = re.compile(r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long(?:\s+long)?|short|char|bool|unsigned|"
@@ -48,8 +49,10 @@ def _top_level(name: str) -> tuple[int, int]:
     return start, paren
 
 
+@lru_cache(maxsize=1 << 16)
 def canonical_name(name: str) -> str:
-    """The canonical form of a (demangled) kernel name (module docstring). Idempotent."""
+    """The canonical form of a (demangled) kernel name (module docstring). Idempotent. Cached: a report names few
+    distinct kernels over many launches."""
     s = " ".join((name or "").split())
     if not s:
         return s

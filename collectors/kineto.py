@@ -35,6 +35,7 @@ from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
                                       json_error, loads, ndjson_frames, ndjson_stream)
+from collectors.kineto_typed import TYPED_PIECE_BYTES, typed_frames, typed_stream
 from collectors.launches import api_kind_columns, link_launches, op_counts
 from collectors.trace_notes import check_kineto, kineto_lacks, trace_notes
 from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, TIMELINE_SCHEMAS,
@@ -61,13 +62,15 @@ def _copy_kinds(names: pl.Series) -> dict[str, str]:
 
 
 def _parse_one(data: bytes, name: str, rank_override: int | None = None) -> tuple[dict[str, pl.DataFrame], dict]:
-    """One Kineto JSON document -> (tables, meta). Tier 1 (NDJSON via polars) first; on anything unexpected
-    tier 2 (orjson, chunk by chunk, exact errors), then tier 3 (the whole document at once)."""
-    try:
-        top, frames, n, cats = ndjson_frames(data)
-        return _build(top, frames, name, rank_override, n, cats)
-    except FastPathFailed:
-        pass
+    """One Kineto JSON document -> (tables, meta). Tier 0 (typed structs via msgspec) first, then tier 1 (NDJSON
+    via polars); on anything unexpected tier 2 (orjson, chunk by chunk, exact errors), then tier 3 (the whole
+    document at once)."""
+    for reader in (typed_frames, ndjson_frames):
+        try:
+            top, frames, n, cats = reader(data)
+            return _build(top, frames, name, rank_override, n, cats)
+        except FastPathFailed:
+            pass
     frames = {"gpu": [], "api": [], "cpu": [], "ann": []}
     cats: dict[str, int] = {}
     base_idx = 0
@@ -268,11 +271,15 @@ def parse_file(path, name: str) -> Parsed:
     """A Kineto trace file (JSON or .json.gz, not a rank archive) read as a stream: the fast reader never holds the
     whole document (`kernelscope analyze TRACE` on a large trace); anything it cannot read goes to `parse`."""
     try:
-        top, frames, n, cats = ndjson_stream(read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
+        top, frames, n, cats = typed_stream(read_chunks(path, name, step=TYPED_PIECE_BYTES))
         tables, meta = _build(top, frames, name, None, n, cats)
     except FastPathFailed:
-        with open(path, "rb") as f:
-            return parse(f.read(), name)
+        try:
+            top, frames, n, cats = ndjson_stream(read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
+            tables, meta = _build(top, frames, name, None, n, cats)
+        except FastPathFailed:
+            with open(path, "rb") as f:
+                return parse(f.read(), name)
     meta["ranks"] = [meta["rank"]]
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
 

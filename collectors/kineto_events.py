@@ -195,6 +195,35 @@ def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]]
     with a fixed schema. The top-level object is what remains with an empty events array (it must parse).
     Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
     missing ts / dur / name) raises FastPathFailed, and the exact Python readers take over."""
+    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    n_events = 0
+    cats: dict[str, int] = {}
+
+    def read(piece, sep: bytes) -> None:
+        nonlocal n_events
+        piece = bytes(piece).translate(_NL_TO_SPACE).replace(sep.translate(_NL_TO_SPACE), b"}\n{")
+        try:
+            df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
+            if needs_text(df["ts"]):
+                df = pl.read_ndjson(io.BytesIO(piece), schema=_TEXT_TS_SCHEMA)
+        except (pl.exceptions.PolarsError, ValueError, TypeError):
+            raise FastPathFailed from None
+        del piece
+        n_events += df.height
+        for c, n in df["cat"].fill_null("<none>").value_counts().iter_rows():
+            cats[c] = cats.get(c, 0) + n
+        for k, f in _split_events(df).items():
+            frames[k].append(f)
+
+    top = split_events(chunks, read, NDJSON_CHUNK_BYTES)
+    return top, frames, n_events, cats
+
+
+def split_events(chunks: Iterable, read, step: int) -> dict:
+    """The events array of a Chrome-trace document, given as a stream of byte chunks, handed to `read(piece, sep)`
+    in pieces of whole events of about `step` bytes (`piece`: the events' text joined by `sep`, the bytes
+    between the first two events, e.g. Kineto's "},\n  {"); returns the top-level object without traceEvents (what
+    remains with an empty events array; it must parse). FastPathFailed when the layout is not found."""
     it = iter(chunks)
     buf = bytearray()
     eof = False
@@ -219,29 +248,9 @@ def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]]
         if not more():
             raise FastPathFailed                          # zero or one event: not worth a special path
     sep = m.group(0)
-    sep_flat = sep.translate(_NL_TO_SPACE)
-    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
-    n_events = 0
-    cats: dict[str, int] = {}
-
-    def read(piece) -> None:
-        nonlocal n_events
-        piece = bytes(piece).translate(_NL_TO_SPACE).replace(sep_flat, b"}\n{")
-        try:
-            df = pl.read_ndjson(io.BytesIO(piece), schema=_EVENT_SCHEMA)
-            if needs_text(df["ts"]):
-                df = pl.read_ndjson(io.BytesIO(piece), schema=_TEXT_TS_SCHEMA)
-        except (pl.exceptions.PolarsError, ValueError, TypeError):
-            raise FastPathFailed from None
-        del piece
-        n_events += df.height
-        for c, n in df["cat"].fill_null("<none>").value_counts().iter_rows():
-            cats[c] = cats.get(c, 0) + n
-        for k, f in _split_events(df).items():
-            frames[k].append(f)
 
     while True:
-        while len(buf) < NDJSON_CHUNK_BYTES and more():
+        while len(buf) < step and more():
             pass
         if eof:
             break
@@ -250,7 +259,7 @@ def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]]
             if not more():
                 break
             continue
-        read(memoryview(buf)[:cut + 1])
+        read(memoryview(buf)[:cut + 1], sep)
         del buf[:cut + len(sep) - 1]                     # keep the next event's "{"
     # the end: the last events, the array's "]", and the rest of the top-level object
     close = len(buf)
@@ -270,15 +279,15 @@ def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]]
     rest = bytes(buf[:close])
     del buf
     pos = 0
-    while len(rest) - pos > NDJSON_CHUNK_BYTES:           # what is left may still be more than one piece
-        cut = rest.rfind(sep, pos, pos + NDJSON_CHUNK_BYTES)
+    while len(rest) - pos > step:           # what is left may still be more than one piece
+        cut = rest.rfind(sep, pos, pos + step)
         if cut < 0:
             break
-        read(memoryview(rest)[pos:cut + 1])
+        read(memoryview(rest)[pos:cut + 1], sep)
         pos = cut + len(sep) - 1
     if rest[pos:].strip():
-        read(memoryview(rest)[pos:])
-    return top, frames, n_events, cats
+        read(memoryview(rest)[pos:], sep)
+    return top
 
 
 def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:

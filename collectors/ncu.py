@@ -28,8 +28,8 @@ import polars as pl
 from collectors.errors import COUNTER_PERMISSION, ArtifactError, counters_forbidden
 from collectors.kernel_names import canonical_name, display_names
 from collectors.ncu_rep import read_report_file  # noqa: F401  (the sandbox's task, in a polars-free module)
-from collectors.ncu_values import (_NA, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma, _number,  # noqa: F401
-                                   _parse_raw, ncu_to_base)
+from collectors.ncu_values import (_NA, FACT_METRICS, IDENTITY, RAW_BATCH_BYTES, _detect_decimal_comma,  # noqa: F401
+                                   _number, _parse_raw, ncu_to_base)
 from collectors.schema import (KERNEL_SCHEMA, METRIC_SECTION_SCHEMA, NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS,
                                SASS_SCHEMA, SOURCE_FILES_SCHEMA, SOURCE_METRIC_SCHEMA, Parsed, conform_metrics,
                                finish_meta)
@@ -309,7 +309,7 @@ def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
 def _section_frame(long: pl.DataFrame, sections: dict[str, str] | None) -> pl.DataFrame:
     """The section of each metric the run has: the file's own (a report's sections, a details page's Section Name),
     else the section whose label names it in ncu's label table (the raw page names none)."""
-    names = long.get_column("metric").cast(pl.String).unique().to_list()
+    names = long.get_column("metric").unique().cast(pl.String).to_list()    # unique first: 22 M rows, ~2,000 names
     labelled = metric_sections()
     own = sections or {}
     rows = [(m, own.get(m) or labelled.get(m)) for m in names]
@@ -416,9 +416,9 @@ def _gpu_facts(long: pl.DataFrame, attrs: dict) -> dict:
     memory clock (device attribute memory_clock_rate [kHz], else the measured DRAM frequency)."""
     sm = attrs.get("multiprocessor_count")
     if not isinstance(sm, (int, float)):
-        sm = _median(long, "launch__sm_count")
+        sm = _median(long, FACT_METRICS[0])
     clock = attrs.get("memory_clock_rate")
-    clock = clock * 1e3 if isinstance(clock, (int, float)) else _median(long, "dram__cycles_elapsed.avg.per_second")
+    clock = clock * 1e3 if isinstance(clock, (int, float)) else _median(long, FACT_METRICS[1])
     return {"sm_count": int(sm) if sm is not None else None, "memory_clock_hz": clock}
 
 

@@ -9,6 +9,7 @@ import re
 import polars as pl
 
 from collectors.errors import ArtifactError
+from collectors.schema import NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS
 
 
 IDENTITY = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
@@ -45,12 +46,23 @@ def _number(s: str, decimal_comma: bool) -> float | None:
         return None
 
 
-RAW_BATCH_BYTES = 8 << 20
+RAW_BATCH_BYTES = 4 << 20    # rows read at a time: 8 MiB pieces raised the peak of 10,000 kernels by 70 MiB
+#: the metrics collectors.ncu._build reads besides the kernel columns' (GPU facts: SM count, memory clock)
+FACT_METRICS = ("launch__sm_count", "dram__cycles_elapsed.avg.per_second")
+#: every metric _build reads: a non-finite value of these stays a number, so that collectors.validate refuses the
+#: launch it lands in; any other non-finite value becomes text as the batch is read (what validate would make of it,
+#: without rewriting a 22-million-row table afterwards)
+BUILD_METRICS = frozenset(NCU_METRIC_COLUMNS.values()) | frozenset(NCU_ALTERNATE_METRICS.values()) | frozenset(
+    FACT_METRICS)
+
+
+#: a line of ncu's own output (==PROF==, ==WARNING== ...) or a blank line (no truncation)
+_NOISE = re.compile(rb"\n(?:==|\r?\n)")
 
 
 def _raw_batches(chunks, name: str):
     """The kernel rows of a raw page, given as a stream of byte chunks, in pieces of about RAW_BATCH_BYTES cut after
-    a newline (ncu writes no newline inside a field); ==PROF== and other noise lines dropped."""
+    a newline (ncu writes no newline inside a field); ==PROF== and other noise lines and blank lines dropped."""
     buf = bytearray()
     done = False
     while not done:
@@ -66,8 +78,8 @@ def _raw_batches(chunks, name: str):
             continue
         piece = bytes(buf[:cut])
         del buf[:cut]
-        if b"\n==" in piece or piece.startswith(b"=="):
-            piece = b"\n".join(ln for ln in piece.split(b"\n") if not ln.startswith(b"=="))
+        if _NOISE.search(piece) or piece[:1] in (b"=", b"\n", b"\r"):      # one scan of the piece
+            piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip() and not ln.startswith(b"=="))
         if piece.strip():
             yield piece
 
@@ -79,11 +91,12 @@ def _byte_chunks(data, start: int):
 
 
 def _long_batch(wide: pl.DataFrame, metric_cols: list[str], metrics: pl.Series, units: pl.Series,
-                factors: pl.Series, dc: bool) -> pl.DataFrame:
+                factors: pl.Series, dc: bool, keep_text: pl.Series) -> pl.DataFrame:
     """One batch of raw-page rows -> long form (id, metric, value, text, unit), metric-major as `unpivot` orders it:
     the values of every metric column are put end to end and parsed by one vectorised expression (thousands
     separators, unit factor), names, units and factors are gathered from one series each (no string per value), and
-    a text is kept only where a value is not a number and not n/a."""
+    a text is kept only where a value is not a number and not n/a, or is not finite in a metric that `keep_text`
+    marks (one boolean per metric column)."""
     import numpy as np
     n, m = wide.height, len(metric_cols)
     which = pl.Series(np.repeat(np.arange(m, dtype=np.uint32), n))
@@ -107,7 +120,12 @@ def _long_batch(wide: pl.DataFrame, metric_cols: list[str], metrics: pl.Series, 
         is_text = fixed.is_null() & ~sub.is_in(list(_NA))
         if is_text.any():
             text = text.scatter(slow.filter(is_text), raw.gather(slow.filter(is_text)).cast(pl.Categorical()))
-    return df.select("id", "metric", (value * df.get_column("f")).alias("value"), text.alias("text"), "unit")
+    value = value * df.get_column("f")
+    bad = (value.is_not_null() & ~value.is_finite() & keep_text.gather(which)).arg_true()
+    if bad.len():          # ncu's `nan` of an undefined derived metric: its text (as collectors.validate makes it)
+        text = text.scatter(bad, value.gather(bad).cast(pl.String))
+        value = value.scatter(bad, None)
+    return df.select("id", "metric", value.alias("value"), text.alias("text"), "unit")
 
 
 def _parse_raw(data, header: list[str], units: list[str], body_start: int, name: str):
@@ -123,13 +141,11 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
     base = [ncu_to_base(1.0, u) for u in units[len(IDENTITY):]]
     factors = pl.Series("f", [f for f, _ in base], dtype=pl.Float64)
     units_cat = pl.Series("unit", [u for _, u in base], dtype=pl.Categorical())
+    keep_text = pl.Series([not (m in BUILD_METRICS or m.startswith("device__attribute_")) for m in metric_cols],
+                          dtype=pl.Boolean)
     idents, parts, dc, row0 = [], [], None, 0
     chunks = _byte_chunks(data, body_start) if isinstance(data, (bytes, bytearray, memoryview)) else data
     for piece in _raw_batches(iter(chunks), name):
-        if b"\n\n" in piece or b"\n\r\n" in piece or piece[:1] in (b"\n", b"\r"):   # blank lines are no truncation
-            piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip())
-            if not piece:
-                continue
         try:
             wide = pl.read_csv(io.BytesIO(piece), has_header=False, new_columns=header, infer_schema=False,
                                quote_char='"')
@@ -138,8 +154,9 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
                                       f"{str(e).splitlines()[0]}") from None
         if wide.width != len(header):
             raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
-        short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
-        if short.height:
+        short = (wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
+                 if any(wide.null_count().row(0)) else ())
+        if len(short):
             raise ArtifactError(name, f"raw-page CSV kernel row {row0 + short.item(0, 0) + 1} is incomplete "
                                       "(truncated file?)")
         row0 += wide.height
@@ -149,7 +166,7 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
             sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
             dc = _detect_decimal_comma([v for v in sample if v])
         idents += wide.select(IDENTITY).to_dicts()
-        parts.append(_long_batch(wide, metric_cols, metrics, units_cat, factors, dc))
+        parts.append(_long_batch(wide, metric_cols, metrics, units_cat, factors, dc, keep_text))
         del wide
     if not parts:
         raise ArtifactError(name, "raw-page CSV has no kernel rows")

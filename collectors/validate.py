@@ -89,13 +89,14 @@ def _finite(df: pl.DataFrame, tname: str, name: str) -> None:
 
 def _finite_or_text(df: pl.DataFrame, meta: dict) -> pl.DataFrame:
     """Non-finite values of the long metric table become text, shown as written and used by no analysis (ncu
-    itself writes `nan` for an undefined derived metric, e.g. derived_tempMetric4 in the bundled H200 export)."""
-    bad = df["value"].is_not_null() & ~df["value"].is_finite()
-    if not bad.any():
+    itself writes `nan` for an undefined derived metric, e.g. derived_tempMetric4 in the bundled H200 export; the
+    raw-CSV reader already turns those of metrics no kernel column reads into text, batch by batch). Only the bad
+    values are converted; text stays categorical."""
+    value = df["value"]
+    idx = (value.is_not_null() & ~value.is_finite()).arg_true()
+    if not idx.len():
         return df
-    return df.with_columns(
-        pl.when(bad).then(pl.col("value").cast(pl.String)).otherwise(pl.col("text")).alias("text"),
-        pl.when(bad).then(None).otherwise(pl.col("value")).alias("value"))
+    return df.with_columns(df["text"].scatter(idx, value.gather(idx).cast(pl.String)), value.scatter(idx, None))
 
 
 def _strings(df: pl.DataFrame, tname: str, name: str) -> None:

@@ -93,22 +93,31 @@ def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _summaries(parsed, source: str, step_pattern: str | None, floors: dict, ranks=None) -> list:
+def _summaries(parsed, source: str, step_pattern: str | None, floors: dict, ranks=None, summary=None) -> list:
+    """The RankSummary of each rank of a parsed trace (`ranks`: those only). `summary`: the trace's
+    analyzers.timeline.summarize, when the caller has it (used where its launch floor is the rank's)."""
     import polars as pl
 
     from analyzers.distributed import rank_summary
     g, nv = parsed.tables["gpu_ops"], parsed.tables["nvtx"]
     meta = parsed.meta
-    want = ranks if ranks is not None else sorted(set(g["rank"].drop_nulls().to_list()) or set(meta.get("ranks") or []))
+    present = sorted(g["rank"].drop_nulls().unique().to_list())
+    want = ranks if ranks is not None else (present or sorted(set(meta.get("ranks") or [])))
+    one = g["rank"].null_count() == 0 and len(present) <= 1       # every op is of the one rank: no filtering
     gpu = meta.get("gpu_name")
+    if summary is not None and summary.launch_floor_ns != floors.get(gpu):
+        summary = None
     common = {k: meta.get(k) for k in ("world_size", "distributed_backend", "trace_name", "event_count")}
     common["rank_declared"] = parsed.kind == "kineto" and meta.get("world_size") is not None   # distributedInfo
     names = {t.get("rank"): t.get("trace_name") for t in meta.get("rank_traces") or []}   # a rank archive's members
     out = []
     for r in want:
-        out.append(rank_summary(g.filter(pl.col("rank") == r), nv.filter(pl.col("rank") == r), rank=int(r),
+        mine = one and present == [r]
+        out.append(rank_summary(g if mine else g.filter(pl.col("rank") == r),
+                                nv if mine and nv["rank"].null_count() == 0 and set(nv["rank"].unique()) <= {r}
+                                else nv.filter(pl.col("rank") == r), rank=int(r),
                                 source=names.get(r) or source, step_pattern=step_pattern, gpu_name=gpu,
-                                launch_floor_ns=floors.get(gpu), meta=dict(common)))
+                                launch_floor_ns=floors.get(gpu), meta=dict(common), summary=summary))
     return out
 
 

@@ -18,8 +18,8 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
 stored with `ingest --gpu` carries its GPU in its manifest (collectors.store.with_gpu_override).
 
 A run is given as a stored `Run` or a run id, or as a `Parsed` (a file analysed without storing it: the same
-analysis, with the store's ceilings). Analyses of stored runs are cached by run id and the set of bench runs
-(runs are immutable; a new bench run changes the measured ceilings), in a small bounded cache.
+analysis, with the store's ceilings). Analyses are cached by run id and the set of bench runs (runs are immutable;
+a new bench run changes the measured ceilings) in a small bounded cache; a Parsed file's only with keep_parsed.
 """
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def gpu_for(meta: dict, gpu: str | None = None) -> GPUSpec:
 
 
 class Source:
-    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None):
-        self.store = store
+    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None, keep_parsed: bool = False):
+        self.store, self._keep_parsed = store, keep_parsed   # keep_parsed: Parsed files' analyses cached (the CLI)
         self.root = str(store.root)
         self.gpu = get_gpu(gpu).name if gpu else None   # UnknownName for a name the registry lacks
         self._cache: OrderedDict = OrderedDict()
@@ -183,6 +183,12 @@ class Source:
         return self._cached(("launch", run_id, launch_id), make)
 
     # ---- cache -----------------------------------------------------------------------------------
+    def _cached_for(self, run, key: tuple, make):
+        """_cached by run id; a Parsed file anew, or (keep_parsed) by identity: the entry holds it (no id reuse)."""
+        if not isinstance(run, Parsed):
+            return self._cached((key[0], run.run_id, *key[1:]), make)
+        return self._cached(("parsed", id(run), *key), lambda: (run, make()))[1] if self._keep_parsed else make()
+
     def _cached(self, key, make):
         with self._lock:
             if key in self._cache:
@@ -278,9 +284,7 @@ class Source:
             gpu = ident.spec
             return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
                                gpu_warning=ident.warning)
-        if isinstance(run, Parsed):
-            return make()
-        return self._cached(("ncu", run.run_id, self.gpu, self._ceilings_key()), make)
+        return self._cached_for(run, ("ncu", self.gpu, self._ceilings_key()), make)
 
     def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
         run = self._resolve(run)
@@ -291,9 +295,7 @@ class Source:
             meta = self.meta(run)
             floor = self.launch_floor_ns(meta.get("gpu_name"))
             return TraceAnalysis(run.kind, meta, g, api, summarize(g, api, launch_floor_ns=floor))
-        if isinstance(run, Parsed):
-            return make()
-        return self._cached(("trace", run.run_id, self.gpu, self._ceilings_key()), make)
+        return self._cached_for(run, ("trace", self.gpu, self._ceilings_key()), make)
 
     def source_hotspots(self, run: Run | str, launch_id: int):
         """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
@@ -348,11 +350,11 @@ class Source:
         return {**(self.best_ceilings(name) if name else {}), **own}
 
     def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
-                  threshold: float | None = None):
-        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the
-        straggler and its cause, collectives. A stored run with many ranks is reduced rank by rank on the given
-        executor (dashboard.execute; default: in this process for small runs, a process pool for large ones),
-        each task reading its rank from the store; a Parsed file in this process."""
+                  threshold: float | None = None, summary=None):
+        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the straggler
+        and its cause, collectives. A stored run of many ranks is reduced rank by rank on `executor` (default: in
+        this process when small, else a process pool), each task reading its rank from the store; a Parsed file in
+        this process. `summary`: the run's trace(run).summary when the caller has it (not computed again)."""
         from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
         from dashboard import execute, ranks
         run = self._resolve(run)
@@ -360,8 +362,8 @@ class Source:
 
         def in_process(parsed):
             floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
-            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors),
-                           threshold=thr)
+            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors,
+                                            summary=summary), threshold=thr)
         if isinstance(run, Parsed):
             return in_process(run)
 
@@ -390,9 +392,7 @@ class Source:
             res = attach(run.table("results"), gpu, self.run_ceilings(run, gpu.name if gpu else None))
             return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
                                  skipped_checks(run.meta, res))
-        if isinstance(run, Parsed):
-            return make()
-        return self._cached(("bench", run.run_id, self.gpu, self._bench_key()), make)
+        return self._cached_for(run, ("bench", self.gpu, self._bench_key()), make)
 
     def bench_results(self) -> pl.DataFrame:
         """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
@@ -443,7 +443,7 @@ class Source:
         """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
         ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
         stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
-        probe = Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
+        probe = self if self._keep_parsed and not gpu else Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
         try:
             probe.analysis(parsed)
         except InputError:

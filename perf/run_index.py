@@ -99,6 +99,10 @@ print(len(out))
 """
 
 
+# as a user's Python runs the commands: compiled modules cached (see perf/measure.py)
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], repeat: int) -> dict:
     """Median wall seconds of `repeat` fresh processes, and their CPU seconds (user + system: less sensitive to
     the other processes of a shared machine)."""
@@ -106,7 +110,7 @@ def timed(cmd: list[str], repeat: int) -> dict:
     for _ in range(repeat):
         c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=USER_ENV)
         walls.append(time.perf_counter() - t)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)

@@ -78,15 +78,16 @@ def open_store(store: Optional[Path]):
     return st
 
 
-def open_source(store: Optional[Path], gpu: Optional[str] = None):
+def open_source(store: Optional[Path], gpu: Optional[str] = None, keep_parsed: bool = False):
     from dashboard.source import Source
-    return Source(open_store(store), gpu=gpu)
+    return Source(open_store(store), gpu=gpu, keep_parsed=keep_parsed)
 
 
-def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None):
+def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None, src=None):
     """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
     ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
-    store (a run that cannot be read is `RunNotFound`)."""
+    store (a run that cannot be read is `RunNotFound`). `src`: the Source that checks the file (one made with
+    keep_parsed keeps the analysis it computed, so the command reports it without computing it again)."""
     import os
 
     from collectors.errors import ArtifactError
@@ -94,7 +95,7 @@ def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None):
     p = Path(path_or_run)
     if p.exists():
         parsed = parse_path(p)
-        open_source(store, gpu).check(parsed, path_or_run)
+        (src or open_source(store, gpu)).check(parsed, path_or_run)
         return parsed, p.name
     if p.suffix or os.sep in path_or_run:
         raise ArtifactError(path_or_run, "no such file")

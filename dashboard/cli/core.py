@@ -147,8 +147,10 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
     elif run.kind in ("kineto", "nsys"):
         from dashboard.cli import ranks, timeline
-        rep = timeline.report(src.trace(run))
-        rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold)))
+        tr = src.trace(run)
+        rep = timeline.report(tr)
+        rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold,
+                                                summary=tr.summary)))
         rows, cols = rep["kernels"], timeline.TABLE_COLUMNS
         warnings = list(run.meta.get("warnings") or [])
     elif run.kind == "bench":
@@ -230,8 +232,8 @@ def analyze(
     if is_multi_rank_target(path_or_run):
         analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
         return
-    run, source = load(path_or_run, store, gpu)
-    src = open_source(store, gpu)
+    src = open_source(store, gpu, keep_parsed=True)          # the file's check computes the analysis reported
+    run, source = load(path_or_run, store, gpu, src=src)
     executor = None
     from collectors.store import Run
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):

@@ -8,7 +8,7 @@ import json
 import polars as pl
 import pytest
 
-from collectors import ingest, kineto, kineto_events, schema
+from collectors import ingest, kineto, kineto_events, kineto_typed, schema
 from collectors.ingest import detect_kind, parse_bytes
 from collectors.errors import ArtifactError
 from collectors.ingest import expand_paths
@@ -177,31 +177,40 @@ def test_chunked_reading_equals_whole_document(monkeypatch, compact):
         ev += _launch_pair(i, 1000.0 + 30 * i, name="void f<{lambda()#1}, {x}>(int)" if i % 7 == 0 else "k")
     data = _trace(ev, base=10**18, compact=compact)
     whole = kineto.parse(data, "a.json").tables
+    refuse = lambda d: (_ for _ in ()).throw(kineto_events.FastPathFailed())  # noqa: E731
+    monkeypatch.setattr(kineto_typed, "TYPED_PIECE_BYTES", 300)       # tier 0 in many small pieces
+    typed_pieces = kineto.parse(data, "a.json").tables
+    monkeypatch.setattr(kineto, "typed_frames", refuse)
     monkeypatch.setattr(kineto_events, "NDJSON_CHUNK_BYTES", 300)   # tier 1 in many small pieces
     ndjson_pieces = kineto.parse(data, "a.json").tables
-    monkeypatch.setattr(kineto, "ndjson_frames", lambda d: (_ for _ in ()).throw(kineto_events.FastPathFailed()))
+    monkeypatch.setattr(kineto, "ndjson_frames", refuse)
     monkeypatch.setattr(kineto_events, "CHUNK_BYTES", 300)          # tier 2 in many small pieces
     pieces = kineto.parse(data, "a.json").tables
     for t in schema.TIMELINE_SCHEMAS:
         assert pieces[t].equals(whole[t]), t
         assert ndjson_pieces[t].equals(whole[t]), t
+        assert typed_pieces[t].equals(whole[t]), t
     assert whole["gpu_ops"].height == 60 and whole["gpu_ops"]["launch_api"].null_count() == 0
     assert whole["gpu_ops"]["name"].n_unique() == 2
 
 
 @pytest.mark.parametrize("key", list(SAMPLES))
 def test_fast_reader_equals_exact_reader(monkeypatch, key):
-    """Tier 1 (NDJSON read by polars) and tier 2 (orjson, event by event) give identical tables."""
-    fast = _parse(key)
+    """Tier 0 (typed structs by msgspec), tier 1 (NDJSON read by polars) and tier 2 (orjson, event by event) give
+    identical tables."""
+    typed = _parse(key)
 
     def refuse(data):
         raise kineto_events.FastPathFailed
 
+    monkeypatch.setattr(kineto, "typed_frames", refuse)
+    fast = _parse(key)
     monkeypatch.setattr(kineto, "ndjson_frames", refuse)
     exact = _parse(key)
     for t in schema.TIMELINE_SCHEMAS:
         assert fast.tables[t].equals(exact.tables[t]), t
-    assert fast.meta == exact.meta
+        assert typed.tables[t].equals(exact.tables[t]), t
+    assert fast.meta == exact.meta == typed.meta
 
 
 def test_chrome_array_format_and_empty_trace():

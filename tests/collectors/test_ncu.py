@@ -159,3 +159,43 @@ def test_cli_bad_input_is_one_line_and_exit_1(name, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"kernelscope: {f}") and "Traceback" not in err[0]
     assert not (tmp_path / "s" / "runs").exists() or not any((tmp_path / "s" / "runs").iterdir())
+
+
+def test_raw_row_cut_at_a_field_names_the_row():
+    """A raw-page row that ends early at a field boundary (fields missing, not garbled) is named by its number."""
+    import gzip
+    lines = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).split(b"\n")
+    row = lines[4]                                     # header, units, then kernel rows 1, 2, 3
+    lines[4] = row[: row.index(b'","', len(row) // 2) + 1]
+    with pytest.raises(ArtifactError, match="kernel row 3 is incomplete"):
+        parse_bytes(b"\n".join(lines), "cut.csv")
+    lines[4] = row                                     # the control: the same file whole reads
+    assert parse_bytes(b"\n".join(lines), "whole.csv").table("kernels").height == 9
+
+
+def test_non_finite_values_of_other_metrics_are_text_and_kernel_metrics_stay_refusable():
+    """ncu writes `nan` for an undefined derived metric: the raw reader keeps it (and any non-finite value of a
+    metric no kernel column reads) as text, value null, batch by batch; a non-finite value of a metric a kernel
+    column reads stays a number, so that the launch is refused (collectors.validate)."""
+    import csv
+    import gzip
+    import io
+    rows = list(csv.reader(io.StringIO(gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes())
+                                       .decode())))
+    nan_col = rows[0].index("derived_tempMetric4")
+    assert rows[2][nan_col] == "nan"                        # as the real export writes it
+    other = next(i for i, m in enumerate(rows[0]) if m.startswith("sm__") and rows[3][i].replace(".", "").isdigit())
+    rows[3][other] = "inf"
+
+    def parsed(rs):
+        buf = io.StringIO()
+        csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rs)
+        return parse_bytes(buf.getvalue().encode(), "m.csv")
+    m = parsed(rows).table("metrics")
+    assert m.schema["text"] == pl.Categorical and m["value"].is_nan().sum() == 0
+    got = m.filter(pl.col("metric").cast(pl.String).is_in(["derived_tempMetric4", rows[0][other]])
+                   & pl.col("text").is_not_null()).select(pl.col("text").cast(pl.String), "value")
+    assert sorted(got["text"].unique().to_list()) == ["NaN", "inf"] and got["value"].null_count() == got.height
+    rows[3][rows[0].index("gpu__time_duration.sum")] = "inf"   # a kernel column's metric: refused, naming the launch
+    with pytest.raises(ArtifactError, match="launch 1.*not a finite number"):
+        parsed(rows)

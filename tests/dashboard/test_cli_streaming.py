@@ -55,16 +55,22 @@ def test_trace_json_kernels_are_the_ordered_kernel_rows(capsys, tmp_path):
 
 
 def test_streamed_kineto_file_equals_bytes(tmp_path, monkeypatch):
-    """A trace read from its file as a stream (8 MiB pieces; here 4 KiB) gives the tables of the whole document."""
-    from collectors import kineto, kineto_events, schema
+    """A trace read from its file as a stream (8 MiB pieces; here 4 KiB), by the typed reader and by the NDJSON
+    reader, gives the tables of the whole document."""
+    from collectors import kineto, kineto_events, kineto_typed, schema
     src = H200_TORCH / "ffn_M1_eager.json.gz"
     whole = kineto.parse(src.read_bytes(), src.name)
     monkeypatch.setattr(kineto_events, "NDJSON_CHUNK_BYTES", 4096)
     monkeypatch.setattr(kineto, "NDJSON_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(kineto_typed, "TYPED_PIECE_BYTES", 4096)
+    monkeypatch.setattr(kineto, "TYPED_PIECE_BYTES", 4096)
+    typed = kineto.parse_file(src, src.name)
+    monkeypatch.setattr(kineto, "typed_stream", lambda *a, **k: (_ for _ in ()).throw(kineto_events.FastPathFailed()))
     streamed = kineto.parse_file(src, src.name)
     for t in schema.TIMELINE_SCHEMAS:
         assert streamed.tables[t].equals(whole.tables[t]), t
-    assert streamed.meta == whole.meta
+        assert typed.tables[t].equals(whole.tables[t]), t
+    assert streamed.meta == whole.meta == typed.meta
 
 
 def test_raw_csv_in_batches_equals_one_batch(monkeypatch, tmp_path):
@@ -125,3 +131,25 @@ def test_plain_sql_baseline_equals_analyze(fname, capsys, tmp_path):
     (tmp_path / "ours.json").write_text(capsys.readouterr().out)
     (tmp_path / "sql.json").write_text(json.dumps(baseline(str(db))))
     assert nsys_identical(tmp_path / "ours.json", tmp_path / "sql.json") == []
+
+
+@pytest.mark.parametrize("sample", ["ncu", "kineto"])
+def test_analyze_of_a_file_computes_its_analysis_once(monkeypatch, capsys, tmp_path, sample):
+    """`analyze FILE` checks the file as ingest would (its analysis must succeed) and reports that same analysis:
+    the analysis runs once, not once for the check and again for the report; `ingest` still checks in a Source of
+    its own (a dashboard's long-lived Source keeps no parsed file)."""
+    import analyzers.ncu_run
+    import analyzers.timeline
+    from dashboard.cli import main
+    target = {"ncu": (analyzers.ncu_run, "analyze_ncu", H200_KERNELS / "basic_raw.csv.gz"),
+              "kineto": (analyzers.timeline, "summarize", H200_TORCH / "ffn_M1_eager.json.gz")}
+    module, fn, path = target[sample]
+    calls = []
+    real = getattr(module, fn)
+    monkeypatch.setattr(module, fn, lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert main(["analyze", str(path), "--format", "json", "--store", str(tmp_path / "s")]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] is not None
+    assert len(calls) == 1
+    calls.clear()
+    assert main(["ingest", str(path), "--store", str(tmp_path / "s")]) == 0
+    assert len(calls) == 1

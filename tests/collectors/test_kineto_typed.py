@@ -1,0 +1,250 @@
+"""The typed Kineto reader (collectors.kineto_typed, msgspec structs) against the readers it goes before: on every
+real PyTorch profiler trace of the corpus and the H200 samples it gives exactly the frames, top-level object,
+event count and category counts of the NDJSON reader (tier 1), or of the exact reader (tier 2) where tier 1
+cannot read the file; on variants of a real trace that exercise its other branches (epoch timestamps with ns
+decimals, "args": null, a pid written as text, a grid of two values) too; and a value its structs do not describe
+makes it step aside, the file then read as before."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from collectors import kineto, kineto_events, kineto_typed
+from collectors.decompress import read_chunks
+from collectors.ingest import detect_kind
+from collectors.kineto_events import FastPathFailed
+from tests.conftest import H200_TORCH, REPO
+
+TRACES = sorted(p for root in (REPO / "tests" / "corpus", REPO / "sample_traces") for p in root.rglob("*")
+                if p.name.endswith((".json", ".json.gz")) and not re.search(r"manifest|expected|record_summary", p.name))
+
+
+def _kineto(p: Path) -> bool:
+    data = p.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    if b'"traceEvents"' not in data and not data.lstrip().startswith(b"["):
+        return False
+    try:
+        return detect_kind(data, p.name.removesuffix(".gz")) == "kineto"
+    except Exception:  # noqa: BLE001 - not an artifact at all
+        return False
+
+
+KINETO = [p for p in TRACES if _kineto(p)]
+
+
+def _tier2(data: bytes):
+    """Tier 2 (orjson, chunk by chunk), else tier 3 (the whole document at once), as collectors.kineto runs them."""
+    def frames(top, chunks):
+        out = {"gpu": [], "api": [], "cpu": [], "ann": []}
+        cats: dict = {}
+        n = 0
+        for events in chunks:
+            cols = kineto_events.collect_events(events, n, "t")
+            for c, k in cols.cats.items():
+                cats[c] = cats.get(c, 0) + k
+            for k, df in kineto_events.event_frames(cols, "t").items():
+                out[k].append(df)
+            n += len(events)
+        return top, out, n, cats
+    try:
+        return frames(*kineto_events.fast_chunks(data))
+    except FastPathFailed:
+        obj = kineto_events.loads(data)
+        obj = {"traceEvents": obj} if isinstance(obj, list) else obj
+        events = obj.pop("traceEvents")
+        return frames(obj, [events])
+
+
+def _whole(frames: dict) -> dict:
+    return {k: pl.concat(v, how="diagonal_relaxed").with_columns(pl.col("name").cast(pl.String))
+            for k, v in frames.items() if v}
+
+
+def _same(a, b) -> None:
+    assert a[0] == b[0] and a[2] == b[2] and a[3] == b[3]
+    fa, fb = _whole(a[1]), _whole(b[1])
+    assert fa.keys() == fb.keys()
+    for k in fa:
+        assert_frame_equal(fa[k], fb[k], check_column_order=False)   # tier 2 puts tid later
+
+
+def _reference(data: bytes):
+    """(tier, result) of the reader that reads the document when the typed reader is not there."""
+    try:
+        return "ndjson", kineto_events.ndjson_frames(data)
+    except FastPathFailed:
+        return "exact", _tier2(data)
+
+
+def _doc(p: Path) -> bytes:
+    data = p.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def test_the_corpus_has_traces_for_the_typed_reader():
+    assert len(KINETO) >= 30
+
+
+@pytest.mark.parametrize("path", KINETO, ids=[p.name for p in KINETO])
+def test_typed_reader_equals_the_reader_before_it(path):
+    data = _doc(path)
+    tier, ref = _reference(data)
+    try:
+        typed = kineto_typed.typed_frames(data)
+    except FastPathFailed:
+        assert tier == "exact", f"{path.name}: tier 1 reads it, the typed reader must too"
+        return
+    _same(typed, ref)
+    streamed = kineto_typed.typed_stream(read_chunks(path, path.name, step=4096), step=5000)   # many pieces
+    _same(streamed, ref)
+
+
+def test_most_corpus_traces_take_the_typed_path():
+    ok = 0
+    for p in KINETO:
+        try:
+            kineto_typed.typed_frames(_doc(p))
+            ok += 1
+        except FastPathFailed:
+            pass
+    assert ok >= 25, ok
+
+
+# ------------------------------------------------------------------------- variants of a real trace (ffn_M1_eager)
+SAMPLE = H200_TORCH / "ffn_M1_eager.json.gz"
+
+
+def _sample() -> dict:
+    return json.loads(gzip.decompress(SAMPLE.read_bytes()), parse_float=Decimal)
+
+
+def _dump(doc: dict) -> bytes:
+    """Kineto's layout: one event per line (the separator the readers split at)."""
+    unmark = lambda x: json.dumps(_with_decimals(x)).replace('"<D>', "").replace('<D>"', "")  # noqa: E731
+    events = doc.pop("traceEvents")
+    body = ",\n  ".join(unmark(e) for e in events)
+    return f'{unmark(doc)[:-1]}, "traceEvents": [\n  {body}\n]}}'.encode()
+
+
+def _with_decimals(e):
+    """Decimals written as JSON numbers with their digits (json.dumps cannot): marked, then unquoted."""
+    if isinstance(e, dict):
+        return {k: _with_decimals(v) for k, v in e.items()}
+    if isinstance(e, list):
+        return [_with_decimals(v) for v in e]
+    return f"<D>{e}<D>" if isinstance(e, Decimal) else e
+
+
+def _epoch_doc(shortest: bool) -> bytes:
+    """ffn_M1_eager without baseTimeNanoseconds: ts as epoch µs (~1.8e15) with three decimals, or (shortest) as the
+    shortest text of the nearest float64, which is what a writer printing a double writes."""
+    doc = _sample()
+    base = doc.pop("baseTimeNanoseconds")
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = Decimal(base) / 1000 + e["ts"]
+            if shortest:
+                e["ts"] = Decimal(repr(float(e["ts"])))
+    return _dump(doc)
+
+
+def test_epoch_timestamps_with_ns_decimals_are_read_from_their_digits():
+    """Epoch µs with three decimals: float64 holds them to 0.25 µs only, so the typed reader reads those pieces'
+    timestamps from their digits and every ns equals the trace's own; the NDJSON reader (which gets the numbers
+    from polars as floats) is within 0.25 µs of them and equal on every other column."""
+    data = _epoch_doc(shortest=False)
+    assert re.search(rb'"ts": 17\d{14}\.\d{3}', data)
+    typed = _whole(kineto_typed.typed_frames(data)[1])
+    ndjson = _whole(kineto_events.ndjson_frames(data)[1])
+    for k in typed:
+        assert_frame_equal(typed[k].drop("ts"), ndjson[k].drop("ts"))
+        assert (typed[k]["ts"] - ndjson[k]["ts"]).abs().max() <= 250
+    original = kineto.parse(SAMPLE.read_bytes(), SAMPLE.name).tables["gpu_ops"]
+    shifted = kineto.parse(data, "epoch.json").tables["gpu_ops"]
+    assert shifted["start_ns"].to_list() == original["start_ns"].to_list()
+    assert (typed["gpu"]["ts"] != ndjson["gpu"]["ts"]).any()       # the digits matter: a float64 reader loses them
+
+
+def test_epoch_timestamps_printed_from_doubles_equal_the_exact_reader():
+    """The same timestamps printed as a double's shortest text: the typed and the exact reader agree to the ns.
+    (polars' NDJSON reader, tier 1, formats the float it parsed, not always to the same shortest digits: within
+    0.25 µs.)"""
+    data = _epoch_doc(shortest=True)
+    assert re.search(rb'"ts": 17\d{14}\.\d\b', data)
+    typed = kineto_typed.typed_frames(data)
+    _same(typed, _tier2(data))
+    ndjson = _whole(kineto_events.ndjson_frames(data)[1])
+    for k, f in _whole(typed[1]).items():
+        assert (f["ts"] - ndjson[k]["ts"]).abs().max() <= 250
+
+
+def test_args_null_text_pid_and_short_grid_as_tier_one_reads_them():
+    doc = _sample()
+    ev = doc["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    kernels[0]["args"]["grid"] = kernels[0]["args"]["grid"][:2]       # [x, y]: grid_z null
+    ops[0]["args"] = None                                              # "args": null
+    ops[1]["pid"] = str(ops[1]["pid"])                                 # a pid written as text
+    kernels[1]["tid"] = "stream 7"                                     # text that is no number: null
+    data = _dump(doc)
+    typed = kineto_typed.typed_frames(data)
+    _same(typed, kineto_events.ndjson_frames(data))
+    g = _whole(typed[1])["gpu"]
+    assert g["grid_z"].null_count() == 1 and g["tid"].null_count() == 1
+    c = _whole(typed[1])["cpu"]
+    assert c["pid"].null_count() == 0 and c["external_id"].null_count() == 1
+
+
+@pytest.mark.parametrize("change", ["bytes as text", "correlation as float", "ts missing", "flow id as text",
+                                    "unknown phase", "phase missing", "flow ts as text"])
+def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, change):
+    """The typed reader steps aside; what the file gives (its tables, or the exact reader's one-line error) is what
+    it gave without the typed reader."""
+    doc = _sample()
+    ev = doc["traceEvents"]
+    k = next(e for e in ev if e.get("cat") == "kernel")
+    if change == "bytes as text":
+        k["args"]["bytes"] = "12"
+    elif change == "correlation as float":
+        k["args"]["correlation"] = 1.5
+    elif change == "ts missing":
+        del k["ts"]
+    elif change == "unknown phase":                    # not a phase of the Trace Event Format
+        next(e for e in ev if e.get("ph") == "f")["ph"] = "Z"
+    elif change == "phase missing":
+        del next(e for e in ev if e.get("ph") == "f")["ph"]
+    elif change == "flow ts as text":                  # other events' timestamps are checked too (as tier 1 does)
+        next(e for e in ev if e.get("ph") == "s")["ts"] = "12.5"
+    else:                                   # a field no struct declares: still read by the typed reader
+        next(e for e in ev if e.get("ph") == "f")["id"] = "x"
+    data = _dump(doc)
+
+    def outcome():
+        try:
+            return kineto.parse(data, "t.json").tables
+        except Exception as e:  # noqa: BLE001
+            return f"{type(e).__name__}: {e}"
+    got = outcome()
+    if change == "flow id as text":
+        kineto_typed.typed_frames(data)
+    else:
+        with pytest.raises(FastPathFailed):
+            kineto_typed.typed_frames(data)
+    monkeypatch.setattr(kineto, "typed_frames", lambda d: (_ for _ in ()).throw(FastPathFailed()))
+    before = outcome()
+    if isinstance(before, str):
+        assert got == before and "traceEvents[" in before
+    else:
+        assert not isinstance(got, str)
+        for t in got:
+            assert got[t].equals(before[t]), t
