@@ -112,6 +112,10 @@ def _describe_failure(rc: int, err: bytes, memory: int, took: float, seconds: fl
             sig = f"signal {-rc}"
         if sig == "SIGXCPU" or took >= seconds:
             return f"reading it took longer than {seconds:g} s of CPU (the limit for one report)"
+        if sig == "SIGABRT" and memory:    # the library aborts on a failed allocation too, not always saying so
+            return (f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight Compute report, "
+                    f"or reading it needs more than {size_text(memory)} of memory (the limit for one report's "
+                    "reader; KERNELSCOPE_NCU_MEMORY_MB raises it; this server is unaffected; nothing was stored)")
         return (f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight Compute report "
                 "(this server is unaffected; nothing was stored)")
     return f"NVIDIA's report reader failed on it (exit {rc}): a corrupt or truncated Nsight Compute report"
