@@ -27,7 +27,7 @@ def run(*args: str, store: Path | None = None, env: dict | None = None) -> subpr
 USAGE_ERRORS = [
     (["nosuchcmd"], "No such command 'nosuchcmd'"),
     (["ingets", "x"], "No such command 'ingets'"),
-    (["runs", "--bogus"], "No such option: --bogus"),
+    (["runs", "--bogus"], "--bogus"),                       # click: "No such option: --bogus" / "... '--bogus'."
     (["analyze"], "Missing argument"),
     (["ingest"], "Missing argument"),
     (["runs", "--format", "xml"], "Invalid value for '--format'"),
