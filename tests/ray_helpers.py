@@ -76,12 +76,38 @@ def _start(args: list[str], log: Path, env: dict) -> Node:
     return Node(proc, log)
 
 
-def _wait_nodes(address: str, n: int, env: dict, timeout: float = 90) -> None:
+def _tail(path: Path, n: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError as e:
+        return f"({e})"
+
+
+def _diagnosis(tmp: str, nodes: list[Node], checker: str) -> str:
+    """What to read when a node did not come up: the checker's output, each `ray start` log, and the tails of
+    the raylet and GCS error logs of every session under the cluster's temporary folder."""
+    parts = [f"checker: {checker.strip()[-2000:]}"]
+    for node in nodes:
+        parts.append(f"--- {node.log.name} (exit {node.proc.poll()}):\n{_tail(node.log)}")
+    for err in sorted(Path(tmp).glob("session_*/logs/*.err")) + sorted(Path(tmp).glob("session_*/logs/raylet*.out")):
+        if err.stat().st_size:
+            parts.append(f"--- {err.relative_to(tmp)}:\n{_tail(err, 15)}")
+    return "\n".join(parts)
+
+
+def _wait_nodes(address: str, n: int, env: dict, timeout: float = 60) -> tuple[bool, str]:
+    """Whether the cluster at `address` has `n` live nodes within `timeout` s, and the checker's output."""
     code = ("import ray, sys, time\nray.init(address=sys.argv[1], log_to_driver=False)\n"
             "t = time.time()\nwhile sum(1 for x in ray.nodes() if x['Alive']) < int(sys.argv[2]):\n"
-            "    time.sleep(0.5)\n    assert time.time() - t < 60\n")
-    subprocess.run([sys.executable, "-c", code, address, str(n)], check=True, timeout=timeout, env=env,
-                   capture_output=True)
+            "    time.sleep(0.5)\n"
+            "    if time.time() - t > float(sys.argv[3]):\n"
+            "        sys.exit(f'{sum(1 for x in ray.nodes() if x[\"Alive\"])} of {sys.argv[2]} nodes alive')\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code, address, str(n), str(timeout)], timeout=timeout + 60,
+                           env=env, capture_output=True, text=True)
+    except subprocess.TimeoutExpired as e:
+        return False, f"checker timed out: {e.stderr or ''}"
+    return r.returncode == 0, r.stdout + r.stderr
 
 
 @contextmanager
@@ -95,13 +121,25 @@ def ray_cluster(*, num_cpus: int = 2, num_gpus: int = 0, workers: tuple[dict, ..
     address = f"127.0.0.1:{port}"
     nodes: list[Node] = []
     try:
-        _wait_nodes(address, 1, env)
+        ok, out = _wait_nodes(address, 1, env, timeout=90)
+        if not ok:
+            raise RuntimeError("the Ray head did not start:\n" + _diagnosis(tmp, [head], out))
         for i, w in enumerate(workers):
-            nodes.append(_start([f"--address={address}", *_node_args(tmp, w.get("num_cpus", 1), w.get("num_gpus", 0),
-                                                                      w.get("resources"))],
-                                Path(tmp) / f"worker{i}.log", env))
-        if workers:
-            _wait_nodes(address, 1 + len(workers), env)
+            # A worker node that has not joined after 45 s is started again on fresh ports (twice at most): a
+            # port taken between choosing it and binding it must not fail the suite; a third failure is reported
+            # with every log that says why.
+            for attempt in range(3):
+                node = _start([f"--address={address}", *_node_args(tmp, w.get("num_cpus", 1), w.get("num_gpus", 0),
+                                                                   w.get("resources"))],
+                              Path(tmp) / f"worker{i}-{attempt}.log", env)
+                ok, out = _wait_nodes(address, 2 + i, env, timeout=45)
+                if ok:
+                    nodes.append(node)
+                    break
+                diagnosis = _diagnosis(tmp, [head, node], out)
+                node.kill(signal.SIGKILL)
+            else:
+                raise RuntimeError(f"Ray worker node {i} did not join in 3 attempts:\n{diagnosis}")
         yield address, head, nodes
     finally:
         for n in nodes:
