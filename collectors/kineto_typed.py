@@ -4,18 +4,27 @@ timeline tables use, in pieces of whole events (collectors.kineto_events.split_e
 msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding point) without
 building Python objects for it: a complete event ("ph": "X") becomes a struct of the fields the tables use, any
 other event (flow arrows, metadata: a third of a training trace) one of its category and timestamp only, told
-apart by "ph" as a tagged union; the frames are then filled column by column, each category's events picked in
-file order. This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema
-(tier 1), with the same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns, which
+apart by "ph" as a tagged union. Every key of an event's arguments is compared with each declared field (a
+`cpu_op` has a dozen keys the tables do not use), so of NCCL's collective arguments only "Collective name" is
+declared, and a piece whose kernels have one is decoded again with the others. A piece's events become Python
+lists column by column (each category's events picked in file order) and polars Series; the Series of all pieces
+are joined and converted (µs to ns, the External id of either spelling) once per category at the end. The cyclic
+garbage collector is paused while the pieces are decoded: the events hold no reference cycles, and its passes over
+millions of short-lived objects cost about a tenth of the reader's time.
+
+This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema (tier 1), with the
+same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns, which
 tests/collectors/test_kineto_typed.py checks on every real trace of the corpus. Anything the structs do not
 describe (a value of another type, a missing ts / dur / name, a separator inside a string) raises FastPathFailed
 and tier 1 reads the file.
 """
 from __future__ import annotations
 
+import gc
 from collections import Counter
-from itertools import chain, compress, repeat
-from operator import attrgetter, eq
+from functools import lru_cache
+from itertools import compress, repeat
+from operator import attrgetter, eq, itemgetter
 from typing import Iterable, Optional, Union
 
 import msgspec
@@ -24,37 +33,17 @@ import polars as pl
 from collectors.kineto_events import (_API_CATS, _CPU_CATS, _GPU_CATS, COMM_ARGS, FastPathFailed, exact_ns, float_ns,
                                       needs_text, split_events)
 
-
-class _Args(msgspec.Struct, gc=False, frozen=True):
-    device: Optional[int] = None
-    stream: Optional[int] = None
-    correlation: Optional[int] = None
-    external_id: Optional[int] = msgspec.field(default=None, name="External id")
-    external_id_lc: Optional[int] = msgspec.field(default=None, name="external id")   # PyTorch <= 1.9
-    grid: Optional[list[int]] = None
-    block: Optional[list[int]] = None
-    registers_per_thread: Optional[int] = msgspec.field(default=None, name="registers per thread")
-    shared_memory_bytes: Optional[int] = msgspec.field(default=None, name="shared memory")
-    bytes: Optional[int] = None
-    collective: Optional[str] = msgspec.field(default=None, name="Collective name")
-    comm_in_nelems: Optional[int] = msgspec.field(default=None, name="In msg nelems")
-    comm_out_nelems: Optional[int] = msgspec.field(default=None, name="Out msg nelems")
-    comm_dtype: Optional[str] = msgspec.field(default=None, name="dtype")
-    comm_group_size: Optional[int] = msgspec.field(default=None, name="Group size")
-
-
-_NO_ARGS = _Args()
-
-
-class _Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
-    """A complete event ("ph": "X"): every field the tables use."""
-    cat: Optional[str] = None
-    name: Optional[str] = None
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
-    ts: Optional[float] = None
-    dur: Optional[float] = None
-    args: Optional[_Args] = _NO_ARGS
+# (attribute, type, JSON key) of the arguments the tables use; the collective's other arguments are declared only
+# for a piece whose kernels have a "Collective name"
+_ARG_FIELDS = [("device", int, "device"), ("stream", int, "stream"), ("correlation", int, "correlation"),
+               ("external_id", int, "External id"), ("grid", list[int], "grid"), ("block", list[int], "block"),
+               ("registers_per_thread", int, "registers per thread"), ("shared_memory_bytes", int, "shared memory"),
+               ("bytes", int, "bytes"), ("external_id_lc", int, "external id"),        # PyTorch <= 1.9
+               ("collective", str, "Collective name")]
+_COMM_FIELDS = [("comm_in_nelems", int, "In msg nelems"), ("comm_out_nelems", int, "Out msg nelems"),
+                ("comm_dtype", str, "dtype"), ("comm_group_size", int, "Group size")]
+assert {a: k for a, _, k in _ARG_FIELDS + _COMM_FIELDS if a.startswith(("coll", "comm"))} == {
+    a: k for k, a in COMM_ARGS.items()}
 
 
 class _Other(msgspec.Struct, gc=False, tag_field="ph"):
@@ -75,16 +64,49 @@ class _TextTs(msgspec.Struct, gc=False):
     ts: msgspec.Raw = msgspec.Raw()          # empty: no ts
 
 
-#: events decoded at a time: larger pieces spend less in polars' per-call costs, smaller ones hold less memory
+class _Decoder:
+    """The structs and decoder of events, with the collective's arguments (comm) or without."""
+
+    def __init__(self, comm: bool):
+        fields = _ARG_FIELDS + (_COMM_FIELDS if comm else [])
+        self.fields = {a for a, _, _ in fields}
+        self.args = msgspec.defstruct("_Args", [(a, Optional[t], msgspec.field(default=None, name=k))
+                                                for a, t, k in fields], gc=False)
+        self.no_args = self.args()
+        # a complete event ("ph": "X"): every field the tables use
+        self.event = msgspec.defstruct("_Event", [
+            ("cat", Optional[str], None), ("name", Optional[str], None), ("pid", Union[int, str, None], None),
+            ("tid", Union[int, str, None], None), ("ts", Optional[float], None), ("dur", Optional[float], None),
+            ("args", Optional[self.args], None)], gc=False, tag_field="ph", tag="X")
+        self.decode = msgspec.json.Decoder(list[Union[(self.event, *_OTHERS)]]).decode
+
+
+_LEAN = _Decoder(comm=False)
+
+
+@lru_cache(maxsize=1)
+def _with_comm() -> _Decoder:
+    return _Decoder(comm=True)
+
+
+class _NeedsComm(Exception):
+    """A piece decoded without the collective's arguments has a kernel with a "Collective name"."""
+
+
+#: events decoded at a time: larger pieces spend less in per-piece costs, smaller ones hold less memory
 TYPED_PIECE_BYTES = 8 << 20
-_DECODE = msgspec.json.Decoder(list[Union[(_Event, *_OTHERS)]]).decode
 _DECODE_TS = msgspec.json.Decoder(list[_TextTs]).decode
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-_CAT, _TS, _PID, _TID, _NAME = (attrgetter(f) for f in ("cat", "ts", "pid", "tid", "name"))
-_GRID, _BLOCK, _ARGS = attrgetter("grid"), attrgetter("block"), attrgetter("args")
+_CAT, _TS = attrgetter("cat"), attrgetter("ts")
+_BASE = [attrgetter(f) for f in ("name", "pid", "tid", "ts", "dur", "args")]
+_XYZ = [itemgetter(i) for i in range(3)]
 _ARG_TYPES = {"collective": pl.String, "comm_dtype": pl.String}
 _GROUP_OF = {**{c: "gpu" for c in _GPU_CATS}, **{c: "api" for c in _API_CATS}, **{c: "cpu" for c in _CPU_CATS},
              "user_annotation": "ann"}
+_GROUPS = ("gpu", "api", "cpu", "ann")
+_GPU_INTS = ("device", "stream", "correlation")
+_GPU_SIZES = ("registers_per_thread", "shared_memory_bytes", "bytes")
+_FAILED = (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError)
 
 
 def typed_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
@@ -96,7 +118,7 @@ def typed_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int,
 def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
     """(top, typed frames per category, number of events, events per category) of a Chrome-trace document given
     as a stream of byte chunks: the same as kineto_events.ndjson_stream."""
-    frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
+    pieces: dict[str, list[list[pl.Series]]] = {k: [] for k in _GROUPS}    # per category: each piece's columns
     cats: Counter = Counter()
     n_events = 0
 
@@ -104,114 +126,135 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
         nonlocal n_events
         text = b"".join((b"[", piece, b"]"))
         try:
-            events = _DECODE(text)
-        except _ERRORS:
+            events = _LEAN.decode(text)
+            n_events += len(events)
+            cat = list(map(_CAT, events))
+            cats.update(cat)
+            try:
+                cols = _columns(events, cat, text, _LEAN)
+            except _NeedsComm:
+                del events
+                dec = _with_comm()
+                cols = _columns(dec.decode(text), cat, text, dec)
+        except _ERRORS + _FAILED:
             raise FastPathFailed from None
-        n_events += len(events)
-        cats.update(map(_CAT, events))
-        for k, f in _frames(events, text).items():
-            frames[k].append(f)
+        for k, c in cols.items():
+            pieces[k].append(c)
 
-    top = split_events(chunks, read, step or TYPED_PIECE_BYTES)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        top = split_events(chunks, read, step or TYPED_PIECE_BYTES)
+    finally:
+        if paused:
+            gc.enable()
+    try:
+        frames = {k: [_frame(v)] if v else [] for k, v in pieces.items()}
+    except _FAILED:
+        raise FastPathFailed from None
     counts = {"<none>" if c is None else c: n for c, n in cats.items()}
     return top, frames, n_events, counts
 
 
-def _frames(events: list, text: bytes) -> dict[str, pl.DataFrame]:
-    """One piece's events -> the frames of kineto_events._split_events (X events of the four categories), in the
-    order of the file."""
-    xs = list(compress(events, map(isinstance, events, repeat(_Event))))
-    keys = list(map(_GROUP_OF.get, map(_CAT, xs)))
-    groups = {k: list(compress(xs, map(eq, keys, repeat(k)))) for k in ("gpu", "api", "cpu", "ann") if k in keys}
-    if not groups:
-        return {}
-    text_ts = None
-    if needs_text(pl.Series(map(_TS, events), dtype=pl.Float64)):   # as tier 1 decides, over the piece's events:
-        # epoch µs with fractions, beyond float64's ns resolution: the timestamps as written, converted exactly
-        try:
-            raw = _DECODE_TS(text)
-        except _ERRORS:
-            raise FastPathFailed from None
-        raw_x = list(compress(raw, map(isinstance, events, repeat(_Event))))
-        text_ts = {k: list(compress(map(_TS, raw_x), map(eq, keys, repeat(k)))) for k in groups}
+def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
+    """One piece's complete events of the four categories (cat: every event's category) -> their columns as
+    polars Series (µs still) per category; _NeedsComm when a kernel has collective arguments that `dec` does not
+    declare."""
     out = {}
-    try:
-        for k, evs in groups.items():
-            cols = _base(evs, None if text_ts is None else text_ts[k])
-            if k == "ann":
-                out[k] = _with_ns(cols)
-                continue
-            args = list(map(_ARGS, evs))
-            if None in args:                                     # "args": null
-                args = [a or _NO_ARGS for a in args]
+    is_x = list(map(isinstance, events, repeat(dec.event)))
+    xs = list(compress(events, is_x))
+    if not xs:
+        return out
+    cat = list(compress(cat, is_x))
+    keys = list(map(_GROUP_OF.get, cat))
+    present = set(keys)
+    # epoch µs with fractions, beyond float64's ns resolution (decided over the piece's events, as tier 1 does):
+    # the timestamps as written, converted exactly
+    raw_x = None
+    if needs_text(pl.Series(map(_TS, events), dtype=pl.Float64)):
+        raw_x = list(compress(_DECODE_TS(text), is_x))
+    for k in _GROUPS:
+        if k not in present:
+            continue
+        pick = list(map(eq, keys, repeat(k)))
+        evs = list(compress(xs, pick))
+        name, pid, tid, ts, dur, args = [list(map(g, evs)) for g in _BASE]
+        if raw_x is None:
+            ts = pl.Series("ts", ts, dtype=pl.Float64)
+        else:
+            ts = pl.Series("ts", [bytes(r.ts).decode() or None for r in compress(raw_x, pick)], dtype=pl.String)
+            ts = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()       # ns already
+        cols = [pl.Series("name", name, dtype=pl.String), _ident("pid", pid), _ident("tid", tid), ts,
+                pl.Series("dur", dur, dtype=pl.Float64)]
+        if k != "ann":
+            if None in args:                                     # no "args", or "args": null
+                args = [a or dec.no_args for a in args]
+            get = lambda f, dtype=pl.Int64: _column(args, f, dtype, dec.fields)  # noqa: E731
+            ext = [get("external_id"), get("external_id_lc")]
             if k == "gpu":
-                kind = pl.Series("kind", list(map(_CAT, evs)), dtype=pl.String)
-                cols = [kind.replace_strict(_GPU_CATS, return_dtype=pl.String),
-                        *cols, *_ints(args, ("device", "stream", "correlation")), _external_id(args),
-                        *_dims(list(map(_GRID, args)), "grid"), *_dims(list(map(_BLOCK, args)), "block"),
-                        *_ints(args, ("registers_per_thread", "shared_memory_bytes", "bytes")),
-                        *[_column(args, c, _ARG_TYPES.get(c, pl.Int64)) for c in COMM_ARGS.values()]]
+                comm = [get(f, _ARG_TYPES.get(f, pl.Int64)) for f in COMM_ARGS.values()]
+                if comm[0].null_count() < len(evs) and "comm_in_nelems" not in dec.fields:
+                    raise _NeedsComm
+                kind = map(_GPU_CATS.__getitem__, compress(cat, pick))
+                cols = [pl.Series("kind", list(kind), dtype=pl.String), *cols,
+                        *[get(f) for f in _GPU_INTS], *ext, *_dims(args, "grid"), *_dims(args, "block"),
+                        *[get(f) for f in _GPU_SIZES], *comm]
             elif k == "api":
-                cols += [_column(args, "correlation", pl.Int64), _external_id(args)]
+                cols += [get("correlation"), *ext]
             else:
-                cols.append(_external_id(args))
-            out[k] = _with_ns(cols)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
-        raise FastPathFailed from None
-    for f in out.values():
-        if f.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():
-            raise FastPathFailed   # the exact reader names the event
+                cols += ext
+        out[k] = cols
     return out
 
 
-def _with_ns(cols: list[pl.Series]) -> pl.DataFrame:
-    """The frame of the columns, ts (µs: Float64, or text as written) and dur (µs) as Int64 ns, in one pass."""
-    df = pl.DataFrame(cols)
-    ts = exact_ns("ts") if df.schema["ts"] == pl.String else float_ns("ts")
-    return df.with_columns(ts.alias("ts"), float_ns("dur").alias("dur"))
+def _column(objs: list, field: str, dtype, declared: set) -> pl.Series:
+    if field not in declared:                         # a key this piece's text does not hold
+        return pl.Series(field, [None] * len(objs), dtype=dtype)
+    return pl.Series(field, list(map(attrgetter(field), objs)), dtype=dtype)
 
 
-def _column(objs: list, field: str, dtype) -> pl.Series:
-    values = list(map(attrgetter(field), objs))
-    if values.count(None) == len(values):          # a field these events never have (nccl's args on a plain kernel)
-        return pl.repeat(None, len(values), dtype=dtype, eager=True).alias(field)
-    return pl.Series(field, values, dtype=dtype)
-
-
-def _ints(objs: list, fields) -> list[pl.Series]:
-    return [_column(objs, f, pl.Int64) for f in fields]
-
-
-def _base(events: list[_Event], raw_ts: list | None) -> list[pl.Series]:
-    """name, pid, tid, ts and dur of events (µs as Float64; ts as its text when raw_ts is given): _with_ns makes
-    them ns."""
-    if raw_ts is None:
-        ts = _column(events, "ts", pl.Float64)
-    else:
-        ts = pl.Series("ts", [bytes(r).decode() or None for r in raw_ts], dtype=pl.String)
-    return [_column(events, "name", pl.Categorical), _ident(list(map(_PID, events)), "pid"),
-            _ident(list(map(_TID, events)), "tid"), ts, _column(events, "dur", pl.Float64)]
-
-
-def _ident(values: list, name: str) -> pl.Series:
+def _ident(name: str, values: list) -> pl.Series:
     """pid / tid: integers as they are; text as polars casts it to Int64 (a number's digits, else null), as tier 1
     reads them."""
     try:
         return pl.Series(name, values, dtype=pl.Int64)
-    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+    except _FAILED:
         return pl.Series(name, [None if v is None else str(v) for v in values], dtype=pl.String).cast(
             pl.Int64, strict=False)
 
 
-def _external_id(args: list[_Args]) -> pl.Series:
-    a = _column(args, "external_id", pl.Int64)
-    return a.zip_with(a.is_not_null(), _column(args, "external_id_lc", pl.Int64))
-
-
-def _dims(values: list, field: str) -> list[pl.Series]:
+def _dims(args: list, field: str) -> list[pl.Series]:
     """[x, y, z] lists -> field_x, field_y, field_z (Int32; a shorter list or none: null)."""
+    values = list(map(attrgetter(field), args))
     if None not in values and set(map(len, values)) == {3}:
-        flat = pl.Series(list(chain.from_iterable(values)), dtype=pl.Int64)
-        return [flat.gather_every(3, i).cast(pl.Int32).alias(f"{field}_{xyz}") for i, xyz in enumerate("xyz")]
-    return [pl.Series([None if v is None or len(v) <= i else v[i] for v in values], dtype=pl.Int64)
-            .cast(pl.Int32).alias(f"{field}_{xyz}") for i, xyz in enumerate("xyz")]
+        return [pl.Series(f"{field}_{xyz}", list(map(g, values)), dtype=pl.Int64).cast(pl.Int32)
+                for xyz, g in zip("xyz", _XYZ)]
+    return [pl.Series(f"{field}_{xyz}", [None if v is None or len(v) <= i else v[i] for v in values],
+                      dtype=pl.Int64).cast(pl.Int32) for i, xyz in enumerate("xyz")]
+
+
+def _frame(pieces: list[list[pl.Series]]) -> pl.DataFrame:
+    """A category's columns of every piece -> one frame: ts (µs as Float64, or ns from a piece's text) and dur as
+    Int64 ns, name Categorical, external_id from either spelling of the key; FastPathFailed when a name, ts or dur
+    is missing (the exact reader names the event)."""
+    at = [s.name for s in pieces[0]].index("ts")
+    if all(p[at].dtype == pl.Float64 for p in pieces):
+        ts_ns = float_ns("ts")
+    else:                                             # some pieces' timestamps were read as text (ns already)
+        ts_ns = pl.col("ts")
+        for p in pieces:
+            if p[at].dtype == pl.Float64:
+                p[at] = pl.DataFrame([p[at]]).select(float_ns("ts").alias("ts")).to_series()
+    cols = [pl.concat([p[i] for p in pieces], rechunk=False) for i in range(len(pieces[0]))]
+    pieces.clear()
+    df = pl.DataFrame(cols)
+    extra = []
+    if "external_id" in df.columns:
+        extra = [pl.coalesce("external_id", "external_id_lc").alias("external_id")]
+    df = df.with_columns(pl.col("name").cast(pl.Categorical), ts_ns.alias("ts"), float_ns("dur").alias("dur"),
+                         *extra)
+    if "external_id_lc" in df.columns:
+        df = df.drop("external_id_lc")
+    if df.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():
+        raise FastPathFailed
+    return df
