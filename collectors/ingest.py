@@ -28,8 +28,9 @@ from collectors.schema import Parsed, finish_meta
 from collectors.validate import validate
 
 #: file suffixes beside samples that are sources and notes, not artifacts (skipped when a folder is walked)
-SKIP_SUFFIXES = {".cu", ".cuh", ".py", ".sh", ".md", ".txt"}
+SKIP_SUFFIXES = {".cu", ".cuh", ".py", ".pyc", ".sh", ".md", ".txt"}
 SKIP_NAMES = {"record_summary.json", "expected.json", "LICENSE", "manifest.json"}
+SKIP_DIRS = {"__pycache__"}            # Python's compiled sources, beside the sources the walk skips
 
 
 def _is_sqlite(head: bytes) -> bool:
@@ -199,15 +200,15 @@ def is_gzip_file(p: Path) -> bool:
 
 
 def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
-    """Files as given; folders walked recursively (sorted), skipping hidden files and sources/notes.
-    A folder that holds only Kineto traces of distinct ranks is returned itself, as one run."""
+    """Files as given; folders walked recursively (sorted), skipping hidden files, sources/notes and Python's
+    __pycache__. A folder that holds only Kineto traces of distinct ranks is returned itself, as one run."""
 
     def walk(d: Path) -> list[Path]:
         if pack_rank_folder(d, check_only=True) is not None:
             return [d]
         found: list[Path] = []
         for q in sorted(d.iterdir()):
-            if q.name.startswith("."):
+            if q.name.startswith(".") or q.name in SKIP_DIRS:
                 continue
             if q.is_dir():
                 found.extend(walk(q))
@@ -251,13 +252,14 @@ def _peek_rank(path: Path) -> int | None:
 
 def rank_files(folder: Path) -> list[Path] | None:
     """The rank trace files of a folder that holds only Kineto traces of distinct ranks (>= 2), else None.
-    Hidden files and sources / notes (.py, .md, ...) are ignored; a subfolder or any other file -> None."""
+    Hidden files, sources / notes (.py, .md, ...) and __pycache__ are ignored; a subfolder or any other file ->
+    None."""
     folder = Path(folder)
     if not folder.is_dir():
         return None
     files = []
     for p in sorted(folder.iterdir()):
-        if p.name.startswith("."):
+        if p.name.startswith(".") or p.name in SKIP_DIRS:
             continue
         if p.is_dir():
             return None

@@ -294,3 +294,16 @@ def test_folders_that_are_not_rank_sets(tmp_path):
     assert ingest.pack_rank_folder(H200_TORCH) is None       # samples carry no distributedInfo
     files = expand_paths([H200_TORCH])
     assert sorted(f.name for f in files) == sorted(p.name for p in SAMPLES.values())
+
+
+def test_python_caches_beside_the_artifacts_are_skipped(tmp_path):
+    """Compiled Python (a __pycache__ folder, a stray .pyc) is skipped like the .py beside it: a folder of traces
+    and scripts ingests its traces and refuses nothing; a rank folder stays one run."""
+    d = _rank_folder(tmp_path, [1, 0])
+    for folder in (tmp_path, d):
+        (folder / "__pycache__").mkdir()
+        (folder / "__pycache__" / "trim.cpython-311.pyc").write_bytes(b"\xa7\r\r\n" + bytes(12))
+    (tmp_path / "old.pyc").write_bytes(b"\xa7\r\r\n" + bytes(12))
+    (tmp_path / "trim.py").write_text("pass\n")
+    assert ingest.rank_files(d) is not None
+    assert expand_paths([tmp_path]) == [d]
