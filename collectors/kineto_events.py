@@ -219,75 +219,103 @@ def ndjson_stream(chunks: Iterable) -> tuple[dict, dict[str, list[pl.DataFrame]]
     return top, frames, n_events, cats
 
 
-def split_events(chunks: Iterable, read, step: int) -> dict:
+def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dict:
     """The events array of a Chrome-trace document, given as a stream of byte chunks, handed to `read(piece, sep)`
     in pieces of whole events of about `step` bytes (`piece`: the events' text joined by `sep`, the bytes
     between the first two events, e.g. Kineto's "},\n  {"); returns the top-level object without traceEvents (what
-    remains with an empty events array; it must parse). FastPathFailed when the layout is not found."""
+    remains with an empty events array; it must parse). FastPathFailed when the layout is not found.
+
+    A piece is a memoryview of one reading buffer, valid only during the call: the chunks are copied into it and
+    what follows the last whole event is moved to its front, so no piece is copied and its memory is not
+    allocated (and its pages faulted in) again for every piece. framed: the piece is a JSON array ("[" and "]"
+    around the events), written over the byte before the first event and the first byte after the last one (a
+    separator's or the array's own), which are put back after the call."""
     it = iter(chunks)
-    buf = bytearray()
+    buf = bytearray(2 * step + (64 << 10))
+    lo = hi = 0                                          # the bytes not yet handed on: buf[lo:hi]
     eof = False
 
     def more() -> bool:
-        nonlocal eof
+        nonlocal eof, buf, lo, hi
         if eof:
             return False
         nxt = next(it, None)
         if nxt is None:
             eof = True
             return False
-        buf.extend(nxt)
+        n = len(nxt)
+        if hi + n > len(buf):                            # move what is left to the front, or grow
+            left = bytes(memoryview(buf)[lo:hi])
+            if len(left) + n > len(buf):
+                buf = bytearray(max(2 * len(buf), len(left) + n + step))
+            buf[:len(left)] = left
+            lo, hi = 0, len(left)
+        buf[hi:hi + n] = nxt
+        hi += n
         return True
 
-    while (m := _EVENTS_KEY.search(buf)) is None:       # the head: everything before the events array
-        if len(buf) > _HEAD_MAX or not more():
+    def give(start: int, end: int) -> None:
+        """read() the events buf[start:end]; buf[start - 1] and buf[end] exist (framed: the brackets go there)."""
+        if not framed:
+            read(memoryview(buf)[start:end], sep)
+            return
+        before, after = buf[start - 1], buf[end]
+        buf[start - 1], buf[end] = 0x5B, 0x5D                # "[", "]"
+        try:
+            read(memoryview(buf)[start - 1:end + 1], sep)
+        finally:
+            buf[start - 1], buf[end] = before, after
+
+    while (m := _EVENTS_KEY.search(buf, lo, hi)) is None:   # the head: everything before the events array
+        if hi - lo > _HEAD_MAX or not more():
             raise FastPathFailed
-    head = bytes(buf[:m.end() - 1])
-    del buf[:m.end()]
-    while (m := _SEP.search(buf)) is None:               # the separator between two events
+    head = bytes(buf[lo:m.end() - 1])
+    lo = m.end() - 1                                     # buf[lo]: the array's "[", one byte before the events
+    while (m := _SEP.search(buf, lo, hi)) is None:       # the separator between two events
         if not more():
             raise FastPathFailed                          # zero or one event: not worth a special path
     sep = m.group(0)
 
     while True:
-        while len(buf) < step and more():
+        while hi - lo < step and more():
             pass
         if eof:
             break
-        cut = buf.rfind(sep)                              # whole events only; the rest waits for more bytes
+        cut = buf.rfind(sep, lo, hi)                      # whole events only; the rest waits for more bytes
         if cut < 0:
             if not more():
                 break
             continue
-        read(memoryview(buf)[:cut + 1], sep)
-        del buf[:cut + len(sep) - 1]                     # keep the next event's "{"
+        give(lo + 1, cut + 1)
+        lo = cut + len(sep) - 2                           # the next event's "{" and the byte before it
     # the end: the last events, the array's "]", and the rest of the top-level object
-    close = len(buf)
+    close = hi
     top = None
     for _ in range(8):
-        close = buf.rfind(b"]", 0, close)
+        close = buf.rfind(b"]", lo + 1, close)
         if close < 0:
             raise FastPathFailed
         try:
-            top = loads(head + b"[]" + bytes(buf[close + 1:]))
+            top = loads(head + b"[]" + bytes(buf[close + 1:hi]))
             break
         except ValueError:
             continue
     if not isinstance(top, dict):
         raise FastPathFailed
     top.pop("traceEvents", None)
-    rest = bytes(buf[:close])
-    del buf
-    pos = 0
-    while len(rest) - pos > step:           # what is left may still be more than one piece
-        cut = rest.rfind(sep, pos, pos + step)
+    pos = lo + 1                                          # buf[close]: the array's "]"
+    while close - pos > step:               # what is left may still be more than one piece
+        cut = buf.rfind(sep, pos, pos + step)
         if cut < 0:
             break
-        read(memoryview(rest)[pos:cut + 1], sep)
+        give(pos, cut + 1)
         pos = cut + len(sep) - 1
-    if rest[pos:].strip():
-        read(memoryview(rest)[pos:], sep)
+    if _NOT_BLANK.search(buf, pos, close):
+        give(pos, close)
     return top
+
+
+_NOT_BLANK = re.compile(rb"\S")
 
 
 def _split_events(df: pl.DataFrame) -> dict[str, pl.DataFrame]:

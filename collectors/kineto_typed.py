@@ -24,8 +24,8 @@ import gc
 from collections import Counter
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import attrgetter, eq, itemgetter
-from typing import Iterable, Optional, Union
+from operator import attrgetter, is_, itemgetter
+from typing import Iterable, Literal, Optional, Union
 
 import msgspec
 import polars as pl
@@ -46,17 +46,30 @@ assert {a: k for a, _, k in _ARG_FIELDS + _COMM_FIELDS if a.startswith(("coll", 
     a: k for k, a in COMM_ARGS.items()}
 
 
-class _Other(msgspec.Struct, gc=False, tag_field="ph"):
-    """Any other event (flow arrows, metadata, instants, counters ...): only what the category counts and the
-    timestamp check read; the rest (names, ids, args) is skipped without building it."""
-    cat: Optional[str] = None
-    ts: Optional[float] = None
-
+# The categories PyTorch's profiler writes (Kineto's ActivityType names, the flow events' and those of PyTorch <= 1.9):
+# decoded as Literal values, a category is one shared string instead of a new one per event (a third of the
+# events' objects, and a hash computed anew for each count); a piece with another category is decoded again with
+# categories as plain text.
+KNOWN_CATEGORIES = (
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel", "external_correlation",
+    "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function", "overhead", "cuda_sync",
+    "cuda_profiler_range", "collective_comm", "gpu_pm_counter", "mtia_runtime", "mtia_ccp_events", "glow_runtime",
+    "hpu_op", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "ac2g", "fwdbwd", "async",
+    "async_cpu_to_gpu", "async_gpu", "Trace", "Kernel", "Memcpy", "Memset", "Runtime", "Operator", "Python")
+_CAT_TYPES = {True: Optional[Literal[KNOWN_CATEGORIES]], False: Optional[str]}
 
 # The phases of the Trace Event Format; an event with another "ph" (or none) goes to the next reader.
 _PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R", "c", "(",
            ")")
-_OTHERS = tuple(msgspec.defstruct(f"_Other{i}", [], bases=(_Other,), tag=ph) for i, ph in enumerate(_PHASES))
+
+
+@lru_cache(maxsize=2)
+def _others(known: bool) -> tuple:
+    """Any other event (flow arrows, metadata, instants, counters ...): only what the category counts and the
+    timestamp check read; the rest (names, ids, args) is skipped without building it. One struct per phase."""
+    base = msgspec.defstruct("_Other", [("cat", _CAT_TYPES[known], None), ("ts", Optional[float], None)],
+                             gc=False, tag_field="ph")
+    return tuple(msgspec.defstruct(f"_Other{i}", [], bases=(base,), tag=ph) for i, ph in enumerate(_PHASES))
 
 
 class _TextTs(msgspec.Struct, gc=False):
@@ -65,9 +78,11 @@ class _TextTs(msgspec.Struct, gc=False):
 
 
 class _Decoder:
-    """The structs and decoder of events, with the collective's arguments (comm) or without."""
+    """The structs and decoder of events, with the collective's arguments (comm) or without, the categories as
+    KNOWN_CATEGORIES (known) or any text."""
 
-    def __init__(self, comm: bool):
+    def __init__(self, comm: bool, known: bool):
+        self.known = known
         fields = _ARG_FIELDS + (_COMM_FIELDS if comm else [])
         self.fields = {a for a, _, _ in fields}
         self.args = msgspec.defstruct("_Args", [(a, Optional[t], msgspec.field(default=None, name=k))
@@ -75,18 +90,18 @@ class _Decoder:
         self.no_args = self.args()
         # a complete event ("ph": "X"): every field the tables use
         self.event = msgspec.defstruct("_Event", [
-            ("cat", Optional[str], None), ("name", Optional[str], None), ("pid", Union[int, str, None], None),
+            ("cat", _CAT_TYPES[known], None), ("name", Optional[str], None), ("pid", Union[int, str, None], None),
             ("tid", Union[int, str, None], None), ("ts", Optional[float], None), ("dur", Optional[float], None),
             ("args", Optional[self.args], None)], gc=False, tag_field="ph", tag="X")
-        self.decode = msgspec.json.Decoder(list[Union[(self.event, *_OTHERS)]]).decode
+        self.decode = msgspec.json.Decoder(list[Union[(self.event, *_others(known))]]).decode
 
 
-_LEAN = _Decoder(comm=False)
+@lru_cache(maxsize=4)
+def _decoder(comm: bool, known: bool) -> _Decoder:
+    return _Decoder(comm, known)
 
 
-@lru_cache(maxsize=1)
-def _with_comm() -> _Decoder:
-    return _Decoder(comm=True)
+_LEAN = _decoder(comm=False, known=True)
 
 
 class _NeedsComm(Exception):
@@ -101,9 +116,12 @@ _CAT, _TS = attrgetter("cat"), attrgetter("ts")
 _BASE = [attrgetter(f) for f in ("name", "pid", "tid", "ts", "dur", "args")]
 _XYZ = [itemgetter(i) for i in range(3)]
 _ARG_TYPES = {"collective": pl.String, "comm_dtype": pl.String}
-_GROUP_OF = {**{c: "gpu" for c in _GPU_CATS}, **{c: "api" for c in _API_CATS}, **{c: "cpu" for c in _CPU_CATS},
-             "user_annotation": "ann"}
 _GROUPS = ("gpu", "api", "cpu", "ann")
+# a category's group as a code 1-4 (0: none); an event's selector of group c: its code translated by _PICK[c]
+_CODE_OF = {**{c: 1 for c in _GPU_CATS}, **{c: 2 for c in _API_CATS}, **{c: 3 for c in _CPU_CATS},
+            "user_annotation": 4}
+_CODE_BYTE = [bytes([c]) for c in range(len(_GROUPS) + 1)]
+_PICK = [bytes(int(i == c) for i in range(256)) for c in range(len(_GROUPS) + 1)]
 _GPU_INTS = ("device", "stream", "correlation")
 _GPU_SIZES = ("registers_per_thread", "shared_memory_bytes", "bytes")
 _FAILED = (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError)
@@ -122,19 +140,23 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
     cats: Counter = Counter()
     n_events = 0
 
-    def read(piece, sep: bytes) -> None:
+    def read(text, sep: bytes) -> None:
         nonlocal n_events
-        text = b"".join((b"[", piece, b"]"))
         try:
-            events = _LEAN.decode(text)
+            dec = _LEAN
+            try:
+                events = dec.decode(text)
+            except msgspec.ValidationError:              # another category, or something else a retry finds
+                dec = _decoder(comm=False, known=False)
+                events = dec.decode(text)
             n_events += len(events)
             cat = list(map(_CAT, events))
             cats.update(cat)
             try:
-                cols = _columns(events, cat, text, _LEAN)
+                cols = _columns(events, cat, text, dec)
             except _NeedsComm:
                 del events
-                dec = _with_comm()
+                dec = _decoder(comm=True, known=dec.known)
                 cols = _columns(dec.decode(text), cat, text, dec)
         except _ERRORS + _FAILED:
             raise FastPathFailed from None
@@ -144,7 +166,7 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
     paused = gc.isenabled()
     gc.disable()
     try:
-        top = split_events(chunks, read, step or TYPED_PIECE_BYTES)
+        top = split_events(chunks, read, step or TYPED_PIECE_BYTES, framed=True)
     finally:
         if paused:
             gc.enable()
@@ -161,22 +183,21 @@ def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, l
     polars Series (µs still) per category; _NeedsComm when a kernel has collective arguments that `dec` does not
     declare."""
     out = {}
-    is_x = list(map(isinstance, events, repeat(dec.event)))
+    is_x = bytes(map(is_, map(type, events), repeat(dec.event)))     # selectors as bytes: 0 or 1 per event
     xs = list(compress(events, is_x))
     if not xs:
         return out
     cat = list(compress(cat, is_x))
-    keys = list(map(_GROUP_OF.get, cat))
-    present = set(keys)
+    codes = bytes(map(_CODE_OF.get, cat, repeat(0)))                  # each complete event's group code
     # epoch µs with fractions, beyond float64's ns resolution (decided over the piece's events, as tier 1 does):
     # the timestamps as written, converted exactly
     raw_x = None
     if needs_text(pl.Series(map(_TS, events), dtype=pl.Float64)):
         raw_x = list(compress(_DECODE_TS(text), is_x))
-    for k in _GROUPS:
-        if k not in present:
+    for code, k in enumerate(_GROUPS, 1):
+        if _CODE_BYTE[code] not in codes:
             continue
-        pick = list(map(eq, keys, repeat(k)))
+        pick = codes.translate(_PICK[code])
         evs = list(compress(xs, pick))
         name, pid, tid, ts, dur, args = [list(map(g, evs)) for g in _BASE]
         if raw_x is None:

@@ -14,8 +14,13 @@ it bundles; this module only adds the typed errors around it.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
+
+# numpy's OpenBLAS starts a thread per core when numpy is imported, and they spin while waiting: about 0.1 CPU s per
+# command on 2 cores (more on more), for commands that do no linear algebra. Set before anything imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import traceback
 import warnings
 

@@ -248,3 +248,61 @@ def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, c
         assert not isinstance(got, str)
         for t in got:
             assert got[t].equals(before[t]), t
+
+
+# ------------------------------------------------------------------------- the splitter and the category structs
+@pytest.mark.parametrize("chunk,step", [(4096, 5000), (1 << 20, 64 << 10), (7, 300)])
+def test_pieces_are_the_events_in_order_framed_or_not(chunk, step):
+    """split_events hands out memoryviews of its one buffer: framed, each is a JSON array of whole events (the bytes
+    it writes the brackets over are put back: the unframed pieces of the same reading are the events' text exactly);
+    together they are the document's events in order, whatever the chunk and piece sizes."""
+    data = _doc(SAMPLE)
+    if chunk < 100:
+        data = _dump(_sample())[:200_000]
+        data = data[:data.rindex(b"},\n  {") + 1] + b"\n]}"          # a shorter document, still whole
+    events = kineto_events.loads(data)["traceEvents"]
+    framed, plain, seps = [], [], set()
+
+    def keep_framed(piece, sep):
+        assert piece[0] == ord("[") and piece[-1] == ord("]")
+        framed.extend(kineto_events.loads(bytes(piece)))
+
+    def keep_plain(piece, sep):
+        seps.add(sep)
+        plain.append(bytes(piece))
+    chunks = lambda: (data[i:i + chunk] for i in range(0, len(data), chunk))  # noqa: E731
+    top = kineto_events.split_events(chunks(), keep_framed, step, framed=True)
+    assert kineto_events.split_events(chunks(), keep_plain, step) == top
+    assert "traceEvents" not in top and top == {k: v for k, v in kineto_events.loads(data).items()
+                                                if k != "traceEvents"}
+    assert framed == events
+    (sep,) = seps
+    assert kineto_events.loads(b"[" + sep[1:-1].join(p.strip() for p in plain) + b"]") == events  # "}" sep "{"
+    assert len(plain) > 1
+
+
+def test_a_category_outside_the_known_list_is_read_as_text(monkeypatch):
+    """Categories are decoded as KNOWN_CATEGORIES (one shared string each); a piece with another category (a vendor's
+    flow events, a newer Kineto's activity) is decoded again with categories as text, and reads as tier 1 reads it;
+    without that second decoder the typed reader would step aside."""
+    doc = _sample()
+    ev = doc["traceEvents"]
+    for e in [e for e in ev if e.get("cat") == "ac2g"][:3]:
+        e["cat"] = "vendor_flow"
+    op = next(e for e in ev if e.get("cat") == "cpu_op")
+    ev.append({**op, "cat": "vendor_op", "name": "vendor::thing"})
+    assert "vendor_flow" not in kineto_typed.KNOWN_CATEGORIES
+    data = _dump(doc)
+    used = []
+    real = kineto_typed._decoder
+
+    def spy(comm, known):
+        used.append(known)
+        return real(comm=comm, known=known)
+    monkeypatch.setattr(kineto_typed, "_decoder", spy)
+    typed = kineto_typed.typed_frames(data)
+    _same(typed, kineto_events.ndjson_frames(data))
+    assert typed[3]["vendor_flow"] == 3 and typed[3]["vendor_op"] == 1
+    assert used == [False]                              # the piece was decoded again with text categories
+    with pytest.raises(kineto_typed.msgspec.ValidationError):
+        kineto_typed._LEAN.decode(data[data.index(b"[\n  {"):data.rindex(b"]") + 1])
