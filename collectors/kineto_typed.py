@@ -112,7 +112,7 @@ class _NeedsComm(Exception):
 TYPED_PIECE_BYTES = 8 << 20
 _DECODE_TS = msgspec.json.Decoder(list[_TextTs]).decode
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-_CAT, _TS = attrgetter("cat"), attrgetter("ts")
+_CAT = attrgetter("cat")
 _BASE = [attrgetter(f) for f in ("name", "pid", "tid", "ts", "dur", "args")]
 _XYZ = [itemgetter(i) for i in range(3)]
 _ARG_TYPES = {"collective": pl.String, "comm_dtype": pl.String}
@@ -189,24 +189,14 @@ def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, l
         return out
     cat = list(compress(cat, is_x))
     codes = bytes(map(_CODE_OF.get, cat, repeat(0)))                  # each complete event's group code
-    # epoch µs with fractions, beyond float64's ns resolution (decided over the piece's events, as tier 1 does):
-    # the timestamps as written, converted exactly
-    raw_x = None
-    if needs_text(pl.Series(map(_TS, events), dtype=pl.Float64)):
-        raw_x = list(compress(_DECODE_TS(text), is_x))
     for code, k in enumerate(_GROUPS, 1):
         if _CODE_BYTE[code] not in codes:
             continue
         pick = codes.translate(_PICK[code])
         evs = list(compress(xs, pick))
         name, pid, tid, ts, dur, args = [list(map(g, evs)) for g in _BASE]
-        if raw_x is None:
-            ts = pl.Series("ts", ts, dtype=pl.Float64)
-        else:
-            ts = pl.Series("ts", [bytes(r.ts).decode() or None for r in compress(raw_x, pick)], dtype=pl.String)
-            ts = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()       # ns already
-        cols = [pl.Series("name", name, dtype=pl.String), _ident("pid", pid), _ident("tid", tid), ts,
-                pl.Series("dur", dur, dtype=pl.Float64)]
+        cols = [pl.Series("name", name, dtype=pl.String), _ident("pid", pid), _ident("tid", tid),
+                pl.Series("ts", ts, dtype=pl.Float64), pl.Series("dur", dur, dtype=pl.Float64)]
         if k != "ann":
             if None in args:                                     # no "args", or "args": null
                 args = [a or dec.no_args for a in args]
@@ -225,6 +215,17 @@ def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, l
             else:
                 cols += ext
         out[k] = cols
+    # epoch µs with fractions, beyond float64's ns resolution: these events' timestamps as written, converted
+    # exactly. Decided over the events kept (tier 1 decides over all the piece's events): where the two differ, the
+    # kept ones are whole or below that bound, which float64 holds to the ns, so both give the same ns.
+    at = {k: [c.name for c in cols].index("ts") for k, cols in out.items()}
+    if out and needs_text(pl.concat([cols[at[k]] for k, cols in out.items()])):
+        raw_x = list(compress(_DECODE_TS(text), is_x))
+        for code, k in enumerate(_GROUPS, 1):
+            if k in out:
+                rows = compress(raw_x, codes.translate(_PICK[code]))
+                ts = pl.Series("ts", [bytes(r.ts).decode() or None for r in rows], dtype=pl.String)
+                out[k][at[k]] = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()  # ns already
     return out
 
 
