@@ -231,7 +231,7 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
     around the events), written over the byte before the first event and the first byte after the last one (a
     separator's or the array's own), which are put back after the call."""
     it = iter(chunks)
-    buf = bytearray(2 * step + (64 << 10))
+    buf = bytearray()                                    # grown to about twice the largest chunk, then reused
     lo = hi = 0                                          # the bytes not yet handed on: buf[lo:hi]
     eof = False
 
@@ -247,7 +247,7 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
         if hi + n > len(buf):                            # move what is left to the front, or grow
             left = bytes(memoryview(buf)[lo:hi])
             if len(left) + n > len(buf):
-                buf = bytearray(max(2 * len(buf), len(left) + n + step))
+                buf = bytearray(max(2 * len(buf), len(left) + n))
             buf[:len(left)] = left
             lo, hi = 0, len(left)
         buf[hi:hi + n] = nxt
