@@ -4,10 +4,15 @@ The output is written in bounded steps into a spooled temporary file (in memory 
 unnamed file on disk that disappears with the process), so a gzip bomb is refused when its output passes the cap
 (collectors.limits.max_artifact_bytes, or `limit`) having held at most one step in memory; an accepted stream is
 read back into one bytes object of its exact size (no second copy). `read_chunks` streams a file's bytes
-(decompressed on the way, within the same cap) for readers that need not hold an artifact whole.
+(decompressed on the way, within the same cap) for readers that need not hold an artifact whole; `mapped` gives a
+plain file's bytes as a private memory map, so such a reader can use the page cache's pages in place.
 """
 from __future__ import annotations
 
+import contextlib
+import mmap
+import os
+import stat
 import tempfile
 import zlib
 
@@ -128,3 +133,31 @@ def read_chunks(path, name: str, step: int = _STEP, limit: int | None = None):
                     raise ArtifactError(name, "truncated gzip file (the compressed stream ends early)")
         except zlib.error as e:
             raise ArtifactError(name, f"corrupt gzip file ({e})") from None
+
+
+@contextlib.contextmanager
+def mapped(path, name: str, limit: int | None = None):
+    """A plain (not gzip) regular file as a private copy-on-write memory map (what the reader writes into it stays
+    in this process), or None where it is not mapped (gzip, empty, not a regular file, no mmap): a reader then
+    takes `read_chunks`. A file over the cap (collectors.limits.max_artifact_bytes, or `limit`) raises the error
+    read_chunks raises. The file must not shrink while mapped (reading a page past its new end kills the process),
+    as a trace being analysed does not."""
+    cap = max_artifact_bytes() if limit is None else limit
+    mm = None
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0 and not is_gzip(f.read(2)):
+            if st.st_size > cap:
+                raise too_large(name, cap, "is")
+            try:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+            except (OSError, ValueError):
+                mm = None
+    try:
+        yield mm
+    finally:
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:              # a view of it still held (by an exception's traceback): freed with it
+                pass

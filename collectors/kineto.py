@@ -30,7 +30,7 @@ import tarfile
 
 import polars as pl
 
-from collectors.decompress import gunzip_if_needed, is_tar, read_chunks
+from collectors.decompress import gunzip_if_needed, is_tar, mapped, read_chunks
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
@@ -271,11 +271,15 @@ def parse_file(path, name: str) -> Parsed:
     """A Kineto trace file (JSON or .json.gz, not a rank archive) read as a stream: the fast reader never holds the
     whole document (`kernelscope analyze TRACE` on a large trace); anything it cannot read goes to `parse`."""
     try:
-        top, frames, n, cats = typed_stream(read_chunks(path, name, step=TYPED_PIECE_BYTES))
+        with mapped(path, name) as whole:      # a plain file: its pages read in place, not copied into buffers
+            top, frames, n, cats = typed_stream(whole if whole is not None else
+                                                read_chunks(path, name, step=TYPED_PIECE_BYTES))
         tables, meta = _build(top, frames, name, None, n, cats)
     except FastPathFailed:
         try:
-            top, frames, n, cats = ndjson_stream(read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
+            with mapped(path, name) as whole:
+                top, frames, n, cats = ndjson_stream(whole if whole is not None else
+                                                     read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
             tables, meta = _build(top, frames, name, None, n, cats)
         except FastPathFailed:
             with open(path, "rb") as f:

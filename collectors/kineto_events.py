@@ -11,6 +11,7 @@ event); tier 3 parses the whole document at once (for layouts the chunk splitter
 from __future__ import annotations
 
 import io
+import mmap
 import re
 from typing import Iterable
 
@@ -227,13 +228,20 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
 
     A piece is a memoryview of one reading buffer, valid only during the call: the chunks are copied into it and
     what follows the last whole event is moved to its front, so no piece is copied and its memory is not
-    allocated (and its pages faulted in) again for every piece. framed: the piece is a JSON array ("[" and "]"
-    around the events), written over the byte before the first event and the first byte after the last one (a
-    separator's or the array's own), which are put back after the call."""
-    it = iter(chunks)
-    buf = bytearray()                                    # grown to about twice the largest chunk, then reused
-    lo = hi = 0                                          # the bytes not yet handed on: buf[lo:hi]
-    eof = False
+    allocated (and its pages faulted in) again for every piece. `chunks` may instead be the whole document as a
+    private memory map (collectors.decompress.mapped): the pieces are then views of the page cache's pages, copied
+    nowhere, and the pages read are unmapped as it goes, so they do not stay in the process's memory. framed: the
+    piece is a JSON array ("[" and "]" around the events), written over the byte before the first event and the
+    first byte after the last one (a separator's or the array's own), which are put back after the call."""
+    if isinstance(chunks, mmap.mmap):
+        buf, lo, hi, eof = chunks, 0, len(chunks), True
+        done = 0                                         # buf[:done] unmapped (whole pages)
+    else:
+        it = iter(chunks)
+        buf = bytearray()                                # grown to about twice the largest chunk, then reused
+        lo = hi = 0                                      # the bytes not yet handed on: buf[lo:hi]
+        eof = False
+        done = None
 
     def more() -> bool:
         nonlocal eof, buf, lo, hi
@@ -258,6 +266,8 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
         """read() the events buf[start:end]; buf[start - 1] and buf[end] exist (framed: the brackets go there)."""
         if not framed:
             read(memoryview(buf)[start:end], sep)
+            if done is not None:
+                unmap(start)
             return
         before, after = buf[start - 1], buf[end]
         buf[start - 1], buf[end] = 0x5B, 0x5D                # "[", "]"
@@ -265,8 +275,19 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
             read(memoryview(buf)[start - 1:end + 1], sep)
         finally:
             buf[start - 1], buf[end] = before, after
+        if done is not None:
+            unmap(start - 1)
 
-    while (m := _EVENTS_KEY.search(buf, lo, hi)) is None:   # the head: everything before the events array
+    def unmap(upto: int) -> None:
+        """A mapped document's pages before buf[upto] are no longer needed: out of this process's memory (the page
+        cache keeps them; the bytes written into them had been put back)."""
+        nonlocal done
+        end = upto - upto % mmap.PAGESIZE
+        if end > done and hasattr(buf, "madvise"):
+            buf.madvise(mmap.MADV_DONTNEED, done, end - done)
+            done = end
+
+    while (m := _EVENTS_KEY.search(buf, lo, hi if done is None else min(hi, _HEAD_MAX))) is None:   # the head
         if hi - lo > _HEAD_MAX or not more():
             raise FastPathFailed
     head = bytes(buf[lo:m.end() - 1])

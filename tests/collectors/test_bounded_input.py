@@ -74,6 +74,35 @@ def test_the_artifact_cap_applies_to_plain_files_and_folders(tmp_path, monkeypat
     with pytest.raises(ArtifactError, match="decompresses to more than 10 kB"):
         parse_bytes(gzip.compress(b"{" * 20_000), "t.json.gz")
 
+    from collectors.decompress import mapped
+    p.write_bytes(b"[" * 20_000)
+    with pytest.raises(ArtifactError, match="is more than 10 kB"):
+        with mapped(p, p.name):
+            pass
+
+
+def test_only_a_plain_regular_file_is_mapped_and_the_map_is_private(tmp_path):
+    """collectors.decompress.mapped: gzip, empty files and what is not a regular file are read in chunks instead
+    (None); a plain file's map is this process's copy: a write into it never reaches the file."""
+    from collectors.decompress import mapped
+    plain, gz, empty = tmp_path / "t.json", tmp_path / "t.json.gz", tmp_path / "e.json"
+    plain.write_bytes(b'{"traceEvents": []}')
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    empty.write_bytes(b"")
+    for p in (gz, empty, tmp_path):
+        if p.is_dir():
+            with pytest.raises(OSError):
+                with mapped(p, p.name):
+                    pass
+            continue
+        with mapped(p, p.name) as m:
+            assert m is None, p
+    with mapped(plain, plain.name) as m:
+        assert m[:] == plain.read_bytes()
+        m[0] = ord("[")
+        assert m[:1] == b"["
+    assert plain.read_bytes() == b'{"traceEvents": []}'
+
 
 # ---- the .ncu-rep reader in a child process -------------------------------------------------------------
 

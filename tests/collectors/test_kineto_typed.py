@@ -208,8 +208,8 @@ def test_args_null_text_pid_and_short_grid_as_tier_one_reads_them():
 @pytest.mark.parametrize("change", ["bytes as text", "correlation as float", "ts missing", "flow id as text",
                                     "unknown phase", "phase missing", "flow ts as text"])
 def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, change):
-    """The typed reader steps aside; what the file gives (its tables, or the exact reader's one-line error) is what
-    it gave without the typed reader."""
+    """The typed reader steps aside (or, where the change is in what it does not read, reads the file); what the file
+    gives (its tables, or the exact reader's one-line error) is what it gave without the typed reader."""
     doc = _sample()
     ev = doc["traceEvents"]
     k = next(e for e in ev if e.get("cat") == "kernel")
@@ -223,7 +223,7 @@ def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, c
         next(e for e in ev if e.get("ph") == "f")["ph"] = "Z"
     elif change == "phase missing":
         del next(e for e in ev if e.get("ph") == "f")["ph"]
-    elif change == "flow ts as text":                  # other events' timestamps are checked too (as tier 1 does)
+    elif change == "flow ts as text":                  # other events' timestamps are not read (nor by tier 2)
         next(e for e in ev if e.get("ph") == "s")["ts"] = "12.5"
     else:                                   # a field no struct declares: still read by the typed reader
         next(e for e in ev if e.get("ph") == "f")["id"] = "x"
@@ -235,7 +235,7 @@ def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, c
         except Exception as e:  # noqa: BLE001
             return f"{type(e).__name__}: {e}"
     got = outcome()
-    if change == "flow id as text":
+    if change in ("flow id as text", "flow ts as text"):
         kineto_typed.typed_frames(data)
     else:
         with pytest.raises(FastPathFailed):
@@ -279,6 +279,51 @@ def test_pieces_are_the_events_in_order_framed_or_not(chunk, step):
     (sep,) = seps
     assert kineto_events.loads(b"[" + sep[1:-1].join(p.strip() for p in plain) + b"]") == events  # "}" sep "{"
     assert len(plain) > 1
+
+
+@pytest.mark.parametrize("framed", [True, False])
+def test_a_mapped_document_gives_the_pieces_of_the_chunked_one_and_is_released(tmp_path, framed):
+    """The whole document as a private memory map (collectors.decompress.mapped): the same pieces as the document
+    read in chunks, the file left as it was (the brackets are written into this process's copy of two pages and put
+    back), and the pages already read unmapped piece by piece, in order, never past the piece being read."""
+    import mmap
+    data = _doc(SAMPLE)
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    step = 64 << 10
+    chunked, pieces, released = [], [], []
+
+    def keep(into):
+        def read(piece, sep):
+            into.append(bytes(piece))
+        return read
+
+    top = kineto_events.split_events((data[i:i + 4096] for i in range(0, len(data), 4096)), keep(chunked), step,
+                                     framed=framed)
+
+    class Map(mmap.mmap):
+        def madvise(self, option, start, length):
+            assert option == mmap.MADV_DONTNEED and start % mmap.PAGESIZE == 0 == length % mmap.PAGESIZE
+            assert start + length <= len(data) - len(pieces[-1])      # before the piece just read
+            released.append((start, length))
+            return super().madvise(option, start, length)
+
+    with open(path, "rb") as f:
+        m = Map(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    assert kineto_events.split_events(m, keep(pieces), step, framed=framed) == top
+    assert m[:] == data and path.read_bytes() == data
+    m.close()
+    assert len(pieces) > 3
+    assert _events_of(pieces, framed) == _events_of(chunked, framed) == kineto_events.loads(data)["traceEvents"]
+    assert released and all(a + n == b for (a, n), (b, _) in zip(released, released[1:]))   # contiguous, in order
+    assert released[-1][0] + released[-1][1] > len(data) // 2
+
+
+def _events_of(pieces: list[bytes], framed: bool) -> list:
+    out = []
+    for p in pieces:
+        out.extend(kineto_events.loads(p if framed else b"[" + p + b"]"))
+    return out
 
 
 def test_a_category_outside_the_known_list_is_read_as_text(monkeypatch):

@@ -73,6 +73,35 @@ def test_streamed_kineto_file_equals_bytes(tmp_path, monkeypatch):
     assert streamed.meta == whole.meta == typed.meta
 
 
+def test_a_plain_kineto_file_is_read_through_its_map(tmp_path, monkeypatch):
+    """A trace that is not compressed is read in place from a private memory map (collectors.decompress.mapped), by
+    the typed reader and by the NDJSON reader, and gives the tables of the whole document."""
+    import gzip
+    import mmap
+    from collectors import kineto, kineto_events, kineto_typed, schema
+    src = tmp_path / "ffn_M1_eager.json"
+    src.write_bytes(gzip.decompress((H200_TORCH / "ffn_M1_eager.json.gz").read_bytes()))
+    whole = kineto.parse(src.read_bytes(), src.name)
+    monkeypatch.setattr(kineto_typed, "TYPED_PIECE_BYTES", 4096)
+    monkeypatch.setattr(kineto_events, "NDJSON_CHUNK_BYTES", 4096)
+    given = []
+    real = kineto_events.split_events
+
+    def spy(chunks, *a, **k):
+        given.append(type(chunks))
+        return real(chunks, *a, **k)
+    monkeypatch.setattr(kineto_typed, "split_events", spy)
+    monkeypatch.setattr(kineto_events, "split_events", spy)
+    typed = kineto.parse_file(src, src.name)
+    monkeypatch.setattr(kineto, "typed_stream", lambda *a, **k: (_ for _ in ()).throw(kineto_events.FastPathFailed()))
+    streamed = kineto.parse_file(src, src.name)
+    assert given == [mmap.mmap, mmap.mmap]
+    for t in schema.TIMELINE_SCHEMAS:
+        assert streamed.tables[t].equals(whole.tables[t]), t
+        assert typed.tables[t].equals(whole.tables[t]), t
+    assert streamed.meta == whole.meta == typed.meta
+
+
 def test_raw_csv_in_batches_equals_one_batch(monkeypatch, tmp_path):
     """The raw page read in batches of rows (from bytes or from the file) gives the tables of one batch; metric
     names, units and texts are categorical, values numeric."""
