@@ -27,6 +27,7 @@ import gc
 from collections import Counter
 from functools import lru_cache
 from itertools import compress, repeat
+from operator import mul
 from typing import Iterable, Literal, Optional, Union
 
 import msgspec
@@ -193,19 +194,26 @@ def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, l
     """One piece's complete events of the four categories (cat: every event's category) -> their columns as
     polars Series (µs still) per category; _NeedsComm when a kernel has collective arguments that `dec` does not
     declare."""
+    codes = bytes(map(_CODE_OF.get, cat, repeat(0)))                  # each event's group code (0: none)
+    try:
+        return _group_columns(events, cat, codes, text, dec)
+    except AttributeError:
+        # an event of a group's category that is not complete (its "ph" is not "X"): its struct has no name. Such
+        # events are rare, so the events' types are looked at only then (a pass over every event costs about as
+        # much as a column: the structs are fresh from the decoder, out of the CPU's caches).
+        x = dec.event
+        codes = bytes(map(mul, codes, [type(e) is x for e in events]))
+        return _group_columns(events, cat, codes, text, dec)
+
+
+def _group_columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
+    """_columns of the events whose group code is not 0."""
     out = {}
-    x = dec.event
-    is_x = bytes([type(e) is x for e in events])                     # selectors as bytes: 0 or 1 per event
-    xs = list(compress(events, is_x))
-    if not xs:
-        return out
-    cat = list(compress(cat, is_x))
-    codes = bytes(map(_CODE_OF.get, cat, repeat(0)))                  # each complete event's group code
     for code, k in enumerate(_GROUPS, 1):
         if _CODE_BYTE[code] not in codes:
             continue
         pick = codes.translate(_PICK[code])
-        evs = list(compress(xs, pick))
+        evs = list(compress(events, pick))
         cols = [pl.Series("name", [e.name for e in evs], dtype=pl.String), _ident("pid", [e.pid for e in evs]),
                 _ident("tid", [e.tid for e in evs]), pl.Series("ts", [e.ts for e in evs], dtype=pl.Float64),
                 pl.Series("dur", [e.dur for e in evs], dtype=pl.Float64)]
@@ -233,10 +241,10 @@ def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, l
     # kept ones are whole or below that bound, which float64 holds to the ns, so both give the same ns.
     at = {k: [c.name for c in cols].index("ts") for k, cols in out.items()}
     if out and needs_text(pl.concat([cols[at[k]] for k, cols in out.items()])):
-        raw_x = list(compress(_DECODE_TS(text), is_x))
+        raw = _DECODE_TS(text)
         for code, k in enumerate(_GROUPS, 1):
             if k in out:
-                rows = compress(raw_x, codes.translate(_PICK[code]))
+                rows = compress(raw, codes.translate(_PICK[code]))
                 ts = pl.Series("ts", [bytes(r.ts).decode() or None for r in rows], dtype=pl.String)
                 out[k][at[k]] = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()  # ns already
     return out

@@ -205,6 +205,34 @@ def test_args_null_text_pid_and_short_grid_as_tier_one_reads_them():
     assert c["pid"].null_count() == 0 and c["external_id"].null_count() == 1
 
 
+def test_events_of_the_tables_categories_that_are_not_complete_are_left_out(monkeypatch):
+    """A kernel, a runtime call, a cpu_op or an annotation whose "ph" is not "X" (an instant, a begin) is not a row,
+    as tier 1 and tier 2 read it; the typed reader looks at the events' phases only when a piece has one (its
+    first reading meets a struct without a name), and reads them then."""
+    doc = _sample()
+    ev = doc["traceEvents"]
+    for cat, ph in (("kernel", "i"), ("cuda_runtime", "B"), ("cpu_op", "i")):
+        e = next(e for e in ev if e.get("cat") == cat)
+        e["ph"] = ph
+        e.pop("dur", None)
+    data = _dump(doc)
+    calls = []
+    real = kineto_typed._group_columns
+
+    def spy(events, cat, codes, text, dec):
+        calls.append(sum(map(bool, codes)))
+        return real(events, cat, codes, text, dec)
+    monkeypatch.setattr(kineto_typed, "_group_columns", spy)
+    typed = kineto_typed.typed_frames(data)
+    _same(typed, _tier2(data))
+    _same(typed, kineto_events.ndjson_frames(data))
+    assert len(calls) == 2 and calls[0] - calls[1] == 3          # read again, without the three
+    n = {k: sum(f.height for f in v) for k, v in typed[1].items()}
+    whole = kineto_events.ndjson_frames(_dump(_sample()))               # the document before the change
+    assert {k: sum(f.height for f in v) for k, v in whole[1].items()} == {**n, "gpu": n["gpu"] + 1,
+                                                                            "api": n["api"] + 1, "cpu": n["cpu"] + 1}
+
+
 @pytest.mark.parametrize("change", ["bytes as text", "correlation as float", "ts missing", "flow id as text",
                                     "unknown phase", "phase missing", "flow ts as text"])
 def test_what_the_structs_do_not_describe_goes_to_the_next_reader(monkeypatch, change):
