@@ -114,7 +114,13 @@ def _json_default(o):
 
 
 _TABLE_MARK = "\x00kernelscope-table-"
-TABLE_CHUNK_ROWS = 20_000
+#: rows of a table's first chunk of JSON; the later chunks hold as many rows as make about TABLE_CHUNK_BYTES by the
+#: first one's size (at most 16 times as many). Chunks of about a megabyte stay in the CPU's caches through the
+#: copies polars and Python make of them (polars' buffer, the bytes object, the separators put in, the write) and
+#: reuse the memory of the one before: for 174,240 kernel rows of 500 bytes, 114,000 page faults in all instead of
+#: 151,000 with 20,000-row chunks, and about 10 % less CPU time for the whole `analyze --format json` (perf/README.md).
+TABLE_CHUNK_ROWS = 2_000
+TABLE_CHUNK_BYTES = 1 << 20
 
 
 class Rows:
@@ -152,7 +158,7 @@ def _mark_tables(obj, tables: list, mark: str):
 
 
 def _write_table(write, df, indent: bytes) -> None:
-    """A DataFrame as a JSON array of row objects, one row per line, written in chunks of TABLE_CHUNK_ROWS rows by
+    """A DataFrame as a JSON array of row objects, one row per line, written in chunks of about TABLE_CHUNK_BYTES by
     polars (NaN and infinities become null), so a table of millions of rows is never a list of dicts in Python."""
     import io
     if df.height == 0:
@@ -160,13 +166,17 @@ def _write_table(write, df, indent: bytes) -> None:
         return
     write(b"[\n" + indent + b"  ")
     sep = b",\n" + indent + b"  "
-    for off in range(0, df.height, TABLE_CHUNK_ROWS):
+    off, n = 0, TABLE_CHUNK_ROWS
+    while off < df.height:
         buf = io.BytesIO()
-        df.slice(off, TABLE_CHUNK_ROWS).write_ndjson(buf)
+        df.slice(off, n).write_ndjson(buf)
         rows = buf.getvalue().replace(b"\n", sep)           # JSON strings hold no raw newline
         del buf
-        last = off + TABLE_CHUNK_ROWS >= df.height
-        write(memoryview(rows)[:len(rows) - len(sep)] if last else rows)
+        if off == 0:                                         # the later chunks' rows, for about TABLE_CHUNK_BYTES
+            off, n = n, max(n, min(16 * n, n * TABLE_CHUNK_BYTES // len(rows)))
+        else:
+            off += n
+        write(memoryview(rows)[:len(rows) - len(sep)] if off >= df.height else rows)
     write(b"\n" + indent + b"]")
 
 

@@ -14,9 +14,10 @@ import pytest
 from tests.conftest import H200_KERNELS, H200_TORCH, SHARED_NSYS
 
 
-def _echo(obj, monkeypatch, rows: int) -> str:
+def _echo(obj, monkeypatch, rows: int, chunk_bytes: int = 1 << 20) -> str:
     from dashboard.cli import _app
     monkeypatch.setattr(_app, "TABLE_CHUNK_ROWS", rows)
+    monkeypatch.setattr(_app, "TABLE_CHUNK_BYTES", chunk_bytes)
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     _app.echo_json(obj)
@@ -39,6 +40,29 @@ def test_tables_are_streamed_as_json_arrays(monkeypatch, rows):
     assert got["empty"] == [] and got["s"] == "\x00kernelscope-table-0" and got["a"] == 1
     assert text.count('{"name":') == 6                  # one row per line
     assert _echo(doc, monkeypatch, 1) == text            # the chunk size changes nothing
+    assert _echo(doc, monkeypatch, 1, chunk_bytes=1) == text
+
+
+def test_later_chunks_hold_about_table_chunk_bytes(monkeypatch):
+    """The first chunk has TABLE_CHUNK_ROWS rows; the later ones as many as make about TABLE_CHUNK_BYTES by the first
+    chunk's size (at least as many as the first, at most 16 times as many)."""
+    from dashboard.cli import _app
+    df = pl.DataFrame({"s": [f"{i:08d}" for i in range(1000)], "i": [7] * 1000})
+    row = len(b'{"s":"00000000","i":7},\n    ')
+    slices = []
+
+    class Spy(_app.Rows):
+        def slice(self, off, n):
+            slices.append((off, n))
+            return super().slice(off, n)
+    spy = Spy(df, pl.Series(range(df.height), dtype=pl.UInt32), ["s", "i"])
+    whole = json.loads(_echo({"t": df}, monkeypatch, 1000))
+    for first, target, later in ((10, 40 * row, 40), (10, 1, 10), (10, 10 ** 9, 160)):
+        slices.clear()
+        text = _echo({"t": spy}, monkeypatch, first, chunk_bytes=target)
+        assert json.loads(text) == whole
+        assert slices[0] == (0, first) and {n for _, n in slices[1:-1]} == {later}, slices[:3]
+        assert [o for o, _ in slices] == list(range(0, first, first)) + list(range(first, 1000, later))
 
 
 def test_trace_json_kernels_are_the_ordered_kernel_rows(capsys, tmp_path):
