@@ -3,14 +3,15 @@ timeline tables use, in pieces of whole events (collectors.kineto_events.split_e
 
 msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding point) without
 building Python objects for it: a complete event ("ph": "X") becomes a struct of the fields the tables use, any
-other event (flow arrows, metadata: a third of a training trace) one of its category and timestamp only, told
-apart by "ph" as a tagged union. Every key of an event's arguments is compared with each declared field (a
+other event (flow arrows, metadata: a third of a training trace) one of its category only, told apart by "ph" as a
+tagged union. Every key of an event's arguments is compared with each declared field (a
 `cpu_op` has a dozen keys the tables do not use), so of NCCL's collective arguments only "Collective name" is
 declared, and a piece whose kernels have one is decoded again with the others. Categories are decoded as Literal
 values (KNOWN_CATEGORIES: one shared string each, not one per event); a piece with another category is decoded
-again with categories as text. A piece is decoded where it lies in the reading buffer, framed as a JSON array in
-place (split_events(framed=True)), never copied. A piece's events become Python
-lists column by column (each category's events picked in file order) and polars Series; the Series of all pieces
+again with categories as text. A piece is decoded where it lies (in the reading buffer, or in the file's memory
+map), framed as a JSON array in place (split_events(framed=True)), never copied. A piece's events become Python
+lists column by column, by list comprehensions (each group's events picked in file order by their categories'
+codes), and polars Series; the Series of all pieces
 are joined and converted (µs to ns, the External id of either spelling) once per category at the end. The cyclic
 garbage collector is paused while the pieces are decoded: the events hold no reference cycles, and its passes over
 millions of short-lived objects cost about a tenth of the reader's time.

@@ -118,7 +118,7 @@ _TABLE_MARK = "\x00kernelscope-table-"
 #: first one's size (at most 16 times as many). Chunks of about a megabyte stay in the CPU's caches through the
 #: copies polars and Python make of them (polars' buffer, the bytes object, the separators put in, the write) and
 #: reuse the memory of the one before: for 174,240 kernel rows of 500 bytes, 114,000 page faults in all instead of
-#: 151,000 with 20,000-row chunks, and about 10 % less CPU time for the whole `analyze --format json` (perf/README.md).
+#: 151,000 with 20,000-row chunks, and about 10 % less CPU time for the whole `analyze --format json` (docs/findings-kineto-reader.md).
 TABLE_CHUNK_ROWS = 2_000
 TABLE_CHUNK_BYTES = 1 << 20
 
