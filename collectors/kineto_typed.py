@@ -134,6 +134,12 @@ _GROUPS = ("gpu", "api", "cpu", "ann")
 _CODE_OF = {**{c: 1 for c in _GPU_CATS}, **{c: 2 for c in _API_CATS}, **{c: 3 for c in _CPU_CATS},
             "user_annotation": 4}
 _CODE_BYTE = [bytes([c]) for c in range(len(_GROUPS) + 1)]
+# with categories decoded as KNOWN_CATEGORIES: each event's category as a byte (1 + its index, 0: none), counted by
+# bytes.count (a C scan per category) instead of a Counter's hash lookup per event, and turned into group codes by
+# one translate
+_CAT_CODE = {None: 0, **{c: i for i, c in enumerate(KNOWN_CATEGORIES, 1)}}
+_CAT_COUNTED = [(bytes([i]), c) for c, i in _CAT_CODE.items()]
+_GROUP_OF_CAT = bytes(_CODE_OF.get(c, 0) for c in [None, *KNOWN_CATEGORIES]) + bytes(255 - len(KNOWN_CATEGORIES))
 _PICK = [bytes(int(i == c) for i in range(256)) for c in range(len(_GROUPS) + 1)]
 _GPU_INTS = ("device", "stream", "correlation")
 _GPU_SIZES = ("registers_per_thread", "shared_memory_bytes", "bytes")
@@ -164,13 +170,21 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
                 events = dec.decode(text)
             n_events += len(events)
             cat = [e.cat for e in events]
-            cats.update(cat)
+            if dec.known:
+                ccodes = bytes(map(_CAT_CODE.__getitem__, cat))
+                for b, c in _CAT_COUNTED:
+                    if n := ccodes.count(b):
+                        cats[c] += n
+                codes = ccodes.translate(_GROUP_OF_CAT)
+            else:
+                cats.update(cat)
+                codes = bytes(map(_CODE_OF.get, cat, repeat(0)))
             try:
-                cols = _columns(events, cat, text, dec)
+                cols = _columns(events, cat, codes, text, dec)
             except _NeedsComm:
                 del events
                 dec = _decoder(comm=True, known=dec.known)
-                cols = _columns(dec.decode(text), cat, text, dec)
+                cols = _columns(dec.decode(text), cat, codes, text, dec)
         except _ERRORS + _FAILED:
             raise FastPathFailed from None
         for k, c in cols.items():
@@ -191,11 +205,10 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
     return top, frames, n_events, counts
 
 
-def _columns(events: list, cat: list, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
-    """One piece's complete events of the four categories (cat: every event's category) -> their columns as
-    polars Series (µs still) per category; _NeedsComm when a kernel has collective arguments that `dec` does not
-    declare."""
-    codes = bytes(map(_CODE_OF.get, cat, repeat(0)))                  # each event's group code (0: none)
+def _columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
+    """One piece's complete events of the four categories (cat: every event's category, codes: its group's code,
+    0: none) -> their columns as polars Series (µs still) per category; _NeedsComm when a kernel has collective
+    arguments that `dec` does not declare."""
     try:
         return _group_columns(events, cat, codes, text, dec)
     except AttributeError:

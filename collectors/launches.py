@@ -93,6 +93,13 @@ def _key(a: pl.DataFrame, b: pl.DataFrame, col: str) -> tuple[list[str], list[pl
     return ["rank", col], [pl.col("rank"), pl.col(col)]
 
 
+def _first(on: list[str], last: bool = False) -> pl.Expr:
+    """Rows whose key is the first (last) of its value: `unique(on, keep=..., maintain_order=True)` as a filter, in
+    one hashing pass without sorting the groups (a third to a half of unique's time on 175,000 launch calls)."""
+    key = pl.col(on[0]) if len(on) == 1 else pl.struct(on)
+    return key.is_last_distinct() if last else key.is_first_distinct()
+
+
 def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
     CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
@@ -107,7 +114,7 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
                    pl.col("external_id").alias("api_external_id")]
     on, key = _key(api_calls, gpu_raw, "correlation")
     launches = (api_calls.select(*key, *launch_cols).drop_nulls(on)
-                .unique(on, keep="first", maintain_order=True))   # api_calls come sorted by start: the outer call
+                .filter(_first(on)))                  # api_calls come sorted by start: the outer call
     # the join runs on narrow key frames (left order kept); its columns are then put beside the ops
     lk = gpu_raw.select(*key).join(launches, on=on, how="left", maintain_order="left").drop(on)
     del launches
@@ -127,7 +134,7 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
     ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
            .sort("start_ns")
            .select(*key, pl.col("name").alias("op_name"))
-           .unique(on, keep="last", maintain_order=True))  # innermost op of a nest
+           .filter(_first(on, last=True)))                  # innermost op of a nest
     names = g.select(*key).join(ops, on=on, how="left", maintain_order="left")
     g = g.with_columns(names["op_name"])
     g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])

@@ -124,21 +124,34 @@ TABLE_CHUNK_BYTES = 1 << 20
 
 
 class Rows:
-    """Rows of a polars DataFrame picked and ordered by an index, with the output columns computed chunk by chunk:
-    a large table is written without a reordered copy of it ever existing whole."""
+    """Rows of a polars DataFrame picked and ordered by an index, with the output columns computed block by block:
+    a large table is written without a reordered copy of it ever existing whole. A slice is cut from the block
+    that holds it (BLOCK_ROWS rows gathered by one polars query): one query per chunk written cost 0.7 ms each,
+    60 ms for 174,240 kernel rows in 84 chunks, against 10 ms for gathering them all."""
+
+    BLOCK_ROWS = 32_768
 
     def __init__(self, frame, index, columns: list):
         self.frame, self.index, self.columns = frame, index, columns
+        self._block = (0, None)                   # (offset, the rows gathered from there)
 
     @property
     def height(self) -> int:
         return self.index.len()
 
-    def slice(self, offset: int, length: int):
+    def gather(self, offset: int, length: int):
         return self.frame[self.index.slice(offset, length)].select(self.columns)
 
+    def slice(self, offset: int, length: int):
+        start, block = self._block
+        end = min(offset + length, self.height)
+        if block is None or offset < start or end > start + block.height:
+            start, block = offset, self.gather(offset, max(length, self.BLOCK_ROWS))
+            self._block = (start, block)
+        return block.slice(offset - start, end - offset)
+
     def collect(self):
-        return self.slice(0, self.height)
+        return self.gather(0, self.height)
 
 
 def _is_frame(o) -> bool:

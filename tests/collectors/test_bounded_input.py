@@ -316,3 +316,21 @@ def test_kineto_negative_durations_are_refused():
     k["dur"] = -5
     with pytest.raises(ArtifactError, match="negative"):
         parse_bytes(json.dumps(d).encode(), "t.json")
+
+
+def test_a_name_longer_than_the_string_limit_is_refused_by_its_characters_not_its_bytes(monkeypatch):
+    """A kernel name over MAX_STRING_CHARS characters is one refusal naming the table and the column; a name of
+    more bytes than that but no more characters (UTF-8 text) is read, and the limit's edge is exact."""
+    from collectors import validate as V
+    d = json.loads(gzip.decompress((H200_TORCH / "ffn_M1_eager.json.gz").read_bytes()))
+    n = 1 + max(len(str(e.get("name", ""))) for e in d["traceEvents"])        # above every name the trace has
+    monkeypatch.setattr(V, "MAX_STRING_CHARS", n)
+    k = next(e for e in d["traceEvents"] if e.get("cat") == "kernel")
+    for name, refused in (("é" * n, False), ("k" * n, False), ("k" * (n + 1), True), ("é" * (n + 1), True)):
+        k["name"] = name
+        data = json.dumps(d, ensure_ascii=False).encode()
+        if refused:
+            with pytest.raises(ArtifactError, match=rf"gpu_ops: a name of {n + 1:,} characters \(the limit is {n:,}\)"):
+                parse_bytes(data, "t.json")
+        else:
+            assert name in parse_bytes(data, "t.json").table("gpu_ops")["name"].to_list()

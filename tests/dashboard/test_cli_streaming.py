@@ -65,6 +65,34 @@ def test_later_chunks_hold_about_table_chunk_bytes(monkeypatch):
         assert [o for o, _ in slices] == list(range(0, first, first)) + list(range(first, 1000, later))
 
 
+def test_row_views_gather_a_block_of_rows_per_query(monkeypatch):
+    """A Rows view's chunks are cut from blocks of BLOCK_ROWS rows, each gathered by one query, in order, with the
+    rows and columns of a query per chunk."""
+    from dashboard.cli import _app
+    df = pl.DataFrame({"s": [f"{i:05d}" for i in range(1000)], "i": list(range(1000))})
+    order = pl.Series(list(range(999, -1, -1)), dtype=pl.UInt32)
+    gathers = []
+
+    class Spy(_app.Rows):
+        BLOCK_ROWS = 64
+
+        def gather(self, off, n):
+            gathers.append((off, n))
+            return super().gather(off, n)
+    cols = ["s", (pl.col("i") * 3).alias("i3")]
+    want = [{"s": f"{i:05d}", "i3": 3 * i} for i in range(999, -1, -1)]
+    for first in (1, 10, 64, 100, 1000):
+        gathers.clear()
+        got = json.loads(_echo({"t": Spy(df, order, cols)}, monkeypatch, first, chunk_bytes=10 * first))
+        assert got["t"] == want
+        starts = [o for o, _ in gathers]
+        assert gathers[0] == (0, max(first, 64)) and starts == sorted(set(starts))
+        assert all(b <= a + n for (a, n), b in zip(gathers, starts[1:]))          # no row left out
+        # a block per query, not a chunk: chunks of at most 16 * first rows cut from blocks of 64
+        assert len(gathers) <= -(-1000 // max(64 - 16 * first, first)) + 1 and (first > 4 or len(gathers) <= 40)
+    assert Spy(df, order, cols).collect().equals(pl.DataFrame(want))
+
+
 def test_trace_json_kernels_are_the_ordered_kernel_rows(capsys, tmp_path):
     from dashboard.cli import main
     p = H200_TORCH / "ffn_M1_eager.json.gz"
