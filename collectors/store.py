@@ -43,41 +43,19 @@ from collectors import index as run_index
 from collectors.errors import ArtifactError, RunNotFound, StoreError
 from collectors.ingest import parse_bytes, read_path
 from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
+from collectors.stamps import RACY_S, default_store_dir  # noqa: F401  (RACY_S: the store's rule)
+from collectors.stamps import settled as _settled
+from collectors.stamps import stamp as _stamp
 
 MANIFEST = "manifest.json"
 META = "meta.json"
 RUN_ID_LEN = 16
 STORE_FORMAT = 2
-#: a folder changed less than this many seconds before it was read may change again within the same file-time
-#: tick: its listing is not trusted from cache (git's "racy" rule)
-RACY_S = 2.0
 _RUN_ID = re.compile(r"[0-9a-f]{4,16}")
-
-
-def default_store_dir() -> Path:
-    env = os.environ.get("KERNELSCOPE_STORE")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".kernelscope" / "store"
 
 
 def run_id_for(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:RUN_ID_LEN]
-
-
-def _stamp(path: Path) -> tuple | None:
-    """What changes when a folder's entries change: modification and change times, inode, link count."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink)
-
-
-def _settled(stamp: tuple | None, read_at_ns: int) -> bool:
-    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last changed (its
-    modification time; the change time is part of the stamp, so a later chmod or touch still moves it)."""
-    return stamp is not None and read_at_ns - stamp[0] > RACY_S * 1e9
 
 
 class Run:

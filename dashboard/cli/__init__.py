@@ -24,9 +24,10 @@ import warnings
 # numpy's OpenBLAS starts a thread per core when numpy is imported, and they spin while waiting: about 0.1 CPU s per
 # command on 2 cores (more on more), for commands that do no linear algebra. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# the cyclic GC's passes over the objects that importing polars, numpy and Typer creates (none of them garbage) cost
-# about 1 % of a short command: paused while the commands are imported, and what exists then is left out of later
-# passes (gc.freeze)
+# the cyclic GC's passes over the objects that importing Typer and the command modules creates (none of them garbage)
+# cost about 1 % of a short command: paused while the commands are imported, and what exists then is left out of
+# later passes (gc.freeze). No command module imports polars at its top: a warm `runs` prints its kept listing
+# without it (dashboard.cli.index)
 _GC_ON = gc.isenabled()
 gc.disable()
 

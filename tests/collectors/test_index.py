@@ -136,3 +136,114 @@ def test_store_whose_index_cannot_be_written_still_lists_runs(tmp_path, capsys, 
     assert main(["runs", "--store", str(tmp_path / "s")]) == 0
     out = capsys.readouterr()
     assert rid in out.out and "the run index cannot be written (Permission denied)" in out.err
+
+
+_LISTED_FROM = ("runs", "index/CURRENT", "index/parts", "index/segments", "settings.json")
+
+
+def _age(root, *only: str, seconds: float = 10.0) -> None:
+    """Move the modification time of what a listing is made from (listing_key; `only` those of _LISTED_FROM)
+    `seconds` into the past, as if nothing had changed since: a listing is kept only when its inputs are older than
+    RACY_S. (Their change times move, as any change moves them: age only what a step changed.)"""
+    import time
+    t = time.time() - seconds
+    for rel in only or _LISTED_FROM:
+        p = root / rel
+        if p.exists():
+            os.utime(p, (t, t))
+
+
+def test_the_runs_listing_is_given_again_until_what_it_is_made_from_changes(tmp_path, capsys, monkeypatch):
+    """`runs` prints the listing it kept while the runs folder, the index, the settings and the code are as they
+    were when it was made; each of them changing, or a change too recent to trust a file time, makes it list
+    again; a damaged kept listing is replaced; each output format and --limit keeps its own."""
+    from dashboard.cli import index as cli_index
+    from dashboard.cli import main
+    root = tmp_path / "s"
+    st = Store(root)
+    a = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+    b = st.ingest_path(H200_TORCH / "triton_add_x300.json.gz")[0].run_id
+    st.index()
+    listed = []
+    real = cli_index._list_runs
+
+    def spy(*args):
+        listed.append(args)
+        return real(*args)
+    monkeypatch.setattr(cli_index, "_list_runs", spy)
+
+    def runs(*extra):
+        assert main(["runs", "--store", str(root), *extra]) == 0
+        return capsys.readouterr().out
+
+    first = runs()                                      # inputs changed a moment ago: listed, nothing kept
+    assert a in first and b in first and len(listed) == 1
+    assert not list((root / "index").glob(".runs-listing-*"))
+    _age(root)
+    assert runs() == first and len(listed) == 2         # listed and kept
+    assert runs() == first and runs() == first and len(listed) == 2     # given again, not listed
+    js = json.loads(runs("--format", "json"))["runs"]
+    one = json.loads(runs("--format", "json", "--limit", "1"))["runs"]
+    assert {r["run_id"] for r in js} == {a, b} and len(one) == 1 and len(listed) == 4
+    assert json.loads(runs("--format", "json"))["runs"] == js and len(listed) == 4
+
+    c = st.ingest_path(H200_KERNELS / "basic_raw.csv.gz")[0].run_id       # a run stored (and its index segment)
+    _age(root, "runs", "index/segments")
+    assert c in runs() and len(listed) == 5
+    _age(root, "index/segments", "index/parts", "index/CURRENT")
+    assert c in runs() and len(listed) == 6
+    assert runs() == runs() and len(listed) == 6
+    st.index()
+    assert main(["rm", b, "--store", str(root)]) == 0                       # a run deleted
+    capsys.readouterr()
+    _age(root, "runs")
+    out = runs()
+    assert b not in out and a in out and c in out and len(listed) == 7
+    _age(root, "index/segments", "index/parts", "index/CURRENT")           # its index rows dropped
+    assert runs() == out and len(listed) == 8
+    assert runs() == out and len(listed) == 8
+    shutil.move(root / "runs" / c, tmp_path / c)            # a run folder taken away by other means: the index
+    _age(root, "runs")                                      # still lists it until `runs` refreshes it
+    assert c not in runs() and len(listed) == 9
+    _age(root, "index/segments", "index/parts", "index/CURRENT")
+    out = runs()
+    assert c not in out and a in out and len(listed) == 10
+    assert runs() == out and len(listed) == 10
+    st.update_settings(lambda x: {**x, "excluded": []})                     # the store's settings changed
+    _age(root, "settings.json")
+    assert runs() == out and len(listed) == 11
+    assert runs() == out and len(listed) == 11
+    os.utime(root / "index" / "segments")                                   # a segment added or merged
+    _age(root, "index/segments")
+    assert runs() == out and len(listed) == 12
+    (root / "index" / "parts").mkdir(exist_ok=True)                        # the first part of merged segments
+    _age(root, "index/parts")
+    assert runs() == out and len(listed) == 13
+    (root / "index" / "CURRENT").write_text((root / "index" / "CURRENT").read_text())   # a compaction's new base
+    _age(root, "index/CURRENT")
+    assert runs() == out and len(listed) == 14
+    assert runs() == out and len(listed) == 14
+    monkeypatch.setattr(cli_index, "_code_stamp", lambda: "another version")
+    assert runs() == out and len(listed) == 15                              # the code changed
+    assert runs() == out and len(listed) == 15
+    kept = next((root / "index").glob(".runs-listing-table-all.json"))
+    kept.write_text("{not json")
+    assert runs() == out and len(listed) == 16 and json.loads(kept.read_text())["out"] == out
+    (root / "index" / "segments").touch()                                   # just now: not trusted
+    assert runs() == out and runs() == out and len(listed) == 18
+
+
+def test_a_warm_runs_imports_neither_polars_nor_the_index(tmp_path):
+    from dashboard.cli import main
+    root = tmp_path / "s"
+    st = Store(root)
+    rid = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+    st.index()
+    _age(root)
+    code = ("import sys; from dashboard.cli import main; rc = main(sys.argv[1:]); "
+            "print(sorted(m for m in ('polars', 'numpy', 'collectors.index') if m in sys.modules), file=sys.stderr); "
+            "sys.exit(rc)")
+    outs = [subprocess.run([sys.executable, "-c", code, "runs", "--store", str(root)], capture_output=True,
+                           text=True, cwd=REPO) for _ in range(2)]
+    assert outs[0].stdout == outs[1].stdout and rid in outs[1].stdout
+    assert "polars" in outs[0].stderr and outs[1].stderr.strip() == "[]", (outs[0].stderr, outs[1].stderr)
