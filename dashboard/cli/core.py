@@ -17,8 +17,6 @@ from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, 
 from dashboard.cli.render import print_table, to_csv
 
 
-from dashboard.auth import MIN_TOKEN  # noqa: E402  characters of an access token (the app refuses shorter ones)
-
 
 @app.command()
 def ingest(
@@ -357,6 +355,7 @@ def dashboard(
     if not loopback and not token:
         raise typer.BadParameter(f"--host {host} listens beyond this machine: give an access token with "
                                  "--token or KERNELSCOPE_TOKEN", param_hint="--host")
+    from dashboard.auth import MIN_TOKEN          # characters of an access token (the app refuses shorter ones)
     if token is not None and len(token) < MIN_TOKEN:
         raise typer.BadParameter(f"the access token has {len(token)} characters; use at least {MIN_TOKEN} "
                                  "(e.g. openssl rand -hex 16)", param_hint="--token")
