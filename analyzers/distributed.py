@@ -174,6 +174,12 @@ def find_steps(nvtx: pl.DataFrame, pattern: str | None = None) -> tuple[pl.DataF
     return pl.DataFrame(schema={"step": pl.Int64, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64}), None
 
 
+def _int_series(name: str, values: np.ndarray) -> pl.Series:
+    """An Int64 Series of a numpy array's values by way of a list: polars' Series from a numpy array imports numpy.ma
+    the first time (about 15 ms of a short command); the arrays here are one value per iteration."""
+    return pl.Series(name, values.tolist(), dtype=pl.Int64)
+
+
 def _host_gaps(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Idle gaps of the device (between its merged busy intervals, and before the first / after the last op)
     that the host caused: the op after the gap was launched after the gap began, or no op followed."""
@@ -309,8 +315,8 @@ def rank_summary(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *, rank: int, source
     cs = np.sort(ops.filter(comm_mask)["start_ns"].to_numpy().astype(np.int64))
     count = lambda x: np.searchsorted(x, b, "left") - np.searchsorted(x, a, "left")  # noqa: E731
     step_frame = steps.with_columns(
-        pl.lit(rank, pl.Int64).alias("rank"), *[pl.Series(c, v, dtype=pl.Int64) for c, v in parts.items()],
-        pl.Series("kernel_count", count(ks), dtype=pl.Int64), pl.Series("comm_kernel_count", count(cs), dtype=pl.Int64),
+        pl.lit(rank, pl.Int64).alias("rank"), *[_int_series(c, v) for c, v in parts.items()],
+        _int_series("kernel_count", count(ks)), _int_series("comm_kernel_count", count(cs)),
     ).select(list(STEP_SCHEMA)).cast(dict(STEP_SCHEMA))
 
     if ops.height:

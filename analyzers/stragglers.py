@@ -77,6 +77,17 @@ class MultiRank:
     sync: dict = field(default_factory=dict)       # collective instances: how many, how many synchronising
 
 
+def _median(x) -> float:
+    """np.median of a 1-D array, the same value (NaN when one is NaN), without what np.median's NaN check imports
+    (numpy.ma, about 15 ms of a short command)."""
+    a = np.sort(np.asarray(x, dtype=np.float64))
+    n = len(a)
+    if n == 0 or np.isnan(a[-1]):                 # NaN sorts last
+        return float("nan")
+    m = n // 2
+    return float(a[m]) if n % 2 else float((a[m - 1] + a[m]) / 2)
+
+
 def _stats(x: np.ndarray) -> dict:
     if len(x) == 0:
         return {"count": 0}
@@ -163,7 +174,7 @@ def straggler_of(group: pl.DataFrame, threshold: float = STRAGGLER_THRESHOLD) ->
     ranks = g["rank"].to_numpy()
     n = len(ranks)
     step = g["step_ns"].to_numpy().astype(float)
-    med_step = float(np.median(step))
+    med_step = _median(step)
     tol = threshold * med_step
     out = {"rank_count": n, "job_ns": int(step.max()), "median_ns": med_step, "min_ns": int(step.min()),
            "spread_ns": int(step.max() - step.min()), "slowest_rank": int(ranks[int(np.argmax(step))]),
@@ -171,7 +182,7 @@ def straggler_of(group: pl.DataFrame, threshold: float = STRAGGLER_THRESHOLD) ->
            "found_by": None, "verdict": "balanced" if n > 1 else "one rank"}
     if n < 2:
         return out
-    excess = {c: g[c].to_numpy().astype(float) - float(np.median(g[c].to_numpy())) for c in COMPONENTS}
+    excess = {c: g[c].to_numpy().astype(float) - _median(g[c].to_numpy()) for c in COMPONENTS}
     caused = g["caused_wait_ns"] if "caused_wait_ns" in g.columns else None
     if caused is not None and caused.is_not_null().any():
         c = caused.fill_null(0.0).to_numpy().astype(float)

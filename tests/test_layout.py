@@ -4,6 +4,7 @@ loads no page code."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -156,10 +157,9 @@ def test_no_module_over_600_lines_and_no_builder_in_views():
 
 
 def test_help_on_every_command(capsys):
-    from dashboard.cli import main
-    from dashboard.cli._app import app
+    from dashboard.cli import load_commands, main
     import typer.main
-    cmd = typer.main.get_command(app)
+    cmd = typer.main.get_command(load_commands())
     assert {"ingest", "runs", "analyze", "gpus", "dashboard", "export", "predict", "bench"} <= set(cmd.commands)
     for name in cmd.commands:
         assert main([name, "--help"]) == 0
@@ -167,16 +167,38 @@ def test_help_on_every_command(capsys):
 
 
 def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
-    """`kernelscope analyze TRACE` imports the analyzers and the CLI, not the pages (nor altair, nor streamlit)."""
+    """`kernelscope analyze TRACE` imports the analyzers and its own command module, not the pages (nor altair, nor
+    streamlit), nor the other commands' modules (but for the timeline report it prints), nor numpy.ma (which np.median and polars' Series from a numpy
+    array import)."""
     trace = REPO / "sample_traces" / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz"
+    others = [f"dashboard.cli.{m}" for m in ("index", "cases", "export", "compare", "hotspots", "bench", "join")]
     code = ("import sys\nfrom dashboard.cli import main\n"
             f"rc = main(['analyze', {str(trace)!r}, '--format', 'json', '--store', {str(tmp_path / 's')!r}])\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('altair', 'streamlit')\n"
-            "             or m.startswith(('dashboard.reports', 'dashboard.views', 'dashboard.render')))\n"
+            "             or m.startswith(('dashboard.reports', 'dashboard.views', 'dashboard.render'))\n"
+            f"             or m in {others!r} or m == 'numpy.ma')\n"
             "print('LOADED', bad, file=sys.stderr); sys.exit(rc)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "LOADED []" in r.stderr
+
+
+def test_each_command_is_registered_by_the_module_the_cli_imports_for_it():
+    """dashboard.cli.COMMAND_MODULES (which module a command line imports) against what each module registers on
+    the app when imported, in a fresh interpreter."""
+    code = ("import importlib, json\nfrom typer.main import get_command_name\n"
+            "from dashboard.cli import MODULES\nfrom dashboard.cli._app import app\n"
+            "seen, out = set(), {}\n"
+            "for m in MODULES:\n"
+            "    importlib.import_module('dashboard.cli.' + m)\n"
+            "    names = {c.name or get_command_name(c.callback.__name__) for c in app.registered_commands}\n"
+            "    names |= {g.name for g in app.registered_groups}\n"
+            "    out.update({n: m for n in names - seen}); seen |= names\n"
+            "print(json.dumps(out))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    from dashboard.cli import COMMAND_MODULES
+    assert json.loads(r.stdout) == COMMAND_MODULES
 
 
 @pytest.mark.parametrize("mod", ["collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"])

@@ -24,31 +24,53 @@ import warnings
 # numpy's OpenBLAS starts a thread per core when numpy is imported, and they spin while waiting: about 0.1 CPU s per
 # command on 2 cores (more on more), for commands that do no linear algebra. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# the cyclic GC's passes over the objects that importing Typer and the command modules creates (none of them garbage)
-# cost about 1 % of a short command: paused while the commands are imported, and what exists then is left out of
-# later passes (gc.freeze). No command module imports polars at its top: a warm `runs` prints its kept listing
-# without it (dashboard.cli.index)
 _GC_ON = gc.isenabled()
-gc.disable()
+gc.disable()                                   # while Typer and the CLI's own modules are imported (load_commands)
 
-from analyzers.errors import AnalysisError, ParameterError
-from collectors.errors import InputError
-from dashboard.cli._app import app
-
-# command modules register themselves on `app`
-from dashboard.cli import core  # noqa: E402,F401  ingest, analyze, gpus, dashboard
-from dashboard.cli import index  # noqa: E402,F401  runs, reindex, query
-from dashboard.cli import cases  # noqa: E402,F401  cases, predict, claims
-from dashboard.cli import timeline  # noqa: E402,F401  whatif
-from dashboard.cli import export  # noqa: E402,F401  export
-from dashboard.cli import compare  # noqa: E402,F401  compare
-from dashboard.cli import hotspots  # noqa: E402,F401  hotspots
-from dashboard.cli import bench  # noqa: E402,F401  bench
-from dashboard.cli import join  # noqa: E402,F401  join
+from analyzers.errors import AnalysisError, ParameterError  # noqa: E402
+from collectors.errors import InputError  # noqa: E402
+from dashboard.cli._app import app  # noqa: E402
 
 gc.freeze()
 if _GC_ON:
     gc.enable()
+
+#: the module (dashboard.cli.<module>) that registers each command on `app` when it is imported. A command line that
+#: names one of them imports only that module (a tenth of a short command's time went to importing all nine: Bench's
+#: fleet code, the index's, the cases' ...); anything else (--help, no command, an unknown name) imports them all.
+#: tests/test_layout.py checks this table against what the modules register.
+COMMAND_MODULES = {
+    "ingest": "core", "analyze": "core", "gpus": "core", "dashboard": "core",
+    "rm": "core", "runs": "index", "reindex": "index", "query": "index",
+    "cases": "cases", "predict": "cases", "claims": "cases", "ceilings": "bench",
+    "whatif": "timeline", "export": "export", "compare": "compare", "hotspots": "hotspots", "bench": "bench",
+    "join": "join",
+}
+#: in the order their commands are listed by --help
+MODULES = ("core", "index", "cases", "timeline", "export", "compare", "hotspots", "bench", "join")
+
+
+def load_commands(name: str | None = None):
+    """`app` with the command `name` registered (its module imported), or with every command when name is None or
+    not a command. The cyclic GC's passes over the objects that importing Typer's commands creates (none of them
+    garbage) cost about 1 % of a short command: it is paused meanwhile, and what exists then is left out of later
+    passes (gc.freeze). No command module imports polars at its top: a warm `runs` prints its kept listing without
+    it (dashboard.cli.index)."""
+    import importlib
+    mods = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else MODULES
+    missing = [m for m in mods if f"{__name__}.{m}" not in sys.modules]
+    if missing:
+        on = gc.isenabled()
+        gc.disable()
+        try:
+            for m in missing:
+                importlib.import_module(f"{__name__}.{m}")
+            gc.freeze()
+        finally:
+            if on:
+                gc.enable()
+    return app
+
 
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
@@ -89,12 +111,13 @@ def app_for(argv: list[str]):
 
     from typer.main import get_command_name
     name = argv[0] if argv else ""
-    if not name or name.startswith("-"):
-        return app
+    if name not in COMMAND_MODULES:
+        return load_commands()
+    load_commands(name)
     cmds = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
     groups = [g for g in app.registered_groups if g.name == name]
     if len(cmds) + len(groups) != 1:
-        return app
+        return load_commands()
     one = copy.copy(app)
     one.registered_commands, one.registered_groups = cmds, groups
     return one

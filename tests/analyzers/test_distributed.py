@@ -190,3 +190,25 @@ def test_iteration_time_distribution():
 
 def test_schema_of_gpu_ops_has_the_collective_columns():
     assert {"collective", "comm_in_nelems", "comm_out_nelems", "comm_dtype", "comm_group_size"} <= set(GPU_OPS_SCHEMA)
+
+
+def test_the_straggler_median_is_numpys():
+    """stragglers._median (np.median without the numpy.ma import) gives np.median's value: odd and even lengths,
+    integers beyond float64's exact range, NaN, one value; a median of the middle value alone (or of the upper one)
+    would fail the even cases."""
+    from hypothesis import given, settings, strategies as st
+    med = S._median
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.one_of(st.integers(-2**62, 2**62), st.floats(allow_infinity=False)), min_size=1, max_size=9))
+    def same(xs):
+        x = np.array(xs, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            want = float(np.median(x))
+        got = med(x)
+        assert (np.isnan(want) and np.isnan(got)) or got == want
+
+    same()
+    assert med(np.array([1, 2, 3, 10])) == 2.5 and med(np.array([7])) == 7.0
+    assert med(np.array([2**60 + 1, 2**60 + 3], dtype=np.int64)) == float(np.median(np.array([2**60 + 1, 2**60 + 3])))
+    assert np.isnan(med(np.array([1.0, np.nan, 3.0])))

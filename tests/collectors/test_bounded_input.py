@@ -334,3 +334,42 @@ def test_a_name_longer_than_the_string_limit_is_refused_by_its_characters_not_it
                 parse_bytes(data, "t.json")
         else:
             assert name in parse_bytes(data, "t.json").table("gpu_ops")["name"].to_list()
+
+
+#: (table, column, value written into its last row, what the refusal says): every check of a timeline's tables
+TIMELINE_FAULTS = [
+    ("gpu_ops", "start_ns", (1 << 62) + 1, r"gpu_ops row \(.*\): start_ns = 4611686018427387905 ns \(beyond any real"),
+    ("cpu_ops", "end_ns", -(1 << 62) - 1, r"cpu_ops row .*: end_ns = -4611686018427387905 ns \(beyond any real clock"),
+    ("api_calls", "end_ns", "start-1", r"api_calls row \(.*\) ends before it starts"),
+    ("cpu_ops", "duration_ns", -1, r"cpu_ops row .*: duration_ns = -1 ns \(a negative duration\)"),
+    ("gpu_ops", "device", None, r"1 GPU op\(s\) without a device id"),
+    ("gpu_ops", "stream", None, r"1 GPU op\(s\) without a stream"),
+    ("gpu_ops", "name", None, r"1 GPU op\(s\) without a name"),
+    ("api_calls", "rank", None, r"1 API call\(s\) without a process \(rank\)"),
+    ("gpu_ops", "device", 1 << 21, r"device = 2097152 \(not a device ordinal\)"),
+    ("gpu_ops", "block_x", 2000, r"block_x = 2000 \(CUDA allows 1\.\.1,024\)"),
+    ("gpu_ops", "block_z", 65, r"block_z = 65 \(CUDA allows 1\.\.64\)"),
+    ("gpu_ops", "grid_y", 70_000, r"grid_y = 70000 \(CUDA allows 1\.\.65,535\)"),
+    ("gpu_ops", "registers_per_thread", 256, r"registers_per_thread = 256 \(CUDA allows at most 255\)"),
+    ("gpu_ops", "shared_memory_bytes", 300_000, r"shared_memory_bytes = 300000 bytes per block \(above any GPU\)"),
+    ("gpu_ops", "bytes", -1, r"bytes = -1 \(a negative size\)"),
+]
+
+
+@pytest.mark.parametrize("table,column,value,said", TIMELINE_FAULTS, ids=[f"{t}.{c}" for t, c, *_ in TIMELINE_FAULTS])
+def test_each_timeline_check_refuses_one_bad_value_of_a_real_trace(table, column, value, said):
+    """The timeline checks run as one query per table, then one by one only when that query finds something
+    (collectors.validate._timeline_sound): one bad value in the last row of a real trace's table is still refused,
+    with the message of its own check, and the trace as recorded passes."""
+    from collectors.ingest import parse_path
+    from collectors.validate import _timeline_sound, validate
+    parsed = parse_path(H200_TORCH / "ffn_M1_eager.json.gz")
+    assert _timeline_sound(parsed) and validate(parsed, "t.json") is parsed
+    df = parsed.tables[table]
+    last = df.height - 1
+    if value == "start-1":
+        value = df["start_ns"][last] - 1
+    parsed.tables[table] = df.with_columns(df[column].scatter(last, value))
+    assert not _timeline_sound(parsed)
+    with pytest.raises(ArtifactError, match=said):
+        validate(parsed, "t.json")
