@@ -138,8 +138,14 @@ def _narrow(gpu_ops: pl.DataFrame, by) -> pl.DataFrame:
 
 
 def _with_prev_end(s: pl.DataFrame, by) -> pl.DataFrame:
-    """s sorted by (by..., start_ns) -> with `_prev_end` = latest end of the group's earlier ops (null: first)."""
-    return s.with_columns(pl.col("end_ns").cum_max().shift(1).over(list(by)).alias("_prev_end"))
+    """s sorted by (by..., start_ns) -> with `_prev_end` = latest end of the group's earlier ops (null: first).
+    When the first and the last row are of the same group, s (sorted by group) is one group, and the scan needs no
+    window: `over` costs about 11 ms against 2 ms for 174,240 ops of one stream."""
+    by = list(by)
+    prev_end = pl.col("end_ns").cum_max().shift(1)
+    if s.height and all(s[0, c] == s[-1, c] for c in by):
+        return s.with_columns(prev_end.alias("_prev_end"))
+    return s.with_columns(prev_end.over(by).alias("_prev_end"))
 
 
 _COVER = (pl.col("end_ns") - pl.max_horizontal("start_ns", "_prev_end")).clip(lower_bound=0)
