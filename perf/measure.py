@@ -69,6 +69,7 @@ def run_once(tool: Tool, timeout: float = 3600) -> dict:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     fd, report = tempfile.mkstemp(prefix="ks-perf-", suffix=".json")
     os.close(fd)
+    ticks = cpu_ticks()
     try:
         p = subprocess.run([sys.executable, "-c", _LAUNCHER, report, *tool.argv], stdout=out,
                            stderr=subprocess.PIPE, env=env, cwd=tool.cwd, timeout=timeout)
@@ -82,7 +83,29 @@ def run_once(tool: Tool, timeout: float = 3600) -> dict:
         raise RuntimeError(f"{tool.name} failed (exit {ru.get('rc', p.returncode)}): {' '.join(tool.argv)}\n"
                            f"{err[-3000:]}")
     return {"wall_s": ru["wall_s"], "cpu_s": ru["user_s"] + ru["sys_s"], "user_s": ru["user_s"], "sys_s": ru["sys_s"],
-            "maxrss_mib": ru["maxrss_kib"] / 1024, "stderr_tail": err[-500:]}
+            "maxrss_mib": ru["maxrss_kib"] / 1024, "steal_pct": steal_pct(ticks, cpu_ticks()),
+            "stderr_tail": err[-500:]}
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """(steal, total) clock ticks of all CPUs since boot (/proc/stat's first line), None where there is none. Steal
+    is the time a virtual machine's CPUs were ready to run but the hypervisor ran something else: a shared cloud host
+    slows every command by it, and a command on all cores more than one on a single core."""
+    try:
+        f = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if len(f) < 9 or f[0] != "cpu":
+        return None
+    v = [int(x) for x in f[1:9]]            # user nice system idle iowait irq softirq steal (guest is within user)
+    return v[7], sum(v)
+
+
+def steal_pct(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
+    """The share of all CPUs' time between two cpu_ticks() readings that the hypervisor took, in %."""
+    if a is None or b is None or b[1] <= a[1]:
+        return None
+    return round(100 * (b[0] - a[0]) / (b[1] - a[1]), 1)
 
 
 def stats(samples: list[dict]) -> dict:
@@ -90,6 +113,9 @@ def stats(samples: list[dict]) -> dict:
     for k in ("wall_s", "cpu_s", "maxrss_mib"):
         v = [s[k] for s in samples]
         out[k] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
+    steal = [s["steal_pct"] for s in samples if s.get("steal_pct") is not None]
+    if steal:
+        out["steal_pct"] = {"median": statistics.median(steal), "min": min(steal), "max": max(steal)}
     return out
 
 
@@ -102,8 +128,9 @@ def compare(tools: list[Tool], rounds: int, log=print) -> dict:
             s = run_once(t)
             s["round"] = r
             samples[t.name].append(s)
+            steal = "" if s["steal_pct"] is None else f"  steal {s['steal_pct']:4.1f} %"
             log(f"  round {r + 1}/{rounds} {t.name:<28} wall {s['wall_s']:7.2f} s  cpu {s['cpu_s']:7.2f} s  "
-                f"peak {s['maxrss_mib']:8.0f} MiB")
+                f"peak {s['maxrss_mib']:8.0f} MiB{steal}")
     return {name: {"samples": v, **stats(v)} for name, v in samples.items()}
 
 
@@ -132,7 +159,7 @@ def machine() -> dict:
         pass
     return {"cpus": os.cpu_count(), "cpu_model": model, "memory_gib": round(mem / 2**30, 1),
             "python": platform.python_version(), "platform": platform.platform(), "loadavg_start": loadavg(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "cpu_ticks_start": cpu_ticks(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def fmt_spread(st: dict, key: str, unit: str, nd: int = 2) -> str:
@@ -145,12 +172,15 @@ def write_results(name: str, doc: dict, table: list[list[str]], header: list[str
     """perf/results/<name>.json and perf/results/<name>.md (the table the README quotes, with the machine)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     doc["machine"]["loadavg_end"] = loadavg()
+    doc["machine"]["steal_pct"] = steal_pct(doc["machine"].pop("cpu_ticks_start", None), cpu_ticks())
     (RESULTS / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
     m = doc["machine"]
     lines = [f"| {' | '.join(header)} |", f"|{'|'.join('---' for _ in header)}|"]
     lines += [f"| {' | '.join(row)} |" for row in table]
     lines += ["", f"Machine: {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Python {m['python']}; load "
-                  f"average {m['loadavg_start']} at the start, {m['loadavg_end']} at the end; {m['date']}."]
+                  f"average {m['loadavg_start']} at the start, {m['loadavg_end']} at the end; {m['date']}."
+              + ("" if m["steal_pct"] is None else f" CPU time taken by the hypervisor (steal) over the whole run: "
+                                                    f"{m['steal_pct']} % of all CPUs' time.")]
     lines += notes
     path = RESULTS / f"{name}.md"
     path.write_text("\n".join(lines) + "\n")
