@@ -62,22 +62,27 @@ _NOISE = re.compile(rb"\n(?:==|\r?\n)")
 
 def _raw_batches(chunks, name: str):
     """The kernel rows of a raw page, given as a stream of byte chunks, in pieces of about RAW_BATCH_BYTES cut after
-    a newline (ncu writes no newline inside a field); ==PROF== and other noise lines and blank lines dropped."""
-    buf = bytearray()
+    a newline (ncu writes no newline inside a field); ==PROF== and other noise lines and blank lines dropped. Each
+    piece is one copy of its chunks (bytes)."""
+    carry, parts, size = b"", [], 0
     done = False
     while not done:
         nxt = next(chunks, None)
         if nxt is None:
             done = True
         else:
-            buf += nxt
-            if len(buf) < RAW_BATCH_BYTES:
+            parts.append(nxt)
+            size += len(nxt)
+            if size < RAW_BATCH_BYTES:
                 continue
+        buf = b"".join([carry, *parts])
+        parts, size = [], 0
         cut = len(buf) if done else buf.rfind(b"\n") + 1
         if cut <= 0:
+            carry = buf
             continue
-        piece = bytes(buf[:cut])
-        del buf[:cut]
+        piece, carry = (buf, b"") if cut == len(buf) else (buf[:cut], buf[cut:])
+        del buf
         if _NOISE.search(piece) or piece[:1] in (b"=", b"\n", b"\r"):      # one scan of the piece
             piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip() and not ln.startswith(b"=="))
         if piece.strip():
@@ -90,22 +95,59 @@ def _byte_chunks(data, start: int):
         yield view[i:i + RAW_BATCH_BYTES]
 
 
-def _long_batch(wide: pl.DataFrame, metric_cols: list[str], metrics: pl.Series, units: pl.Series,
-                factors: pl.Series, dc: bool, keep_text: pl.Series) -> pl.DataFrame:
-    """One batch of raw-page rows -> long form (id, metric, value, text, unit), metric-major as `unpivot` orders it:
-    the values of every metric column are put end to end and parsed by one vectorised expression (thousands
-    separators, unit factor), names, units and factors are gathered from one series each (no string per value), and
-    a text is kept only where a value is not a number and not n/a, or is not finite in a metric that `keep_text`
-    marks (one boolean per metric column)."""
+def _split_rows(piece: bytes, width: int) -> pl.Series | None:
+    """The fields of each row of a piece as one list of strings per row, by splitting every line at '","', when
+    that is exact: each line starts and ends with a quote, splits into `width` fields, and the piece holds no other
+    quote (2 x width per row), so that no field is unquoted or holds an escaped quote or a '","' of its own. This is
+    what ncu writes. None otherwise: the CSV reader takes the piece."""
     import numpy as np
-    n, m = wide.height, len(metric_cols)
-    which = pl.Series(np.repeat(np.arange(m, dtype=np.uint32), n))
-    ids = wide["ID"].str.strip_chars().cast(pl.Int32)
-    df = pl.DataFrame({"id": ids.gather(pl.Series(np.tile(np.arange(n, dtype=np.uint32), m))),
-                       "metric": metrics.gather(which),
-                       "raw": pl.concat([wide.get_column(c) for c in metric_cols], rechunk=True),
-                       "f": factors.gather(which), "unit": units.gather(which)})
-    raw = df.get_column("raw")
+    if b"\r" in piece:
+        return None
+    try:
+        lines = pl.Series(piece.rstrip(b"\n").decode().split("\n"))
+    except UnicodeDecodeError:
+        return None
+    if np.count_nonzero(np.frombuffer(piece, np.uint8) == ord('"')) != 2 * width * lines.len() or not (
+            lines.str.starts_with('"') & lines.str.ends_with('"')).all():
+        return None
+    rows = lines.str.slice(1, lines.str.len_bytes() - 2).str.split('","')
+    return rows if (rows.list.len() == width).all() else None
+
+
+class _Tiles:
+    """The per-metric series (name, unit, unit factor, whether a non-finite value becomes text) repeated launch by
+    launch for the rows of a batch: built once for the most rows seen and sliced for fewer (row by row, the
+    repetition for n rows is the start of the one for more)."""
+
+    def __init__(self, metric_cols: list[str], units: list[str]):
+        base = [ncu_to_base(1.0, u) for u in units]
+        self.m = len(metric_cols)
+        self.cols = pl.DataFrame({
+            "metric": pl.Series(metric_cols, dtype=pl.Categorical()),
+            "f": pl.Series([f for f, _ in base], dtype=pl.Float64),
+            "unit": pl.Series([u for _, u in base], dtype=pl.Categorical()),
+            "keep_text": pl.Series([not (c in BUILD_METRICS or c.startswith("device__attribute_"))
+                                    for c in metric_cols], dtype=pl.Boolean)})
+        self.tiled = self.cols.clear()
+
+    def rows(self, n: int) -> pl.DataFrame:
+        tiled = self.tiled                 # one read: another thread may replace it (with fewer rows)
+        if tiled.height < n * self.m:
+            import numpy as np
+            tiled = self.tiled = self.cols.select(
+                pl.all().gather(pl.Series(np.tile(np.arange(self.m, dtype=np.uint32), n))))
+        return tiled.slice(0, n * self.m)
+
+
+def _long_batch(ids: pl.Series, raw: pl.Series, tiles: _Tiles, dc: bool) -> pl.DataFrame:
+    """One batch of raw-page rows -> long form (id, metric, value, text, unit), launch by launch in the header's
+    metric order (as a report's metrics are): `raw` holds the metric fields of every row end to end. The values are
+    parsed by one vectorised expression (thousands separators, unit factor), names, units and factors come from
+    `tiles` (no string per value), and a text is kept only where a value is not a number and not n/a, or is not
+    finite in a metric whose `keep_text` is set."""
+    import math
+    import numpy as np
+    per = tiles.rows(ids.len())
     if dc:                 # decimal comma: "1.234" is a thousand, every value goes through the separators
         value, slow = pl.Series("value", [], dtype=pl.Float64), pl.int_range(0, raw.len(), dtype=pl.UInt32, eager=True)
     else:                  # plain numbers cast at once; those with separators, spaces or text afterwards
@@ -113,63 +155,136 @@ def _long_batch(wide: pl.DataFrame, metric_cols: list[str], metrics: pl.Series, 
         slow = (value.is_null() & raw.is_not_null()).arg_true()
     text = pl.repeat(None, raw.len(), dtype=pl.Categorical(), eager=True)
     if slow.len():
-        sub = raw.gather(slow).str.strip_chars()
-        fixed = (sub.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True) if dc
-                 else sub.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
-        value = fixed if dc else value.scatter(slow, fixed)
-        is_text = fixed.is_null() & ~sub.is_in(list(_NA))
-        if is_text.any():
-            text = text.scatter(slow.filter(is_text), raw.gather(slow.filter(is_text)).cast(pl.Categorical()))
-    value = value * df.get_column("f")
-    bad = (value.is_not_null() & ~value.is_finite() & keep_text.gather(which)).arg_true()
-    if bad.len():          # ncu's `nan` of an undefined derived metric: its text (as collectors.validate makes it)
-        text = text.scatter(bad, value.gather(bad).cast(pl.String))
-        value = value.scatter(bad, None)
-    return df.select("id", "metric", value.alias("value"), text.alias("text"), "unit")
+        sub = raw.gather(slow)
+        if not dc:         # thousands separators first; surrounding spaces only where that is not enough
+            fixed = sub.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+            if fixed.null_count():
+                sub = sub.str.strip_chars()
+                fixed = sub.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+            value = value.scatter(slow, fixed)
+        else:
+            sub = sub.str.strip_chars()
+            fixed = sub.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True).cast(
+                pl.Float64, strict=False)
+            value = fixed
+        if fixed.null_count():
+            is_text = fixed.is_null() & ~sub.is_in(list(_NA))
+            if is_text.any():
+                text = text.scatter(slow.filter(is_text), raw.gather(slow.filter(is_text)).cast(pl.Categorical()))
+    value = value * per.get_column("f")
+    if not math.isfinite(value.sum()):   # a NaN or infinity somewhere (or a sum past the largest float: checked)
+        bad = (value.is_not_null() & ~value.is_finite() & per.get_column("keep_text")).arg_true()
+        if bad.len():      # ncu's `nan` of an undefined derived metric: its text (as collectors.validate makes it)
+            text = text.scatter(bad, value.gather(bad).cast(pl.String))
+            value = value.scatter(bad, None)
+    return pl.DataFrame({"id": pl.Series(np.repeat(ids.to_numpy(), tiles.m)), "metric": per.get_column("metric"),
+                         "value": value, "text": text, "unit": per.get_column("unit")})
+
+
+class _Incomplete(Exception):
+    """A row of a piece that ends early: its index in the piece (the row number in the file needs the rows of the
+    pieces before it)."""
+
+
+def _wide_rows(piece: bytes, header: list[str], name: str) -> pl.DataFrame:
+    """A piece read by polars' CSV reader (any quoting), one string column per header field, an empty field an empty
+    string however it is quoted; refused when a row is short or long."""
+    def short_row() -> None:
+        import csv
+        widths = (len(r) for r in csv.reader(io.StringIO(piece.decode("utf-8", errors="replace"))))
+        short = next((i for i, w in enumerate(widths) if w < len(header)), None)
+        if short is not None:
+            raise _Incomplete(short)
+    try:
+        wide = pl.read_csv(io.BytesIO(piece), has_header=False, new_columns=header, infer_schema=False,
+                           quote_char='"')
+    except pl.exceptions.PolarsError as e:
+        short_row()                    # a piece whose first row is short
+        raise ArtifactError(name, f"raw-page CSV rows do not match its header (truncated file?): "
+                                  f"{str(e).splitlines()[0]}") from None
+    if wide.width != len(header):
+        raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
+    if any(wide.null_count().row(0)):   # an empty unquoted field, or a row that ends early: count its fields
+        short_row()
+        wide = wide.fill_null("")      # as a quoted empty field reads
+    return wide
+
+
+def _piece_fields(piece: bytes, header: list[str], split: bool, name: str) -> tuple[pl.DataFrame, pl.Series]:
+    """(identity columns, the metric fields of every row end to end, row by row) of one piece of a raw page."""
+    k = len(IDENTITY)
+    rows = _split_rows(piece, len(header)) if split else None
+    if rows is not None:          # ncu's own quoting: every row split at once, one list of fields per row
+        head = pl.DataFrame(rows.list.head(k).to_list(), schema=IDENTITY, orient="row")
+        raw = rows.list.slice(k).explode()
+    else:
+        wide = _wide_rows(piece, header, name)
+        head = wide.select(IDENTITY)
+        raw = pl.concat([wide.get_column(c) for c in header[k:]], rechunk=True)
+        if wide.height > 1:       # column by column -> row by row
+            import numpy as np
+            n, m = wide.height, len(header) - k
+            raw = raw.gather(pl.Series((np.arange(m, dtype=np.uint32)[None, :] * n
+                                        + np.arange(n, dtype=np.uint32)[:, None]).ravel()))
+    if not head["ID"].str.strip_chars().str.contains(r"^\d+$").all():
+        raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
+    return head, raw
+
+
+#: pieces of a raw page read at once, one per thread (polars releases the GIL): on 2 cores the 10,000-kernel page
+#: takes about 0.6x the wall time of one thread, for the same CPU time and ~2 pieces' more memory
+RAW_THREADS = 2
 
 
 def _parse_raw(data, header: list[str], units: list[str], body_start: int, name: str):
-    """Wide raw page -> (identity dicts, long metric frame). Read in batches of rows, each vectorised with polars
-    (thousands separators, unit scaling, n/a column-wise) and turned into the compact long form at once, so the
-    text of every value never exists as strings all together (10,000 kernels x 2,227 metrics = 22 M values)."""
+    """Wide raw page -> (identity dicts, long metric frame, the metric names: every launch has each). Read in
+    pieces of rows, each vectorised with polars (thousands separators, unit scaling, n/a) and turned into the
+    compact long form at once, so the text of every value never exists as strings all together (10,000 kernels x
+    2,227 metrics = 22 M values). The first piece decides the decimal mark; the others are read RAW_THREADS at a
+    time, in order."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
     if len(units) != len(header) or any(units[: len(IDENTITY)]):
         raise ArtifactError(name, "raw-page CSV: the second row is not the units row (truncated or edited file?)")
     if len(set(header)) != len(header):
         raise ArtifactError(name, "raw-page CSV header repeats a column name")
     metric_cols = header[len(IDENTITY):]
-    metrics = pl.Series("metric", metric_cols, dtype=pl.Categorical())
-    base = [ncu_to_base(1.0, u) for u in units[len(IDENTITY):]]
-    factors = pl.Series("f", [f for f, _ in base], dtype=pl.Float64)
-    units_cat = pl.Series("unit", [u for _, u in base], dtype=pl.Categorical())
-    keep_text = pl.Series([not (m in BUILD_METRICS or m.startswith("device__attribute_")) for m in metric_cols],
-                          dtype=pl.Boolean)
-    idents, parts, dc, row0 = [], [], None, 0
-    chunks = _byte_chunks(data, body_start) if isinstance(data, (bytes, bytearray, memoryview)) else data
-    for piece in _raw_batches(iter(chunks), name):
+    tiles = _Tiles(metric_cols, units[len(IDENTITY):])
+    split = header[:len(IDENTITY)] == IDENTITY
+    idents, parts, row0 = [], [], 0
+    dc: list[bool] = []
+
+    def read(piece: bytes):
+        head, raw = _piece_fields(piece, header, split, name)
+        if not dc:                    # the first piece, read before any other starts
+            dc.append(_detect_decimal_comma([v for v in raw.head(len(metric_cols)).to_list() if v]))
+        return head, _long_batch(head["ID"].str.strip_chars().cast(pl.Int32), raw, tiles, dc[0])
+
+    def take(future) -> None:
+        nonlocal row0
         try:
-            wide = pl.read_csv(io.BytesIO(piece), has_header=False, new_columns=header, infer_schema=False,
-                               quote_char='"')
-        except pl.exceptions.PolarsError as e:
-            raise ArtifactError(name, f"raw-page CSV rows do not match its header (truncated file?): "
-                                      f"{str(e).splitlines()[0]}") from None
-        if wide.width != len(header):
-            raise ArtifactError(name, f"raw-page CSV rows have {wide.width} fields, its header {len(header)}")
-        short = (wide.select(pl.any_horizontal(pl.all().is_null()).arg_true())
-                 if any(wide.null_count().row(0)) else ())
-        if len(short):
-            raise ArtifactError(name, f"raw-page CSV kernel row {row0 + short.item(0, 0) + 1} is incomplete "
-                                      "(truncated file?)")
-        row0 += wide.height
-        if not wide["ID"].str.strip_chars().str.contains(r"^\d+$").all():
-            raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
-        if dc is None:
-            sample = [v for v in wide.head(3).select(metric_cols).row(0)] if metric_cols else []
-            dc = _detect_decimal_comma([v for v in sample if v])
-        idents += wide.select(IDENTITY).to_dicts()
-        parts.append(_long_batch(wide, metric_cols, metrics, units_cat, factors, dc, keep_text))
-        del wide
+            head, part = future.result()
+        except _Incomplete as e:
+            raise ArtifactError(name, f"raw-page CSV kernel row {row0 + e.args[0] + 1} is incomplete "
+                                      "(truncated file?)") from None
+        row0 += head.height
+        idents.extend(head.to_dicts())
+        parts.append(part)
+
+    chunks = _byte_chunks(data, body_start) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    with ThreadPoolExecutor(RAW_THREADS) as pool:
+        pending: deque = deque()
+        for piece in _raw_batches(iter(chunks), name):
+            pending.append(pool.submit(read, piece))
+            del piece
+            if not dc:
+                take(pending.popleft())
+            while len(pending) > RAW_THREADS:
+                take(pending.popleft())
+        while pending:
+            take(pending.popleft())
     if not parts:
         raise ArtifactError(name, "raw-page CSV has no kernel rows")
     long = pl.concat(parts, rechunk=False)
     parts.clear()
-    return idents, long
+    return idents, long, metric_cols
