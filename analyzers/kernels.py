@@ -167,23 +167,24 @@ def occupancy_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     launch's block size, registers, static + dynamic shared memory and the shared-memory configuration the
     driver chose (launch__shared_mem_config_size), next to ncu's own theoretical and achieved occupancy. Null
     where the rules do not apply: a GPU outside CC 7.0-12.x, or one whose per-SM limits are unknown."""
+    def one(block, regs, smem_static, smem_dynamic, smem_config, barriers) -> tuple:
+        if block is None or regs is None:
+            return None, None, None
+        try:
+            res = occupancy(gpu, int(block), int(regs), int(smem_static or 0), int(smem_dynamic or 0),
+                            smem_config_bytes=int(smem_config) if smem_config else None,
+                            barriers_per_block=int(barriers) if barriers is not None else 1)
+        except ValueError:          # outside the rules' compute capabilities, or limits unknown
+            return None, None, None
+        return res.occupancy_pct, "+".join(res.limiters), res.blocks_per_sm
+    known: dict[tuple, tuple] = {}  # one computation per launch configuration (launches of a kernel share it)
     preds, lims, blocks = [], [], []
     for r in k.select("block_size", "registers_per_thread", "smem_static_bytes", "smem_dynamic_bytes",
-                      "smem_config_bytes", "barrier_count").iter_rows(named=True):
-        if r["block_size"] is None or r["registers_per_thread"] is None:
-            preds.append(None); lims.append(None); blocks.append(None)
-            continue
-        try:
-            res = occupancy(
-                gpu, int(r["block_size"]), int(r["registers_per_thread"]),
-                int(r["smem_static_bytes"] or 0), int(r["smem_dynamic_bytes"] or 0),
-                smem_config_bytes=int(r["smem_config_bytes"]) if r["smem_config_bytes"] else None,
-                barriers_per_block=int(r["barrier_count"]) if r["barrier_count"] is not None else 1,
-            )
-        except ValueError:          # outside the rules' compute capabilities, or limits unknown
-            preds.append(None); lims.append(None); blocks.append(None)
-            continue
-        preds.append(res.occupancy_pct); lims.append("+".join(res.limiters)); blocks.append(res.blocks_per_sm)
+                      "smem_config_bytes", "barrier_count").iter_rows():
+        got = known.get(r)
+        if got is None:
+            got = known[r] = one(*r)
+        preds.append(got[0]); lims.append(got[1]); blocks.append(got[2])
     return k.with_columns(
         predicted_occupancy_pct=pl.Series(preds, dtype=pl.Float64),
         occupancy_limiter=pl.Series(lims, dtype=pl.String),
