@@ -379,7 +379,12 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
     gpu_name = attrs.get("display_name") or idents[0].get("GPU Name")
     source = ("device attributes" if attrs.get("display_name") else idents[0].get("GPU Name Source")
               if gpu_name else None)
-    metric_count = _most_per_launch(long["id"])
+    kids = [r["id"] for r in krows]
+    if names is not None and kids and all(k is not None and 0 <= k < 1 << 31 for k in kids):
+        from collections import Counter            # a raw page: each row has every metric of the header
+        metric_count = len(names) * max(Counter(kids).values())
+    else:
+        metric_count = _most_per_launch(long["id"])
     meta = {"source_format": fmt, "gpu_name": gpu_name, "gpu_name_source": source, "cc": kernels["cc"][0],
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": metric_count}

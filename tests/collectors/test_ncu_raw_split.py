@@ -115,3 +115,19 @@ def test_any_fields_split_or_read_give_the_same_tables(data, monkeypatch):
     else:
         assert got[0].equals(want[0]) and got[1].equals(want[1])
     assert used1 == (["split"] if '"' not in "".join("".join(r) for r in body) else ["csv reader"])
+
+
+def test_metric_count_of_a_raw_page_is_counted_from_its_rows(monkeypatch):
+    """metric_count (the most metric rows of one launch) of a raw page comes from the header and the rows; it is
+    what counting the metric table gives, also where two rows share a launch ID."""
+    from collectors import ncu
+    from collectors.ncu import _most_per_launch
+    rows = _rows("full_raw.csv.gz")
+    width = len(rows[0]) - len(ncu_values.IDENTITY)
+    p = parse_bytes(_write(rows), "r.csv")
+    assert p.meta["metric_count"] == width == _most_per_launch(p.table("metrics")["id"])
+    rows[4][0] = rows[3][0]                     # two rows with one ID (validate refuses it after the count)
+    p = ncu.parse(_write(rows), "r.csv")
+    assert p.meta["metric_count"] == 2 * width == _most_per_launch(p.table("metrics")["id"])
+    with pytest.raises(ArtifactError, match="launch id 1 appears 2 times"):
+        parse_bytes(_write(rows), "r.csv")
