@@ -39,8 +39,10 @@ M1024 = H200_TORCH / "ffn_M1024_eager.json.gz"
 STEP = SAMPLES / "h200" / "train_step"
 TOKEN = "e2e-token-0123456789abcdef"
 SHOTS = Path(os.environ.get("KERNELSCOPE_E2E_SHOTS", "/tmp/kernelscope-e2e-shots"))
-#: the page is drawn: script finished, no skeleton, every chart has its SVG/canvas, components painted
-DRAWN = """() => {
+#: the page is drawn: script finished, no skeleton, every chart has its SVG/canvas, components painted, and the
+#: elements the caller names (a CSS selector) are there: a component mounts after the script's state goes idle
+DRAWN = """(need) => {
+  if (need && !document.querySelector(need)) return false;
   const idle = document.querySelector("[data-test-script-state='notRunning']");
   if (!idle || !document.querySelector('h1') || document.querySelector('[data-testid=stSkeleton]')) return false;
   for (const c of document.querySelectorAll('[data-testid=stVegaLiteChart]')) {
@@ -133,8 +135,8 @@ def _new_page(b, width=1440, height=900):
     return b.new_context(viewport={"width": width, "height": height}).new_page()
 
 
-def _drawn(page, timeout=90_000):
-    page.wait_for_function(DRAWN, timeout=timeout, polling=100)
+def _drawn(page, timeout=90_000, need=None):
+    page.wait_for_function(DRAWN, arg=need, timeout=timeout, polling=100)
 
 
 def _full_run(server):
@@ -250,7 +252,7 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     nv = g.filter(pl.col("name").str.starts_with("nvjet")).sort("launch_delay_ns", descending=True).row(0, named=True)
     page = _new_page(b)
     page.goto(f"{url}/timeline?run={run.run_id}")
-    _drawn(page)
+    _drawn(page, need=".ks-tl[data-paints]")
     tl = page.locator(".ks-tl")
     whole = tl.get_attribute("data-window")
     canvas = page.locator(".ks-tl canvas")
@@ -269,7 +271,7 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     s, e = nv["start_ns"] - origin, nv["end_ns"] - origin
     w0, w1 = s - (e - s), e + (e - s)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={w0:.0f}&t1={w1:.0f}")
-    _drawn(page)
+    _drawn(page, need=".ks-tl[data-paints]")
     box = page.locator(".ks-tl canvas").bounding_box()
     x = box["x"] + 190 + (box["width"] - 190) * ((s + e) / 2 - w0) / (w1 - w0)
     page.mouse.move(x - 5, box["y"] + 26 + 18 + 8)
@@ -321,7 +323,7 @@ def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server
     s, e = opt["start_ns"] - origin, opt["end_ns"] - origin
     page = _new_page(b)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
-    _drawn(page)
+    _drawn(page, need=".ks-tl[data-paints]")
     tl = page.locator(".ks-tl")
     assert tl.get_attribute("data-color") == "bound"
     legend = page.locator(".ks-tl-legend")
@@ -334,11 +336,11 @@ def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server
                     ).sort("start_ns").row(0, named=True)
     bs, be = back["start_ns"] - origin, back["end_ns"] - origin
     page.goto(f"{url}/timeline?run={run.run_id}&t0={bs - (be - bs):.0f}&t1={be + (be - bs):.0f}")
-    _drawn(page)
+    _drawn(page, need=".ks-tl[data-paints]")
     assert page.evaluate(MARK, int(back["r"]))["rgb"] == page.evaluate(SWATCH, "not profiled")
     # the click on the DRAM-bound kernel opens its detail and its matched ncu launch (launch 11 of the report)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
-    _drawn(page)
+    _drawn(page, need=".ks-tl[data-paints]")
     box = page.locator(".ks-tl canvas").bounding_box()
     mark = page.evaluate(MARK, int(opt["r"]))
     page.mouse.move(box["x"] + mark["x"] - 4, box["y"] + mark["y"])
