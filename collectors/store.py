@@ -278,8 +278,9 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
 
 SETTINGS = "settings.json"
 _LOCK = threading.Lock()
-#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name)
-_LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run]]] = {}
+#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name,
+#: the unreadable folders)
+_LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run], list[tuple[str, str]]]] = {}
 
 
 class Store:
@@ -328,23 +329,38 @@ class Store:
         without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once).
         A run folder whose manifest cannot be read (or names anything but a plain file) is left out, and listed
         by `unreadable()`, so one damaged folder never hides the others."""
+        return list(self._listing()[0])
+
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(folder name, problem) of run folders whose manifest cannot be read: found by the same listing as
+        `runs()`, and cached with it (a page that shows both reads no manifest twice)."""
+        return list(self._listing()[1])
+
+    def _listing(self) -> tuple[list[Run], list[tuple[str, str]]]:
+        """(the runs newest first, the unreadable folders by name): from the cache while the runs folder's stamp is
+        unchanged and was settled when read; else the folder is listed again, keeping the Run of each run folder
+        that did not change since."""
         stamp = _stamp(self.runs_dir)
         if stamp is None:
-            return []
+            return [], []
         key = str(self.runs_dir.resolve())
         with _LOCK:
             hit = _LISTINGS.get(key)
         if hit is not None and hit[0] == stamp and hit[1]:
-            return list(hit[2])
+            return hit[2], hit[4]
         now = time.time_ns()
         old = hit[3] if hit is not None else {}
-        out = []
+        out, bad = [], []
         try:
             entries = list(self.runs_dir.iterdir())
         except OSError:
-            return []
+            return [], []
         for p in entries:
-            if p.name.startswith(".") or not _RUN_ID.fullmatch(p.name):
+            if p.name.startswith("."):
+                continue
+            if not _RUN_ID.fullmatch(p.name):       # not a run folder; one with a manifest is a damaged run
+                if (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
+                    bad.append((p.name, "its manifest.json cannot be read"))
                 continue
             rs = _stamp(p)
             prev = old.get(p.name)
@@ -354,19 +370,13 @@ class Store:
                 run = Run(p, stamp=rs)
                 if _manifest_ok(run):
                     out.append(run)
+                else:
+                    bad.append((p.name, "its manifest.json cannot be read"))
         out.sort(key=lambda r: (_num(r.manifest.get("created")), r.run_id), reverse=True)
+        bad.sort()
         with _LOCK:
-            _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out})
-        return list(out)
-
-    def unreadable(self) -> list[tuple[str, str]]:
-        """(folder name, problem) of run folders whose manifest cannot be read."""
-        out = []
-        if self.runs_dir.is_dir():
-            for p in sorted(self.runs_dir.iterdir()):
-                if not p.name.startswith(".") and (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
-                    out.append((p.name, "its manifest.json cannot be read"))
-        return out
+            _LISTINGS[key] = (stamp, _settled(stamp, now), out, {r.path.name: r for r in out}, bad)
+        return out, bad
 
     def get(self, run_id: str) -> Run:  # noqa: C901
         """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything

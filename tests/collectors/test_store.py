@@ -119,3 +119,35 @@ def test_a_listing_read_right_after_a_change_is_read_again(store, monkeypatch):
     assert len(store.runs()) == 2                              # read once more (a new stamp), now settled
     store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
     assert len(store.runs()) == 2                              # trusted: the cache is what answered
+
+
+def test_unreadable_folders_come_from_the_cached_listing(store, monkeypatch):
+    """A run folder with a garbage manifest (and a folder that is not a run id but holds a manifest) is left out of
+    `runs()` and named by `unreadable()`; both answer from one listing, so a page that shows the runs and the damaged
+    folders reads no manifest while the store is unchanged (the Runs page of 1,000 runs read them all on every
+    rerun), and a new damaged folder shows once the store changes."""
+    from collectors import store as store_mod
+    a, _ = store.ingest_path(SAMPLE)
+    b, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    (store.runs_dir / b.run_id / "manifest.json").write_text("{ not json")
+    (store.runs_dir / "stray").mkdir()
+    (store.runs_dir / "stray" / "manifest.json").write_text("{}")
+    _age(store)
+    assert [r.run_id for r in store.runs()] == [a.run_id]
+    assert store.unreadable() == [(b.run_id, "its manifest.json cannot be read"),
+                                  ("stray", "its manifest.json cannot be read")]
+    reads = []
+    real = store_mod._manifest_ok
+    monkeypatch.setattr(store_mod, "_manifest_ok", lambda run: reads.append(run.path.name) or real(run))
+    assert [r.run_id for r in Store(store.root).runs()] == [a.run_id]
+    assert len(Store(store.root).unreadable()) == 2 and reads == []          # the cache answered both
+    c, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    (store.runs_dir / c.run_id / "manifest.json").write_text("[]")
+    import os
+    import time
+    t = time.time() - 30                    # the changed folders settle; the others keep their stamps of above
+    for p in (store.runs_dir / c.run_id, store.runs_dir):
+        os.utime(p, (t, t))
+    assert [x for x, _ in store.unreadable()] == sorted([b.run_id, c.run_id]) + ["stray"]
+    assert sorted(reads) == sorted([b.run_id, c.run_id, "stray"])            # only folders not listed before
+    assert [r.run_id for r in store.runs()] == [a.run_id]

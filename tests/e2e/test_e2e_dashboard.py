@@ -139,6 +139,12 @@ def _drawn(page, timeout=90_000, need=None):
     page.wait_for_function(DRAWN, arg=need, timeout=timeout, polling=100)
 
 
+def expect(locator):
+    """Playwright's retrying assertions (imported here: the module loads without the e2e extra)."""
+    from playwright.sync_api import expect as _expect
+    return _expect(locator)
+
+
 def _full_run(server):
     url, store, ids = server
     return store.ingest_path(FULL)[0].run_id          # uploaded by the first test; here, or stored now
@@ -206,11 +212,11 @@ def test_source_hot_spots_of_a_real_report(server, browser):
     run_id = _full_run(server)
     page = _new_page(b)
     page.goto(f"{url}/kernels?run={run_id}&kernel=5")
-    _drawn(page)
+    _drawn(page, need=".ks-table tbody tr")
     page.get_by_text("Source hot spots").wait_for(timeout=60_000)
     table = page.locator(".ks-table").filter(has_text="SASS instruction").first
     rows = table.locator("tbody tr")
-    assert rows.count() == 25
+    expect(rows).to_have_count(25, timeout=60_000)                 # the table mounts after the page's script ends
     text = table.inner_text()
     assert "LDS" in text and "MIO throttle" in text                       # the column read waits on shared memory
     reasons = page.locator(".ks-table").filter(has_text="stall reason").first
@@ -218,7 +224,8 @@ def test_source_hot_spots_of_a_real_report(server, browser):
     page.goto(f"{url}/kernels?run={run_id}&kernel=5&show=charts")
     _drawn(page)
     chart = page.locator("[data-testid=stVegaLiteChart]").filter(has_text="Where the warps waited")
-    assert chart.count() == 1 and chart.bounding_box()["height"] > 200
+    expect(chart).to_have_count(1, timeout=60_000)
+    assert chart.bounding_box()["height"] > 200
     page.context.close()
 
 
@@ -235,6 +242,11 @@ def test_metric_baseline_of_two_real_reports(server, browser):
     page.get_by_label("Filter metrics").press("Enter")
     page.wait_for_url("**mq=dram__cycles_active*", timeout=60_000)
     _drawn(page)
+    # the filtered table replaces the whole one once the rerun is drawn: wait for it rather than read it at once
+    page.wait_for_function("""() => { const t = Array.from(document.querySelectorAll('.ks-table'))
+        .filter(t => t.textContent.includes('noise threshold')).pop();
+      const rows = t ? Array.from(t.querySelectorAll('tbody tr')) : [];
+      return rows.length >= 1 && rows.every(r => r.textContent.includes('dram__cycles_active')); }""", timeout=60_000)
     diff = page.locator(".ks-table").filter(has_text="noise threshold").last
     rows = diff.locator("tbody tr")
     assert rows.count() >= 1 and all("dram__cycles_active" in rows.nth(i).inner_text() for i in range(rows.count()))
@@ -423,7 +435,7 @@ def test_every_page_draws_every_chart(server, browser):
         q = f"a={ids['basic']}&b={run_id}&" + q if name == "compare" else q
         q = f"run={ids['m1024']}&" + q if name in ("timeline", "ranks") else q
         page.goto(f"{url}/{name}" + (f"?{q}" if q else ""))
-        _drawn(page)
+        _drawn(page, need={"timeline": ".ks-tl[data-paints]", "kernels": ".ks-table tbody tr"}.get(name))
         shot = SHOTS / f"{name}{'-' + re.sub(r'[^a-z0-9]+', '_', q) if q else ''}.png"
         page.screenshot(path=str(shot), full_page=True)
         charts = page.locator("[data-testid=stVegaLiteChart]")
