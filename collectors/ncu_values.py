@@ -100,14 +100,13 @@ def _split_rows(piece: bytes, width: int) -> pl.Series | None:
     that is exact: each line starts and ends with a quote, splits into `width` fields, and the piece holds no other
     quote (2 x width per row), so that no field is unquoted or holds an escaped quote or a '","' of its own. This is
     what ncu writes. None otherwise: the CSV reader takes the piece."""
-    import numpy as np
     if b"\r" in piece:
         return None
     try:
         lines = pl.Series(piece.rstrip(b"\n").decode().split("\n"))
     except UnicodeDecodeError:
         return None
-    if np.count_nonzero(np.frombuffer(piece, np.uint8) == ord('"')) != 2 * width * lines.len() or not (
+    if piece.count(b'"') != 2 * width * lines.len() or not (
             lines.str.starts_with('"') & lines.str.ends_with('"')).all():
         return None
     rows = lines.str.slice(1, lines.str.len_bytes() - 2).str.split('","')
@@ -116,8 +115,8 @@ def _split_rows(piece: bytes, width: int) -> pl.Series | None:
 
 class _Tiles:
     """The per-metric series (name, unit, unit factor, whether a non-finite value becomes text) repeated launch by
-    launch for the rows of a batch: built once for the most rows seen and sliced for fewer (row by row, the
-    repetition for n rows is the start of the one for more)."""
+    launch for the rows of a batch, with the row each value belongs to (`row`): built once for the most rows seen
+    and sliced for fewer (row by row, the repetition for n rows is the start of the one for more)."""
 
     def __init__(self, metric_cols: list[str], units: list[str]):
         base = [ncu_to_base(1.0, u) for u in units]
@@ -128,14 +127,13 @@ class _Tiles:
             "unit": pl.Series([u for _, u in base], dtype=pl.Categorical()),
             "keep_text": pl.Series([not (c in BUILD_METRICS or c.startswith("device__attribute_"))
                                     for c in metric_cols], dtype=pl.Boolean)})
-        self.tiled = self.cols.clear()
+        self.tiled = self.cols.clear().with_columns(row=pl.lit(0, pl.UInt32))
 
     def rows(self, n: int) -> pl.DataFrame:
         tiled = self.tiled                 # one read: another thread may replace it (with fewer rows)
         if tiled.height < n * self.m:
-            import numpy as np
-            tiled = self.tiled = self.cols.select(
-                pl.all().gather(pl.Series(np.tile(np.arange(self.m, dtype=np.uint32), n))))
+            i = pl.int_range(0, n * self.m, dtype=pl.UInt32)
+            tiled = self.tiled = self.cols.select(pl.all().gather(i % self.m)).with_columns(row=i // self.m)
         return tiled.slice(0, n * self.m)
 
 
@@ -146,7 +144,6 @@ def _long_batch(ids: pl.Series, raw: pl.Series, tiles: _Tiles, dc: bool) -> pl.D
     `tiles` (no string per value), and a text is kept only where a value is not a number and not n/a, or is not
     finite in a metric whose `keep_text` is set."""
     import math
-    import numpy as np
     per = tiles.rows(ids.len())
     if dc:                 # decimal comma: "1.234" is a thousand, every value goes through the separators
         value, slow = pl.Series("value", [], dtype=pl.Float64), pl.int_range(0, raw.len(), dtype=pl.UInt32, eager=True)
@@ -177,7 +174,7 @@ def _long_batch(ids: pl.Series, raw: pl.Series, tiles: _Tiles, dc: bool) -> pl.D
         if bad.len():      # ncu's `nan` of an undefined derived metric: its text (as collectors.validate makes it)
             text = text.scatter(bad, value.gather(bad).cast(pl.String))
             value = value.scatter(bad, None)
-    return pl.DataFrame({"id": pl.Series(np.repeat(ids.to_numpy(), tiles.m)), "metric": per.get_column("metric"),
+    return pl.DataFrame({"id": ids.gather(per.get_column("row")), "metric": per.get_column("metric"),
                          "value": value, "text": text, "unit": per.get_column("unit")})
 
 
@@ -222,10 +219,9 @@ def _piece_fields(piece: bytes, header: list[str], split: bool, name: str) -> tu
         head = wide.select(IDENTITY)
         raw = pl.concat([wide.get_column(c) for c in header[k:]], rechunk=True)
         if wide.height > 1:       # column by column -> row by row
-            import numpy as np
             n, m = wide.height, len(header) - k
-            raw = raw.gather(pl.Series((np.arange(m, dtype=np.uint32)[None, :] * n
-                                        + np.arange(n, dtype=np.uint32)[:, None]).ravel()))
+            i = pl.int_range(0, n * m, dtype=pl.UInt32, eager=True)
+            raw = raw.gather(i % m * n + i // m)
     if not head["ID"].str.strip_chars().str.contains(r"^\d+$").all():
         raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
     return head, raw

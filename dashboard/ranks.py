@@ -20,7 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzers.stragglers import STRAGGLER_THRESHOLD, MultiRank, combine
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # numpy comes with analyzers.stragglers: `analyze` of one file asks is_multi_rank_target only
+    from analyzers.stragglers import MultiRank
 from collectors.errors import ArtifactError
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep", ".qdrep")
@@ -191,10 +194,12 @@ def _renumber(results: list[dict], notes: list[str]) -> None:
 
 
 def analyze_sources(sources: list[RankSource], executor, *, step_pattern: str | None = None,
-                    threshold: float = STRAGGLER_THRESHOLD, floors: dict | None = None,
+                    threshold: float | None = None, floors: dict | None = None,
                     on_done=None) -> tuple[MultiRank, Execution]:
     """Run rank_task over the sources on the executor and combine the summaries. on_done(done, total, label) is
-    called as each task completes. ArtifactError when no rank could be read or ranks repeat."""
+    called as each task completes. threshold: the straggler threshold (analyzers.stragglers.STRAGGLER_THRESHOLD
+    when None). ArtifactError when no rank could be read or ranks repeat."""
+    from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
     from dashboard.execute import Timer
     timer = Timer()
     jobs = [{"source": s, "step_pattern": step_pattern, "floors": floors or {}} for s in sources]
@@ -223,7 +228,8 @@ def analyze_sources(sources: list[RankSource], executor, *, step_pattern: str | 
     notes: list[str] = []
     _renumber(ok, notes)
     try:
-        mr = combine([s for r in ok for s in r["summaries"]], threshold=threshold)
+        mr = combine([s for r in ok for s in r["summaries"]],
+                     threshold=STRAGGLER_THRESHOLD if threshold is None else threshold)
     except ValueError as e:
         raise ArtifactError(sources[0].path if len(sources) == 1 else str(Path(sources[0].path).parent), str(e)) \
             from None

@@ -183,6 +183,20 @@ def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
     assert "LOADED []" in r.stderr
 
 
+def test_analyze_of_an_ncu_raw_page_imports_no_numpy(tmp_path):
+    """An ncu report needs no numpy (0.12-0.17 s of every such `analyze` on a 2-vCPU host): neither the raw-page
+    reader, nor the kernel analysis, nor `analyze`'s check whether its argument names many ranks (dashboard.ranks,
+    whose straggler analysis uses numpy, imports it only when it runs)."""
+    raw = REPO / "sample_traces" / "h200" / "chapter5_kernels" / "full_raw.csv.gz"
+    code = ("import sys\nfrom dashboard.cli import main\n"
+            f"rc = main(['analyze', {str(raw)!r}, '--format', 'json', '--store', {str(tmp_path / 's')!r}])\n"
+            "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'numpy')[:3], file=sys.stderr)\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stderr
+
+
 def test_each_command_is_registered_by_the_module_the_cli_imports_for_it():
     """dashboard.cli.COMMAND_MODULES (which module a command line imports) against what each module registers on
     the app when imported, in a fresh interpreter."""
