@@ -7,6 +7,11 @@ kernel) until there are --kernels rows (default 10,000) with distinct IDs; it is
 removed. Targets (issue 14): analyze < 5 s and < 1 GiB. Results: perf/results/ingest.json and the table
 perf/results/ingest.md that the README quotes.
 
+Baseline, alternated with both in every round: pandas' C reader on the same file (`pandas.read_csv(X, skiprows=[1],
+thousands=",")`: every field parsed to a number or a string in one pass, nothing more: no units, no long form, no
+checks, no analysis, no output). It is what a user without Kernelscope would run first, and it shows how fast this
+machine is at this hour: the ratio is ours over it. Left out, with a note, where pandas is not installed.
+
     .venv/bin/python perf/ingest.py [--kernels 10000] [--rounds 3]
 """
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import importlib.util
 import io
 import shutil
 import sys
@@ -26,6 +32,7 @@ from measure import REPO, Tool, compare, fmt_spread, machine, write_results  # n
 SAMPLE = REPO / "sample_traces/h200/chapter5_kernels/full_raw.csv.gz"
 KS = str(Path(sys.executable).with_name("kernelscope"))
 N = 1000     # the Kernels page's large report in perf/dashboard.py
+BASELINE = "pandas read_csv"
 
 
 def make_csv(n: int = N) -> bytes:
@@ -56,24 +63,37 @@ def main(argv=None) -> int:
         print(f"ncu raw CSV: {args.kernels:,} kernels x 2,227 metrics, {path.stat().st_size / 2**20:,.0f} MiB",
               flush=True)
         store, empty = work / "store", work / "empty"
-        res = compare([
+        tools = [
             Tool("kernelscope analyze", [KS, "analyze", str(path), "--format", "json", "--store", str(empty)],
                  stdout=str(work / "out.json")),
             Tool("kernelscope ingest", [KS, "ingest", str(path), "--store", str(store)],
-                 setup=lambda: shutil.rmtree(store, ignore_errors=True)),
-        ], args.rounds)
+                 setup=lambda: shutil.rmtree(store, ignore_errors=True))]
+        have_pandas = importlib.util.find_spec("pandas") is not None
+        if have_pandas:
+            tools.append(Tool(BASELINE, [sys.executable, "-c", "import sys, pandas; pandas.read_csv(sys.argv[1], "
+                                         "skiprows=[1], thousands=',', low_memory=False)", str(path)]))
+        res = compare(tools, args.rounds)
         doc["results"] = res
     finally:
         shutil.rmtree(work, ignore_errors=True)
     label = f"ncu raw CSV, {args.kernels:,} kernels × 2,227 metrics ({doc['input']['bytes'] / 2**20:,.0f} MiB)"
+    base = res.get(BASELINE)
     rows = []
     for tool, target in (("kernelscope analyze", "< 5 s, < 1 GiB"), ("kernelscope ingest", "—")):
         r = res[tool]
+        ratio = "—" if base is None else (
+            f"{r['cpu_s']['median'] / base['cpu_s']['median']:.2f}× its CPU, "
+            f"{r['wall_s']['median'] / base['wall_s']['median']:.2f}× its wall")
         rows.append([f"{label}: `{tool.split()[1]}`", fmt_spread(r, "cpu_s", "s"), fmt_spread(r, "wall_s", "s"),
-                     f"{r['maxrss_mib']['median']:,.0f} MiB", target])
+                     f"{r['maxrss_mib']['median']:,.0f} MiB", ratio, target])
+    if base is not None:
+        rows.append(["baseline: `pandas.read_csv` of the same file (numbers only)", fmt_spread(base, "cpu_s", "s"),
+                     fmt_spread(base, "wall_s", "s"), f"{base['maxrss_mib']['median']:,.0f} MiB", "—", "—"])
+    notes = [f"Each command in a fresh process, {args.rounds} rounds alternated (perf/ingest.py)."]
+    if base is None:
+        notes.append("pandas is not installed here: no baseline in this run.")
     path = write_results("ingest", doc, rows, ["input and command", "CPU, median (min–max)", "wall, median (min–max)",
-                                               "peak RSS", "target"],
-                         [f"Each command in a fresh process, {args.rounds} rounds alternated (perf/ingest.py)."])
+                                               "peak RSS", "ratio to the baseline", "target"], notes)
     print(path.read_text())
     return 0
 
