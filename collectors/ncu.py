@@ -404,20 +404,12 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
 
 
 def _most_per_launch(ids: pl.Series) -> int:
-    """The largest number of metric rows of one launch (ids are launch IDs), counted chunk by chunk without
-    grouping (or copying) 22 million rows."""
-    import numpy as np
-    total = None
-    for chunk in ids.get_chunks():
-        if chunk.null_count() or chunk.len() == 0:
-            continue
-        lo, hi = chunk.min(), chunk.max()
-        if lo < 0 or hi >= 1 << 24:
-            return int(ids.value_counts()["count"].max())
-        b = np.bincount(chunk.to_numpy())
-        total = b if total is None else (np.pad(total, (0, max(0, len(b) - len(total))))
-                                         + np.pad(b, (0, max(0, len(total) - len(b)))))
-    return int(total.max()) if total is not None else 0
+    """The largest number of metric rows of one launch (ids are launch IDs; nulls are not counted). One hash count
+    over the column: as fast as numpy's bincount chunk by chunk on 22 million rows (0.25 against 0.22 s), without
+    importing numpy (0.12-0.17 s of every command on a 2-vCPU host)."""
+    if ids.null_count():
+        ids = ids.drop_nulls()
+    return int(ids.value_counts()["count"].max()) if ids.len() else 0
 
 
 def _median(long: pl.DataFrame, metric: str) -> float | None:

@@ -18,17 +18,19 @@ correlation ids are among them.
 """
 from __future__ import annotations
 
+from collectors.ncu_rep import metric_value
+
 PC_METRICS = ("inst_executed", "smsp__pcsamp_sample_count")
 
 
 def _ids(met) -> list:
     cid = met.correlation_ids()
-    return [cid.value(i) for i in range(cid.num_instances())]
+    return [metric_value(cid, i) for i in range(cid.num_instances())]
 
 
 def _first_id(met):
     cid = met.correlation_ids()
-    return cid.value(0) if cid.num_instances() else None
+    return metric_value(cid, 0) if cid.num_instances() else None
 
 
 def _values(met) -> list[float] | None:

@@ -183,11 +183,15 @@ def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
     assert "LOADED []" in r.stderr
 
 
-def test_analyze_of_an_ncu_raw_page_imports_no_numpy(tmp_path):
+@pytest.mark.parametrize("report", ["full_raw.csv.gz", "full_details.csv.gz", "full.ncu-rep.gz"])
+def test_analyze_of_an_ncu_report_imports_no_numpy(tmp_path, report):
     """An ncu report needs no numpy (0.12-0.17 s of every such `analyze` on a 2-vCPU host): neither the raw-page
-    reader, nor the kernel analysis, nor `analyze`'s check whether its argument names many ranks (dashboard.ranks,
-    whose straggler analysis uses numpy, imports it only when it runs)."""
-    raw = REPO / "sample_traces" / "h200" / "chapter5_kernels" / "full_raw.csv.gz"
+    reader, nor the count of metrics per launch of the other formats, nor the kernel analysis, nor `analyze`'s check
+    whether its argument names many ranks (dashboard.ranks, whose straggler analysis uses numpy, imports it only
+    when it runs)."""
+    if report.endswith(".ncu-rep.gz"):
+        pytest.importorskip("ncu_report")
+    raw = REPO / "sample_traces" / "h200" / "chapter5_kernels" / report
     code = ("import sys\nfrom dashboard.cli import main\n"
             f"rc = main(['analyze', {str(raw)!r}, '--format', 'json', '--store', {str(tmp_path / 's')!r}])\n"
             "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'numpy')[:3], file=sys.stderr)\n"

@@ -29,6 +29,36 @@ def test_ncu_rep_keeps_source_counters_and_sections():
     assert p.tables["kernels"]["inst_executed"][7] == pytest.approx(2.2898e9, rel=1e-3)
 
 
+def test_metric_value_is_ncu_reports_value(tmp_path):
+    """collectors.ncu_rep.metric_value (a getter table built once) gives what ncu_report's IMetric.value gives, of the
+    same type: every metric of every launch of a real report, and every instance of the correlation ids and values
+    of its Source Counters."""
+    ncu_report = pytest.importorskip("ncu_report")
+    import gzip
+
+    from collectors.ncu_rep import metric_value
+    path = tmp_path / "full.ncu-rep"
+    path.write_bytes(gzip.decompress((H200_KERNELS / "full.ncu-rep.gz").read_bytes()))
+    rng = ncu_report.load_report(str(path)).range_by_idx(0)
+    seen, kinds = 0, set()
+    for ai in range(rng.num_actions()):
+        act = rng.action_by_idx(ai)
+        for name in act.metric_names():
+            met = act.metric_by_name(name)
+            pairs = [(met, None)]
+            if met.has_correlation_ids():
+                cid = met.correlation_ids()
+                pairs += [(cid, i) for i in range(min(cid.num_instances(), 50))]
+                pairs += [(met, i) for i in range(min(met.num_instances(), 50))]
+            for m, i in pairs:
+                want = m.value() if i is None else m.value(i)
+                got = metric_value(m, i)
+                assert type(got) is type(want) and (got == want or got != got and want != want), (name, i)
+                kinds.add(m.kind() if i is None else m.kind(i))
+                seen += 1
+    assert seen > 20_000 and len(kinds) >= 3          # strings, doubles and integers were all compared
+
+
 def test_exports_name_sections_too():
     from collectors.ingest import parse_path
     d = parse_path(H200_KERNELS / "full_details_base.csv.gz").tables
