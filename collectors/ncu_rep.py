@@ -50,31 +50,11 @@ def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
 
 
 
-_GETTERS: dict | None = None
-
-
-def metric_value(met, idx: int | None = None):
-    """ncu_report's IMetric.value(idx), without building its table of getters on every call (it did, 90,000 times
-    for a 9-launch report with Source Counters): the instance's value as str, int or float, None where there is
-    none."""
-    global _GETTERS
-    if _GETTERS is None:
-        import ncu_report
-        m = ncu_report.IMetric
-        none = lambda *args: None  # noqa: E731
-        _GETTERS = {m.ValueKind_ANY: none, m.ValueKind_DOUBLE: m.as_double, m.ValueKind_FLOAT: m.as_double,
-                    m.ValueKind_STRING: m.as_string, m.ValueKind_UINT32: m.as_uint64,
-                    m.ValueKind_UINT64: m.as_uint64, m.ValueKind_UNKNOWN: none}
-    if idx is None:
-        return _GETTERS[met.kind()](met)
-    return _GETTERS[met.kind(idx)](met, idx)
-
-
 def read_report_file(path: str, name: str) -> dict:
     """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it can abort): each
     launch's identity and metrics, the section that shows each metric, and the source level (SASS and the Source
     Counters per address, the CUDA files the report holds)."""
-    from collectors.ncu_source import sections_of, source_tables
+    from collectors.ncu_source import metric_value, sections_of, source_tables
     try:
         import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:

@@ -30,13 +30,13 @@ def test_ncu_rep_keeps_source_counters_and_sections():
 
 
 def test_metric_value_is_ncu_reports_value(tmp_path):
-    """collectors.ncu_rep.metric_value (a getter table built once) gives what ncu_report's IMetric.value gives, of the
-    same type: every metric of every launch of a real report, and every instance of the correlation ids and values
-    of its Source Counters."""
+    """collectors.ncu_source.metric_value (a getter table built once) gives what ncu_report's IMetric.value gives,
+    of the same type: every metric of every launch of a real report, and the first 50 instances of the correlation
+    ids and values of each of its Source Counters."""
     ncu_report = pytest.importorskip("ncu_report")
     import gzip
 
-    from collectors.ncu_rep import metric_value
+    from collectors.ncu_source import metric_value
     path = tmp_path / "full.ncu-rep"
     path.write_bytes(gzip.decompress((H200_KERNELS / "full.ncu-rep.gz").read_bytes()))
     rng = ncu_report.load_report(str(path)).range_by_idx(0)
