@@ -154,8 +154,36 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
+def _children_alive() -> bool:
+    mp = sys.modules.get("multiprocessing")
+    return bool(mp is not None and mp.active_children())
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` without Python's own teardown when nothing depends on it.
+
+    After a command that imported polars, the interpreter's teardown (every module cleared, polars' and numpy's
+    objects freed one by one) took 0.10-0.17 s on a 2-core host, a quarter of a short `analyze`. It is skipped when
+    it can only cost time: the standard streams are flushed, the atexit handlers run (temporary folders,
+    logging), and no other Python thread and no child process is alive. Anything else (a stream that cannot be
+    flushed, such as a closed pipe, or a thread still working) gets the normal exit, unchanged."""
+    import atexit
+    import threading
+    try:
+        if threading.active_count() == 1 and not _children_alive():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            atexit._run_exitfuncs()       # what Python's exit runs first; the handlers are removed as they run
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    except Exception:  # noqa: BLE001 - the normal exit below reports what it reports (a closed pipe, say)
+        pass
+    sys.exit(code)
+
+
 def entry() -> None:
-    sys.exit(main())
+    exit_now(main())
 
 
 if __name__ == "__main__":
