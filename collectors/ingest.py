@@ -141,12 +141,19 @@ def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
         raise ArtifactError(str(p), f"cannot read file ({e.strerror})") from None
 
 
-def parse_path(path: str | os.PathLike) -> Parsed:
+def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
     """A file or a rank folder, parsed in memory (nothing is stored); errors name the path as given. A PyTorch
     profiler trace file and an Nsight Compute raw-page CSV are read as streams (collectors.kineto.parse_file,
     collectors.ncu.parse_file), an Nsight Systems export where it lies (collectors.nsys.parse_file): none is held
     whole in memory. Whichever way it is read, the same bounds and checks apply as in parse_bytes (collectors.limits,
-    collectors.validate), so `analyze FILE` refuses what `ingest FILE` refuses."""
+    collectors.validate), so `analyze FILE` refuses what `ingest FILE` refuses.
+
+    metrics="analysis": of an Nsight Compute raw page, only the metrics the analysis reads are put in the metrics
+    table (collectors.ncu_values.analysis_metric; the rows are still split and checked whole, and the row bound is
+    that of the whole table): the same kernels, metadata and refusals, for `kernelscope analyze`, which shows no
+    other metric. Such a Parsed is never stored (collectors.store)."""
+    if metrics not in ("all", "analysis"):
+        raise ValueError(f"metrics={metrics!r}: 'all' or 'analysis'")
     p = Path(path)
     kind = "artifact"
     try:
@@ -154,7 +161,7 @@ def parse_path(path: str | os.PathLike) -> Parsed:
             cap = max_artifact_bytes()
             if p.stat().st_size > cap:
                 raise too_large(p.name, cap, "is")
-            streamed = _streamed_parser(p)
+            streamed = _streamed_parser(p, partial=metrics == "analysis")
             if streamed is not None:
                 parsed = streamed(p, p.name)
                 kind = parsed.kind
@@ -173,8 +180,9 @@ def parse_path(path: str | os.PathLike) -> Parsed:
         raise ArtifactError(str(path), f"could not be read as {kind}: {type(e).__name__}: {first}") from None
 
 
-def _streamed_parser(p: Path) -> Callable | None:
-    """The parser that reads file p from its path, for kinds read as a stream; None for the others."""
+def _streamed_parser(p: Path, partial: bool = False) -> Callable | None:
+    """The parser that reads file p from its path, for kinds read as a stream; None for the others. partial: a
+    raw page's metrics are read in part (parse_path's metrics="analysis")."""
     from collectors.decompress import read_chunks
     try:
         head = next(read_chunks(p, p.name, step=1 << 16), b"")
@@ -190,6 +198,9 @@ def _streamed_parser(p: Path) -> Callable | None:
         return nsys.parse_file
     if kind == "ncu" and not inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
         from collectors import ncu
+        if partial:
+            from collectors.ncu_values import analysis_metric
+            return lambda path, name: ncu.parse_file(path, name, keep=analysis_metric)
         return ncu.parse_file          # a CSV export: a raw page read batch by batch
     return None
 

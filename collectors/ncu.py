@@ -158,10 +158,11 @@ def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict,
 _HEAD_BYTES = 8 << 20
 
 
-def _parse_csv(data: bytes, name: str, rest=None):
+def _parse_csv(data: bytes, name: str, rest=None, keep=None):
     """The header is found in the decoded head of the file; a details page is decoded whole, a raw page's kernel
     rows are read from the bytes in batches (`_parse_raw`). rest: an iterator over the file's bytes after `data`
-    (a file read as a stream, `parse_file`), None when data is the whole file."""
+    (a file read as a stream, `parse_file`), None when data is the whole file. keep: the metrics of a raw page to
+    read (`_parse_raw`), None for all; a details page is read whole."""
     import codecs
     import itertools
     bom = 3 if data.startswith(codecs.BOM_UTF8) else 0
@@ -214,9 +215,9 @@ def _parse_csv(data: bytes, name: str, rest=None):
     body_start = bom + len(text[:nl + 1 if nl >= 0 else len(text)].encode("utf-8"))
     if rest is not None:
         idents, long, names = _parse_raw(itertools.chain([memoryview(data)[body_start:]], rest), header, units, 0,
-                                         name)
+                                         name, keep)
     else:
-        idents, long, names = _parse_raw(data, header, units, body_start, name)
+        idents, long, names = _parse_raw(data, header, units, body_start, name, keep)
     return (idents, long, None, names), "csv-raw"
 
 
@@ -462,9 +463,11 @@ def _lacks(kernels: pl.DataFrame, meta: dict, contradicted: bool = False) -> lis
     return out
 
 
-def parse_file(path, name: str) -> Parsed:
+def parse_file(path, name: str, keep=None) -> Parsed:
     """An Nsight Compute CSV export (plain or gzip) read as a stream: a raw page's rows are parsed batch by batch,
-    the file is never held whole in memory; a report (.ncu-rep) and a details page are read whole (`parse`)."""
+    the file is never held whole in memory; a report (.ncu-rep) and a details page are read whole (`parse`).
+    keep: a predicate on metric names (collectors.ncu_values.analysis_metric): a raw page's metrics table then
+    holds only those (Parsed.partial_rows has the whole table's rows); the other formats are read whole."""
     from collectors.decompress import read_chunks
     base = (name[:-3] if name.endswith(".gz") else name).lower()
     chunks = read_chunks(path, name, step=RAW_BATCH_BYTES)
@@ -475,8 +478,11 @@ def parse_file(path, name: str) -> Parsed:
             break
     if base.endswith(REPORT_SUFFIXES):
         return parse(bytes(head) + b"".join(chunks), name)
-    (idents, long, sections, names), fmt = _parse_csv(bytes(head), name, rest=chunks)
-    return _build(idents, long, name, fmt, sections=sections, names=names)
+    (idents, long, sections, names), fmt = _parse_csv(bytes(head), name, rest=chunks, keep=keep)
+    parsed = _build(idents, long, name, fmt, sections=sections, names=names)
+    if keep is not None and fmt == "csv-raw":       # every row of a raw page has every metric of its header
+        parsed.partial_rows["metrics"] = len(idents) * len(names)
+    return parsed
 
 
 def parse(data: bytes, name: str) -> Parsed:

@@ -56,6 +56,13 @@ BUILD_METRICS = frozenset(NCU_METRIC_COLUMNS.values()) | frozenset(NCU_ALTERNATE
     FACT_METRICS)
 
 
+def analysis_metric(name: str) -> bool:
+    """Whether the analysis reads this metric: one of BUILD_METRICS or a device attribute (collectors.ncu._build's
+    GPU identity). `kernelscope analyze FILE` reads only these of a raw page (`keep=analysis_metric`): 220 of the
+    2,227 columns of an H200 export; the kernel table, the metadata and the sections are those of the whole file."""
+    return name in BUILD_METRICS or name.startswith("device__attribute_")
+
+
 #: a line of ncu's own output (==PROF==, ==WARNING== ...) or a blank line (no truncation)
 _NOISE = re.compile(rb"\n(?:==|\r?\n)")
 
@@ -85,7 +92,7 @@ def _raw_batches(chunks, name: str):
         del buf
         if _NOISE.search(piece) or piece[:1] in (b"=", b"\n", b"\r"):      # one scan of the piece
             piece = b"\n".join(ln for ln in piece.split(b"\n") if ln.strip() and not ln.startswith(b"=="))
-        if piece.strip():
+        if piece and not piece.isspace():        # (strip() would copy the piece)
             yield piece
 
 
@@ -207,24 +214,34 @@ def _wide_rows(piece: bytes, header: list[str], name: str) -> pl.DataFrame:
     return wide
 
 
-def _piece_fields(piece: bytes, header: list[str], split: bool, name: str) -> tuple[pl.DataFrame, pl.Series]:
-    """(identity columns, the metric fields of every row end to end, row by row) of one piece of a raw page."""
+def _piece_fields(piece: bytes, header: list[str], split: bool, name: str, kept: list[int] | None = None,
+                  first: bool = False) -> tuple[pl.DataFrame, pl.Series, list[str] | None]:
+    """(identity columns, the metric fields of every row end to end, row by row, the first row's metric fields when
+    `first` is set) of one piece of a raw page. kept: the positions (among the metric columns) of the metrics to
+    read, None for all; every row is split and checked whole either way."""
     k = len(IDENTITY)
     rows = _split_rows(piece, len(header)) if split else None
     if rows is not None:          # ncu's own quoting: every row split at once, one list of fields per row
         head = pl.DataFrame(rows.list.head(k).to_list(), schema=IDENTITY, orient="row")
-        raw = rows.list.slice(k).explode()
+        row0 = rows[0].to_list()[k:] if first else None
+        if kept == []:            # (an empty list explodes to a null per row)
+            raw = pl.Series("raw", [], dtype=pl.String)
+        else:
+            raw = (rows.list.slice(k) if kept is None else rows.list.gather([k + i for i in kept])).explode()
     else:
         wide = _wide_rows(piece, header, name)
         head = wide.select(IDENTITY)
-        raw = pl.concat([wide.get_column(c) for c in header[k:]], rechunk=True)
+        row0 = list(wide.row(0)[k:]) if first else None
+        cols = header[k:] if kept is None else [header[k + i] for i in kept]
+        raw = pl.concat([wide.get_column(c) for c in cols], rechunk=True) if cols else \
+            pl.Series("raw", [], dtype=pl.String)
         if wide.height > 1:       # column by column -> row by row
-            n, m = wide.height, len(header) - k
+            n, m = wide.height, len(cols)
             i = pl.int_range(0, n * m, dtype=pl.UInt32, eager=True)
             raw = raw.gather(i % m * n + i // m)
     if not head["ID"].str.strip_chars().str.contains(r"^\d+$").all():
         raise ArtifactError(name, "raw-page CSV has a row whose ID is not a number")
-    return head, raw
+    return head, raw, row0
 
 
 #: pieces of a raw page read at once, one per thread (polars releases the GIL): on 2 cores the 10,000-kernel page
@@ -232,12 +249,13 @@ def _piece_fields(piece: bytes, header: list[str], split: bool, name: str) -> tu
 RAW_THREADS = 2
 
 
-def _parse_raw(data, header: list[str], units: list[str], body_start: int, name: str):
+def _parse_raw(data, header: list[str], units: list[str], body_start: int, name: str, keep=None):
     """Wide raw page -> (identity dicts, long metric frame, the metric names: every launch has each). Read in
     pieces of rows, each vectorised with polars (thousands separators, unit scaling, n/a) and turned into the
     compact long form at once, so the text of every value never exists as strings all together (10,000 kernels x
-    2,227 metrics = 22 M values). The first piece decides the decimal mark; the others are read RAW_THREADS at a
-    time, in order."""
+    2,227 metrics = 22 M values). The first piece decides the decimal mark (from every metric of its first row);
+    the others are read RAW_THREADS at a time, in order. keep: a predicate on metric names; only the metrics it
+    accepts are put in the long frame (None: all), the rows are split and checked whole all the same."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
     if len(units) != len(header) or any(units[: len(IDENTITY)]):
@@ -245,15 +263,18 @@ def _parse_raw(data, header: list[str], units: list[str], body_start: int, name:
     if len(set(header)) != len(header):
         raise ArtifactError(name, "raw-page CSV header repeats a column name")
     metric_cols = header[len(IDENTITY):]
-    tiles = _Tiles(metric_cols, units[len(IDENTITY):])
+    kept = None if keep is None else [i for i, c in enumerate(metric_cols) if keep(c)]
+    metric_units = units[len(IDENTITY):]
+    tiles = _Tiles(metric_cols, metric_units) if kept is None else \
+        _Tiles([metric_cols[i] for i in kept], [metric_units[i] for i in kept])
     split = header[:len(IDENTITY)] == IDENTITY
     idents, parts, row0 = [], [], 0
     dc: list[bool] = []
 
     def read(piece: bytes):
-        head, raw = _piece_fields(piece, header, split, name)
+        head, raw, row0 = _piece_fields(piece, header, split, name, kept, first=not dc)
         if not dc:                    # the first piece, read before any other starts
-            dc.append(_detect_decimal_comma([v for v in raw.head(len(metric_cols)).to_list() if v]))
+            dc.append(_detect_decimal_comma([v for v in row0 if v]))
         return head, _long_batch(head["ID"].str.strip_chars().cast(pl.Int32), raw, tiles, dc[0])
 
     def take(future) -> None:

@@ -94,10 +94,13 @@ def finish_meta(kind: str, meta: dict) -> dict:
 
 @dataclass
 class Parsed:
-    """A parsed artifact: its kind, its normalized tables (polars, base units) and its metadata."""
+    """A parsed artifact: its kind, its normalized tables (polars, base units) and its metadata. partial_rows: the
+    tables a reader read only part of (`kernelscope analyze` reads the metrics its analysis uses), each with the
+    rows the whole table has (for collectors.validate's bounds); such a Parsed is analysed, never stored."""
     kind: str
     tables: dict[str, pl.DataFrame]
     meta: dict = field(default_factory=dict)
+    partial_rows: dict[str, int] = field(default_factory=dict)
 
     def table(self, name: str) -> pl.DataFrame:
         return self.tables[name]

@@ -253,7 +253,10 @@ def with_gpu_override(meta: dict, gpu: str | None) -> dict:
 
 
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
-    """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename)."""
+    """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename). A Parsed read in part
+    (Parsed.partial_rows: `analyze`'s reading of a raw page) is never written."""
+    if parsed.partial_rows:
+        raise ValueError(f"tables read in part ({', '.join(parsed.partial_rows)}) are never stored")
     final = run_dir / name
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-{_owner()}-", dir=run_dir))
     try:

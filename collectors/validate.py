@@ -44,8 +44,9 @@ NONNEGATIVE_UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%"}
 
 def validate(parsed: Parsed, name: str) -> Parsed:
     for tname, df in parsed.tables.items():
-        if df.height > MAX_ROWS:
-            raise ArtifactError(name, f"{tname}: {df.height:,} rows, more than the {MAX_ROWS:,} one run may hold")
+        rows = parsed.partial_rows.get(tname, df.height)       # a table read in part: the whole one's rows
+        if rows > MAX_ROWS:
+            raise ArtifactError(name, f"{tname}: {rows:,} rows, more than the {MAX_ROWS:,} one run may hold")
         if tname == "metrics":            # every metric of an ncu report, long form: a non-finite value is kept as text
             parsed.tables[tname] = df = _finite_or_text(df, parsed.meta)
         _finite(df, tname, name)

@@ -83,18 +83,20 @@ def open_source(store: Optional[Path], gpu: Optional[str] = None, keep_parsed: b
     return Source(open_store(store), gpu=gpu, keep_parsed=keep_parsed)
 
 
-def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None, src=None):
+def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None, src=None, metrics: str = "all"):
     """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
     ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
     store (a run that cannot be read is `RunNotFound`). `src`: the Source that checks the file (one made with
-    keep_parsed keeps the analysis it computed, so the command reports it without computing it again)."""
+    keep_parsed keeps the analysis it computed, so the command reports it without computing it again). metrics:
+    collectors.ingest.parse_path's ("analysis": a raw ncu page's metrics table holds only what the analysis
+    reads, for a command that shows nothing else)."""
     import os
 
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
     p = Path(path_or_run)
     if p.exists():
-        parsed = parse_path(p)
+        parsed = parse_path(p, metrics=metrics)
         (src or open_source(store, gpu)).check(parsed, path_or_run)
         return parsed, p.name
     if p.suffix or os.sep in path_or_run:

@@ -231,7 +231,7 @@ def analyze(
         analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
         return
     src = open_source(store, gpu, keep_parsed=True)          # the file's check computes the analysis reported
-    run, source = load(path_or_run, store, gpu, src=src)
+    run, source = load(path_or_run, store, gpu, src=src, metrics="analysis")   # the report shows no other metric
     executor = None
     from collectors.store import Run
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
