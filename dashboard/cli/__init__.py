@@ -154,6 +154,11 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
+#: libraries that drive a GPU: a process that loaded one gets the normal exit (their own exit hooks, and those of a
+#: profiler that runs the command, such as nsys flushing its last CUDA activity records, are left to run)
+GPU_MODULES = ("torch", "cupy", "triton", "jax")
+
+
 def _children_alive() -> bool:
     mp = sys.modules.get("multiprocessing")
     return bool(mp is not None and mp.active_children())
@@ -163,14 +168,16 @@ def exit_now(code: int) -> None:
     """End the process with `code` without Python's own teardown when nothing depends on it.
 
     After a command that imported polars, the interpreter's teardown (every module cleared, polars' and numpy's
-    objects freed one by one) took 0.10-0.17 s on a 2-core host, a quarter of a short `analyze`. It is skipped when
-    it can only cost time: the standard streams are flushed, the atexit handlers run (temporary folders,
-    logging), and no other Python thread and no child process is alive. Anything else (a stream that cannot be
-    flushed, such as a closed pipe, or a thread still working) gets the normal exit, unchanged."""
+    objects freed one by one) took 0.08-0.17 s on a 2-core host, a quarter of a short `analyze`. It is skipped when
+    it can only cost time: the standard streams are flushed, the atexit handlers run (temporary folders, logging),
+    no other Python thread and no child process is alive, no GPU library is loaded (GPU_MODULES) and no CUDA
+    profiler is injected. Anything else (a stream that cannot be flushed, such as a closed pipe, a thread still
+    working, a `kernelscope bench` run) gets the normal exit, unchanged."""
     import atexit
     import threading
     try:
-        if threading.active_count() == 1 and not _children_alive():
+        if threading.active_count() == 1 and not _children_alive() and not any(
+                m in sys.modules for m in GPU_MODULES) and "CUDA_INJECTION64_PATH" not in os.environ:
             sys.stdout.flush()
             sys.stderr.flush()
             atexit._run_exitfuncs()       # what Python's exit runs first; the handlers are removed as they run

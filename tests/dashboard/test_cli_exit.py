@@ -32,6 +32,8 @@ CHILD = textwrap.dedent("""
     sys.modules["keep"] = types.ModuleType("keep")
     sys.modules["keep"].KEEP = Marker()
     atexit.register(lambda: (out / "atexit").write_text("ran"))
+    if sys.argv[3] == "gpu":                  # a GPU library loaded (a stand-in of that name)
+        sys.modules["torch"] = types.ModuleType("torch")
     if sys.argv[3] == "thread":
         def work():
             time.sleep(0.3)
@@ -79,3 +81,11 @@ def test_analyze_output_through_a_pipe_is_whole(fmt, tmp_path):
     assert r.stdout.decode() == inproc.stdout
     if fmt == "json":
         assert json.loads(r.stdout)["kind"] == "kineto"
+
+
+def test_a_process_with_a_gpu_library_loaded_gets_the_normal_exit(tmp_path):
+    """Its own exit hooks, and a profiler's (nsys flushing CUDA activity at exit), must run."""
+    r = _child(tmp_path, 4, "gpu")
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == "x" * 200_000 + "\n"
+    assert (tmp_path / "teardown").read_text() == "ran"
