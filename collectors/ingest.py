@@ -163,8 +163,8 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
                 raise too_large(p.name, cap, "is")
             streamed = _streamed_parser(p, partial=metrics == "analysis")
             if streamed is not None:
-                parsed = streamed(p, p.name)
-                kind = parsed.kind
+                kind, read = streamed                 # named in a refusal as parse_bytes names it
+                parsed = read(p, p.name)
                 finish_meta(parsed.kind, parsed.meta)
                 return validate(parsed, p.name)
         data, name = read_path(path)
@@ -172,7 +172,8 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
     except ArtifactError as e:
         raise ArtifactError(str(path), e.problem) from None
     except MemoryError:
-        raise ArtifactError(str(path), "too large to read in this process's memory") from None
+        raise ArtifactError(str(path), "too large to read in this process's memory" if kind == "artifact" else
+                            f"too large to read as {kind} in this process's memory") from None
     except OSError as e:
         raise ArtifactError(str(path), f"cannot read file ({e.strerror or e})") from None
     except READ_ERRORS as e:
@@ -180,9 +181,9 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
         raise ArtifactError(str(path), f"could not be read as {kind}: {type(e).__name__}: {first}") from None
 
 
-def _streamed_parser(p: Path, partial: bool = False) -> Callable | None:
-    """The parser that reads file p from its path, for kinds read as a stream; None for the others. partial: a
-    raw page's metrics are read in part (parse_path's metrics="analysis")."""
+def _streamed_parser(p: Path, partial: bool = False) -> tuple[str, Callable] | None:
+    """(kind, the parser that reads file p from its path) for kinds read as a stream; None for the others.
+    partial: a raw page's metrics are read in part (parse_path's metrics="analysis")."""
     from collectors.decompress import read_chunks
     try:
         head = next(read_chunks(p, p.name, step=1 << 16), b"")
@@ -192,16 +193,16 @@ def _streamed_parser(p: Path, partial: bool = False) -> Callable | None:
     kind = detect_kind(head, inner) if head else None
     if kind == "kineto" and not is_tar(head):
         from collectors import kineto
-        return kineto.parse_file
+        return kind, kineto.parse_file
     if kind == "nsys" and not is_gzip_file(p):
         from collectors import nsys
-        return nsys.parse_file
+        return kind, nsys.parse_file
     if kind == "ncu" and not inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
         from collectors import ncu
         if partial:
             from collectors.ncu_values import analysis_metric
-            return lambda path, name: ncu.parse_file(path, name, keep=analysis_metric)
-        return ncu.parse_file          # a CSV export: a raw page read batch by batch
+            return kind, lambda path, name: ncu.parse_file(path, name, keep=analysis_metric)
+        return kind, ncu.parse_file    # a CSV export: a raw page read batch by batch
     return None
 
 

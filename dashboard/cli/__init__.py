@@ -156,7 +156,7 @@ def _main(argv: list[str] | None) -> int:
 
 #: libraries that drive a GPU: a process that loaded one gets the normal exit (their own exit hooks, and those of a
 #: profiler that runs the command, such as nsys flushing its last CUDA activity records, are left to run)
-GPU_MODULES = ("torch", "cupy", "triton", "jax")
+GPU_MODULES = ("torch", "cupy", "triton", "jax", "cuda", "pycuda", "numba", "tensorflow")
 
 
 def _children_alive() -> bool:
@@ -170,14 +170,16 @@ def exit_now(code: int) -> None:
     After a command that imported polars, the interpreter's teardown (every module cleared, polars' and numpy's
     objects freed one by one) took 0.08-0.17 s on a 2-core host, a quarter of a short `analyze`. It is skipped when
     it can only cost time: the standard streams are flushed, the atexit handlers run (temporary folders, logging),
-    no other Python thread and no child process is alive, no GPU library is loaded (GPU_MODULES) and no CUDA
-    profiler is injected. Anything else (a stream that cannot be flushed, such as a closed pipe, a thread still
+    no other Python thread and no child process is alive, no GPU library is loaded (GPU_MODULES) and nothing is
+    injected (a CUDA profiler, or a library preloaded by one such as nsys's OS runtime tracing, which may write at
+    exit). Anything else (a stream that cannot be flushed, such as a closed pipe, a thread still
     working, a `kernelscope bench` run) gets the normal exit, unchanged."""
     import atexit
     import threading
     try:
         if threading.active_count() == 1 and not _children_alive() and not any(
-                m in sys.modules for m in GPU_MODULES) and "CUDA_INJECTION64_PATH" not in os.environ:
+                m in sys.modules for m in GPU_MODULES) and not os.environ.get("CUDA_INJECTION64_PATH") and \
+                not os.environ.get("LD_PRELOAD"):
             sys.stdout.flush()
             sys.stderr.flush()
             atexit._run_exitfuncs()       # what Python's exit runs first; the handlers are removed as they run
@@ -189,8 +191,23 @@ def exit_now(code: int) -> None:
     sys.exit(code)
 
 
+def _the_program(caller) -> bool:
+    """Whether entry() was called as the program itself: from the top level of the main module of the `kernelscope`
+    console script, with no profiler, tracer or interactive prompt to hand back to. A caller that runs the CLI in
+    its own process (cProfile, a debugger, a script catching SystemExit) gets SystemExit, as from sys.exit."""
+    if sys.getprofile() is not None or sys.gettrace() is not None or sys.flags.inspect:
+        return False
+    if caller.f_code.co_name != "<module>" or caller.f_globals.get("__name__") != "__main__":
+        return False
+    return os.path.basename(caller.f_code.co_filename).lower() in ("kernelscope", "kernelscope.exe",
+                                                                    "kernelscope-script.py")
+
+
 def entry() -> None:
-    exit_now(main())
+    code = main()
+    if _the_program(sys._getframe(1)):
+        exit_now(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

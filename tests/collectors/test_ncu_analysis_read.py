@@ -141,3 +141,21 @@ def test_analyze_reads_the_analysis_metrics_only(monkeypatch, tmp_path, capsys):
     path = REPO / "sample_traces/h200/chapter5_kernels/full_raw.csv.gz"
     assert main(["analyze", str(path), "--format", "json", "--store", str(tmp_path / "s")]) == 0
     assert asked == ["analysis"]
+
+
+def test_a_parser_error_names_the_format_as_ingest_does(tmp_path):
+    """An error of the reader itself (a launch ID past 32 bits) is refused in the same words whether the file is
+    read from its path, whole or in part, or from its bytes (`ingest`, an upload)."""
+    from collectors.ingest import parse_bytes
+    data = gzip.decompress((REPO / "sample_traces/h200/chapter5_kernels/basic_raw.csv.gz").read_bytes())
+    lines = data.split(b"\n")
+    lines[2] = b'"99999999999"' + lines[2][lines[2].index(b","):]
+    p = tmp_path / "id_big.csv"
+    p.write_bytes(b"\n".join(lines))
+    said = []
+    for read in (lambda: parse_path(p), lambda: parse_path(p, metrics="analysis"),
+                 lambda: parse_bytes(p.read_bytes(), p.name)):
+        with pytest.raises(ArtifactError) as e:
+            read()
+        said.append(e.value.problem)
+    assert said[0] == said[1] == said[2] and said[0].startswith("could not be read as ncu:")

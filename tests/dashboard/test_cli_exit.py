@@ -32,8 +32,11 @@ CHILD = textwrap.dedent("""
     sys.modules["keep"] = types.ModuleType("keep")
     sys.modules["keep"].KEEP = Marker()
     atexit.register(lambda: (out / "atexit").write_text("ran"))
-    if sys.argv[3] == "gpu":                  # a GPU library loaded (a stand-in of that name)
+    if sys.argv[3] == "library":              # a GPU library loaded (a stand-in of that name)
         sys.modules["torch"] = types.ModuleType("torch")
+    if sys.argv[3] == "preload":              # as a profiler's injection sets it (read when exiting)
+        import os
+        os.environ["LD_PRELOAD"] = "libprofiler-stand-in.so"
     if sys.argv[3] == "thread":
         def work():
             time.sleep(0.3)
@@ -83,9 +86,45 @@ def test_analyze_output_through_a_pipe_is_whole(fmt, tmp_path):
         assert json.loads(r.stdout)["kind"] == "kineto"
 
 
-def test_a_process_with_a_gpu_library_loaded_gets_the_normal_exit(tmp_path):
+@pytest.mark.parametrize("mode", ["library", "preload"])   # (an id "gpu" would read as the gpu marker)
+def test_a_process_with_a_gpu_library_or_an_injected_profiler_gets_the_normal_exit(mode, tmp_path):
     """Its own exit hooks, and a profiler's (nsys flushing CUDA activity at exit), must run."""
-    r = _child(tmp_path, 4, "gpu")
+    r = _child(tmp_path, 4, mode)
     assert r.returncode == 4, r.stderr
     assert r.stdout == "x" * 200_000 + "\n"
     assert (tmp_path / "teardown").read_text() == "ran"
+
+
+def test_the_program_skips_the_teardown(tmp_path):
+    """`kernelscope` as users run it takes the quick exit: with `python -v`, Python's teardown would list every
+    module it clears ("# cleanup ...")."""
+    trace = str(H200_TORCH / "ffn_M1_eager.json.gz")
+    r = subprocess.run([sys.executable, "-v", EXE, "analyze", trace, "--format", "json", "--store",
+                        str(tmp_path / "s")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["kind"] == "kineto"
+    assert "# cleanup" not in r.stderr
+
+
+def test_a_caller_of_entry_in_its_own_process_gets_control_back(tmp_path):
+    """A script that runs the CLI in its own process, and a profiler around the program, get SystemExit as from
+    sys.exit: the script goes on, the profile is written."""
+    script = tmp_path / "caller.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        sys.argv = ["kernelscope", "gpus", "--format", "json"]
+        from dashboard.cli import entry
+        try:
+            entry()
+        except SystemExit as e:
+            print("control back", e.code)
+        print("after")
+    """))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-2:] == ["control back 0", "after"]
+    prof = tmp_path / "p.prof"
+    r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), EXE, "gpus", "--format", "json"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert prof.stat().st_size > 0
