@@ -32,9 +32,9 @@ Definitions (per rank, on its primary device: the device with the most kernel ti
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
 
 from analyzers.timeline import COMM_PATTERN, TimelineSummary, kernel_summary, summarize
@@ -91,37 +91,91 @@ def size_bucket(nbytes: int | None) -> int | None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Interval arithmetic on sorted, disjoint unions (numpy, int64 ns)
+# Interval arithmetic on sorted, disjoint unions (Int64 Series, ns)
 # --------------------------------------------------------------------------------------------------
-def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of [start, end) intervals as sorted disjoint (S, E)."""
-    if len(starts) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    o = np.argsort(starts, kind="stable")
-    s, e = starts[o], ends[o]
-    run_max = np.maximum.accumulate(e)
-    new = np.empty(len(s), bool)
-    new[0] = True
-    new[1:] = s[1:] > run_max[:-1]
-    idx = np.flatnonzero(new)
-    last = np.append(idx[1:] - 1, len(s) - 1)
-    return s[idx], run_max[last]
+#: up to this many intervals or windows, the arithmetic runs on Python lists: a polars call costs 10-150 µs, more than
+#: the whole computation on a few thousand values. Above it, polars. Both give the same integers
+#: (tests/analyzers/test_stragglers_stats.py checks both against the numpy code they replaced).
+SMALL = 4096
+_EMPTY = pl.Series(dtype=pl.Int64)
 
 
-def covered(S: np.ndarray, E: np.ndarray, a, b) -> np.ndarray:
-    """|union ∩ [a, b)| for each window (a, b arrays), from prefix sums: O((n + windows) log n)."""
-    a = np.asarray(a, np.int64)
-    b = np.asarray(b, np.int64)
+def _ints(x) -> pl.Series:
+    """x (a Series, a sequence of integers or one integer) as an Int64 Series."""
+    if isinstance(x, pl.Series):
+        return x.cast(pl.Int64)
+    return pl.Series([x] if isinstance(x, int) else [int(v) for v in x], dtype=pl.Int64)
+
+
+def merge(starts: pl.Series, ends: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The union of [start, end) intervals as sorted disjoint (S, E): the intervals in start order (ties in their
+    given order), a new run wherever a start lies after the running maximum of the ends before it."""
+    n = len(starts)
+    if n == 0:
+        return _EMPTY, _EMPTY
+    if n <= SMALL:
+        sl, el = _ints(starts).to_list(), _ints(ends).to_list()
+        S, E, run = [], [], None
+        for i in sorted(range(n), key=sl.__getitem__):          # a stable sort
+            if run is None or sl[i] > run:
+                if run is not None:
+                    E.append(run)
+                S.append(sl[i])
+            run = el[i] if run is None else max(run, el[i])
+        E.append(run)
+        return pl.Series("s", S, dtype=pl.Int64), pl.Series("e", E, dtype=pl.Int64)
+    r = (pl.DataFrame({"s": _ints(starts), "e": _ints(ends)}).lazy().sort("s", maintain_order=True)
+         .select("s", pl.col("e").cum_max().alias("m"))
+         .with_columns((pl.col("s") > pl.col("m").shift(1)).fill_null(True).alias("new"))
+         .select(pl.col("s").filter(pl.col("new")).implode(),
+                 pl.col("m").filter(pl.col("new").shift(-1).fill_null(True)).implode())
+         .collect())
+    return r["s"][0].alias("s"), r["m"][0].alias("e")
+
+
+def covered(S: pl.Series, E: pl.Series, a, b) -> pl.Series:
+    """|union ∩ [a, b)| for each window (a, b: Series or sequences of equal length), from prefix sums:
+    O((n + windows) log n)."""
+    return _coverage({"covered": (S, E)}, _ints(a), _ints(b))["covered"]
+
+
+def _coverage(unions: dict[str, tuple[pl.Series, pl.Series]], a: pl.Series, b: pl.Series) -> dict[str, pl.Series]:
+    """`covered` of each union over the same windows [a, b): on lists when both are small, else in one query."""
+    out, large = {}, []
+    for name, (S, E) in unions.items():
+        if len(S) <= SMALL and len(a) <= SMALL:
+            out[name] = pl.Series(name, _covered_lists(S.to_list(), E.to_list(), a.to_list(), b.to_list()),
+                                  dtype=pl.Int64)
+        else:
+            large.append(_covered(S, E, name))
+    if large:
+        out.update(pl.DataFrame({"a": a, "b": b}).select(large).to_dict())
+    return {name: out[name] for name in unions}
+
+
+def _covered_lists(S: list[int], E: list[int], a: list[int], b: list[int]) -> list[int]:
+    cum = [0]
+    for s, e in zip(S, E):
+        cum.append(cum[-1] + e - s)
+
+    def upto(t: int) -> int:
+        k = bisect_right(S, t)                                 # intervals starting at or before t
+        return cum[k - 1] + min(t, E[k - 1]) - S[k - 1] if k else 0
+    return [max(upto(y) - upto(x), 0) for x, y in zip(a, b)]
+
+
+def _covered(S: pl.Series, E: pl.Series, name: str) -> pl.Expr:
+    """`covered` of the union (S, E) as an expression over the window columns a and b."""
     if len(S) == 0:
-        return np.zeros(np.broadcast(a, b).shape, np.int64)
-    cum = np.concatenate(([0], np.cumsum(E - S)))
+        return (pl.col("a") * 0).alias(name)
+    cum = pl.concat([pl.Series([0], dtype=pl.Int64), (E - S).cum_sum()])
 
-    def upto(t):
-        k = np.searchsorted(S, t, side="right")          # intervals starting at or before t
-        j = np.maximum(k - 1, 0)
-        part = np.minimum(t, E[j]) - S[j]
-        return np.where(k > 0, cum[j] + part, 0)
-    return np.maximum(upto(b) - upto(a), 0)
+    def upto(t: pl.Expr) -> pl.Expr:
+        k = pl.lit(S).search_sorted(t, side="right").cast(pl.Int64)    # intervals starting at or before t
+        j = (k - 1).clip(lower_bound=0)
+        return (pl.when(k > 0).then(pl.lit(cum).gather(j) + pl.min_horizontal(t, pl.lit(E).gather(j))
+                                    - pl.lit(S).gather(j)).otherwise(0))
+    return (upto(pl.col("b")) - upto(pl.col("a"))).clip(lower_bound=0).alias(name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -174,28 +228,28 @@ def find_steps(nvtx: pl.DataFrame, pattern: str | None = None) -> tuple[pl.DataF
     return pl.DataFrame(schema={"step": pl.Int64, "name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64}), None
 
 
-def _int_series(name: str, values: np.ndarray) -> pl.Series:
-    """An Int64 Series of a numpy array's values by way of a list: polars' Series from a numpy array imports numpy.ma
-    the first time (about 15 ms of a short command); the arrays here are one value per iteration."""
-    return pl.Series(name, values.tolist(), dtype=pl.Int64)
-
-
-def _host_gaps(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _host_gaps(ops: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
     """Idle gaps of the device (between its merged busy intervals, and before the first / after the last op)
     that the host caused: the op after the gap was launched after the gap began, or no op followed."""
     if ops.height == 0:
-        return np.array([_LO], np.int64), np.array([_HI], np.int64)
-    o = ops.select("start_ns", "end_ns", "api_start_ns").sort("start_ns", "api_start_ns", nulls_last=True)
-    s = o["start_ns"].to_numpy().astype(np.int64)
-    e = o["end_ns"].to_numpy().astype(np.int64)
-    api = o["api_start_ns"].fill_null(_LO).to_numpy().astype(np.int64)
-    prev_end = np.maximum.accumulate(e)
-    gap_start = np.concatenate(([_LO], prev_end[:-1]))
-    opens = np.concatenate(([True], s[1:] > prev_end[:-1]))
-    host = opens & ((api > gap_start) | (gap_start == _LO))
-    gs = gap_start[host]
-    ge = s[host]
-    return np.append(gs, prev_end[-1]), np.append(ge, _HI)
+        return _ints([_LO]), _ints([_HI])
+    o = ops.select(pl.col("start_ns").cast(pl.Int64).alias("s"), pl.col("end_ns").cast(pl.Int64).alias("e"),
+                   pl.col("api_start_ns").cast(pl.Int64).alias("api")).sort("s", "api", nulls_last=True)
+    if o.height <= SMALL:
+        gs, ge, run = [], [], None         # run: the latest end so far (the gap before op i starts there)
+        for s, e, api in o.iter_rows():
+            gap_start = _LO if run is None else run
+            if (run is None or s > run) and ((api if api is not None else _LO) > gap_start or gap_start == _LO):
+                gs.append(gap_start)
+                ge.append(s)
+            run = e if run is None else max(run, e)
+        return _ints(gs + [run]), _ints(ge + [_HI])
+    o = o.lazy().select("s", pl.col("e").cum_max().alias("prev_end"), pl.col("api").fill_null(_LO))
+    o = o.with_columns(pl.col("prev_end").shift(1, fill_value=_LO).alias("gap_start"),
+                       (pl.col("s") > pl.col("prev_end").shift(1)).fill_null(True).alias("opens")).collect()
+    host = o.filter(pl.col("opens") & ((pl.col("api") > pl.col("gap_start")) | (pl.col("gap_start") == _LO)))
+    return (pl.concat([host["gap_start"], _ints([o["prev_end"][-1]])]),
+            pl.concat([host["s"], _ints([_HI])]))
 
 
 def _comm_mask(ops: pl.DataFrame) -> pl.Series:
@@ -204,20 +258,20 @@ def _comm_mask(ops: pl.DataFrame) -> pl.Series:
     return (ops["kind"] == "kernel") & ops["name"].str.contains(COMM_PATTERN)
 
 
-def _unions(ops: pl.DataFrame, comm: pl.Series) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _unions(ops: pl.DataFrame, comm: pl.Series) -> dict[str, tuple[pl.Series, pl.Series]]:
     k = ops["kind"] == "kernel"
-    s = ops["start_ns"].to_numpy().astype(np.int64)
-    e = ops["end_ns"].to_numpy().astype(np.int64)
-    km, cm = k.to_numpy(), comm.to_numpy()
-    return {"all": merge(s, e), "kernel": merge(s[km], e[km]), "compute": merge(s[km & ~cm], e[km & ~cm]),
-            "comm": merge(s[cm], e[cm]), "host": _host_gaps(ops)}
+    s, e = ops["start_ns"].cast(pl.Int64), ops["end_ns"].cast(pl.Int64)
+    compute = k & ~comm
+    return {"all": merge(s, e), "kernel": merge(s.filter(k), e.filter(k)),
+            "compute": merge(s.filter(compute), e.filter(compute)), "comm": merge(s.filter(comm), e.filter(comm)),
+            "host": _host_gaps(ops)}
 
 
-def _breakdown(u: dict, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
-    cov = {k: covered(*u[k], a, b) for k in ("all", "kernel", "compute", "comm", "host")}
+def _breakdown(u: dict, a: pl.Series, b: pl.Series) -> dict[str, pl.Series]:
+    cov = _coverage({k: u[k] for k in ("all", "kernel", "compute", "comm", "host")}, a, b)
     win = b - a
     idle_total = win - cov["all"]
-    host = np.minimum(cov["host"], idle_total)
+    host = cov["host"].zip_with(cov["host"] <= idle_total, idle_total)      # the smaller of the two
     exposed = cov["kernel"] - cov["compute"]
     return {"step_ns": win, "compute_ns": cov["compute"], "comm_ns": cov["comm"], "exposed_comm_ns": exposed,
             "overlapped_comm_ns": cov["comm"] - exposed, "memcpy_ns": cov["all"] - cov["kernel"],
@@ -240,13 +294,12 @@ def _events(c: pl.DataFrame, steps: pl.DataFrame, rank: int) -> pl.DataFrame:
     if c.height == 0 or steps.height == 0:
         return pl.DataFrame(schema=EVENT_SCHEMA)
     st = steps.sort("start_ns")
-    s = c["start_ns"].to_numpy().astype(np.int64)
-    a = st["start_ns"].to_numpy().astype(np.int64)
-    b = st["end_ns"].to_numpy().astype(np.int64)
-    i = np.searchsorted(a, s, side="right") - 1
-    inside = (i >= 0) & (s < b[np.maximum(i, 0)])
-    ev = pl.DataFrame({"step": st["step"].to_numpy()[np.maximum(i, 0)][inside], "kind": c["_kind"].filter(inside),
-                       "start_ns": s[inside], "duration_ns": c["duration_ns"].filter(inside)})
+    s = c["start_ns"].cast(pl.Int64)
+    i = st["start_ns"].cast(pl.Int64).search_sorted(s, side="right").cast(pl.Int64) - 1
+    i0 = i.clip(lower_bound=0)
+    inside = (i >= 0) & (s < st["end_ns"].cast(pl.Int64).gather(i0))
+    ev = pl.DataFrame({"step": st["step"].gather(i0).filter(inside), "kind": c["_kind"].filter(inside),
+                       "start_ns": s.filter(inside), "duration_ns": c["duration_ns"].filter(inside)})
     return (ev.with_columns(pl.int_range(pl.len()).over("step", "kind").alias("occurrence"),
                             pl.lit(rank, pl.Int64).alias("rank"))
             .select(list(EVENT_SCHEMA)).cast(dict(EVENT_SCHEMA)))
@@ -261,8 +314,7 @@ def _collectives(c: pl.DataFrame, u: dict, rank: int) -> pl.DataFrame:
     sizes = c.select((pl.max_horizontal("comm_in_nelems", "comm_out_nelems").cast(pl.Int64) * per)
                      .alias("size_bytes"))["size_bytes"]
     buckets = {x: size_bucket(x) for x in sizes.unique().drop_nulls().to_list()}
-    s = c["start_ns"].to_numpy().astype(np.int64)
-    e = c["end_ns"].to_numpy().astype(np.int64)
+    s, e = c["start_ns"].cast(pl.Int64), c["end_ns"].cast(pl.Int64)
     under = covered(*u["compute"], s, e)
     k = pl.DataFrame({"kind": c["_kind"], "size_bytes": sizes,
                       "size_bucket_bytes": sizes.replace_strict(buckets, default=None, return_dtype=pl.Int64),
@@ -307,21 +359,22 @@ def rank_summary(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *, rank: int, source
     if steps.height == 0 and ops.height:
         steps = pl.DataFrame({"step": [WHOLE_TRACE_STEP], "name": ["whole trace"],
                               "start_ns": [int(ops["start_ns"].min())], "end_ns": [int(ops["end_ns"].max())]})
-    a = steps["start_ns"].to_numpy().astype(np.int64)
-    b = steps["end_ns"].to_numpy().astype(np.int64)
+    a, b = steps["start_ns"].cast(pl.Int64), steps["end_ns"].cast(pl.Int64)
     parts = _breakdown(u, a, b)
     k = ops.filter(pl.col("kind") == "kernel")
-    ks = np.sort(k["start_ns"].to_numpy().astype(np.int64))
-    cs = np.sort(ops.filter(comm_mask)["start_ns"].to_numpy().astype(np.int64))
-    count = lambda x: np.searchsorted(x, b, "left") - np.searchsorted(x, a, "left")  # noqa: E731
+    ks = k["start_ns"].cast(pl.Int64).sort()
+    cs = ops["start_ns"].filter(comm_mask).cast(pl.Int64).sort()
+
+    def count(x: pl.Series) -> pl.Series:
+        """How many of the sorted starts x lie in each iteration's [a, b)."""
+        return x.search_sorted(b, "left").cast(pl.Int64) - x.search_sorted(a, "left").cast(pl.Int64)
     step_frame = steps.with_columns(
-        pl.lit(rank, pl.Int64).alias("rank"), *[_int_series(c, v) for c, v in parts.items()],
-        _int_series("kernel_count", count(ks)), _int_series("comm_kernel_count", count(cs)),
+        pl.lit(rank, pl.Int64).alias("rank"), *[v.alias(c) for c, v in parts.items()],
+        count(ks).alias("kernel_count"), count(cs).alias("comm_kernel_count"),
     ).select(list(STEP_SCHEMA)).cast(dict(STEP_SCHEMA))
 
     if ops.height:
-        w0, w1 = np.array([ops["start_ns"].min()], np.int64), np.array([ops["end_ns"].max()], np.int64)
-        t = {c: int(v[0]) for c, v in _breakdown(u, w0, w1).items()}
+        t = {c: int(v[0]) for c, v in _breakdown(u, _ints(ops["start_ns"].min()), _ints(ops["end_ns"].max())).items()}
         t["window_ns"] = t.pop("step_ns")
     else:
         t = {c: 0 for c in ("window_ns", "compute_ns", "comm_ns", "exposed_comm_ns", "overlapped_comm_ns",

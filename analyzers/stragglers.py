@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
+import math
+from bisect import bisect_right
+
 import polars as pl
 
 from analyzers.distributed import (CAUSES, COLLECTIVE_SCHEMA, COMPONENTS, EVENT_SCHEMA, STEP_SCHEMA, WHOLE_TRACE_STEP,
@@ -77,36 +79,81 @@ class MultiRank:
     sync: dict = field(default_factory=dict)       # collective instances: how many, how many synchronising
 
 
+# The statistics below are numpy's (np.median, np.quantile(method="nearest"), np.mean, np.std, np.histogram), written
+# for the short lists of per-iteration values they see, value for value: a short command then need not import numpy
+# (0.07-0.1 s). tests/analyzers/test_stragglers_stats.py compares them with numpy's, bit for bit.
 def _median(x) -> float:
-    """np.median of a 1-D array, the same value (NaN when one is NaN), without what np.median's NaN check imports
-    (numpy.ma, about 15 ms of a short command)."""
-    a = np.sort(np.asarray(x, dtype=np.float64))
-    n = len(a)
-    if n == 0 or np.isnan(a[-1]):                 # NaN sorts last
+    """np.median of a list of numbers (NaN when one is NaN or the list is empty)."""
+    a = [float(v) for v in x]
+    if not a or any(math.isnan(v) for v in a):
         return float("nan")
-    m = n // 2
-    return float(a[m]) if n % 2 else float((a[m - 1] + a[m]) / 2)
+    a.sort()
+    n, m = len(a), len(a) // 2
+    return a[m] if n % 2 else (a[m - 1] + a[m]) / 2
 
 
-def _stats(x: np.ndarray) -> dict:
-    if len(x) == 0:
+def _pairwise_sum(a: list[float], lo: int, n: int) -> float:
+    """numpy's pairwise summation of a[lo:lo+n] (its float add reduction: eight partial sums in blocks of 128)."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r = a[lo:lo + 8]
+        m = n - n % 8
+        for i in range(lo + 8, lo + m, 8):
+            for j in range(8):
+                r[j] += a[i + j]
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(lo + m, lo + n):
+            res += a[i]
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a, lo, n2) + _pairwise_sum(a, lo + n2, n - n2)
+
+
+def _sum(a: list[float]) -> float:
+    return 0.0 + _pairwise_sum(a, 0, len(a))
+
+
+def _stats(x) -> dict:
+    """Count, min, p10/median/p90/p99 (the nearest rank, as np.quantile(method="nearest")), max, mean, population
+    standard deviation and coefficient of variation of a list of numbers (ns)."""
+    a = [float(v) for v in x]
+    if not a:
         return {"count": 0}
-    q = lambda p: float(np.quantile(x, p, method="nearest"))  # noqa: E731
-    mean = float(np.mean(x))
-    std = float(np.std(x))
-    return {"count": int(len(x)), "min_ns": float(np.min(x)), "p10_ns": q(0.1), "median_ns": q(0.5),
-            "p90_ns": q(0.9), "p99_ns": q(0.99), "max_ns": float(np.max(x)), "mean_ns": mean, "std_ns": std,
+    n = len(a)
+    srt = sorted(a)
+    q = lambda p: srt[round((n - 1) * p)]  # noqa: E731   round half to even, as np.around
+    mean = _sum(a) / n
+    std = math.sqrt(_sum([(v - mean) * (v - mean) for v in a]) / n)
+    return {"count": n, "min_ns": srt[0], "p10_ns": q(0.1), "median_ns": q(0.5),
+            "p90_ns": q(0.9), "p99_ns": q(0.99), "max_ns": srt[-1], "mean_ns": mean, "std_ns": std,
             "cv": std / mean if mean else None}
 
 
-def _histogram(x: np.ndarray, bins: int = HISTOGRAM_BINS) -> list[dict]:
-    if len(x) == 0:
+def _histogram(x, bins: int = HISTOGRAM_BINS) -> list[dict]:
+    """np.histogram(x, bins, range=(min, max)): equal bins whose edges are np.linspace's, each holding lo <= v < hi
+    (the last one its upper edge too)."""
+    a = [float(v) for v in x]
+    if not a:
         return []
-    lo, hi = float(np.min(x)), float(np.max(x))
+    lo, hi = min(a), max(a)
     if hi <= lo:
-        return [{"lo_ns": lo, "hi_ns": hi, "count": int(len(x))}]
-    counts, edges = np.histogram(x, bins=bins, range=(lo, hi))
-    return [{"lo_ns": float(edges[i]), "hi_ns": float(edges[i + 1]), "count": int(c)} for i, c in enumerate(counts)]
+        return [{"lo_ns": lo, "hi_ns": hi, "count": len(a)}]
+    step = (hi - lo) / bins
+    edges = [(i * step if step else i / bins * (hi - lo)) + lo for i in range(bins)] + [hi]
+    counts = [0] * bins
+    for v in a:
+        counts[min(bisect_right(edges, v) - 1, bins - 1)] += 1
+    return [{"lo_ns": edges[i], "hi_ns": edges[i + 1], "count": c} for i, c in enumerate(counts)]
+
+
+def _argmax(x: list[float]) -> int:
+    """The index of the first largest value (np.argmax)."""
+    return max(range(len(x)), key=x.__getitem__)
 
 
 def instances(events: pl.DataFrame) -> pl.DataFrame:
@@ -171,26 +218,30 @@ def straggler_of(group: pl.DataFrame, threshold: float = STRAGGLER_THRESHOLD) ->
     """The straggler of one iteration (module docstring) from its rows (one per rank: STEP_SCHEMA columns and
     caused_wait_ns, null when the iteration has no shared collective instance)."""
     g = group.sort("rank")
-    ranks = g["rank"].to_numpy()
+    ranks = g["rank"].to_list()
     n = len(ranks)
-    step = g["step_ns"].to_numpy().astype(float)
+    step = [float(v) for v in g["step_ns"].to_list()]
     med_step = _median(step)
     tol = threshold * med_step
-    out = {"rank_count": n, "job_ns": int(step.max()), "median_ns": med_step, "min_ns": int(step.min()),
-           "spread_ns": int(step.max() - step.min()), "slowest_rank": int(ranks[int(np.argmax(step))]),
+    out = {"rank_count": n, "job_ns": int(max(step)), "median_ns": med_step, "min_ns": int(min(step)),
+           "spread_ns": int(max(step) - min(step)), "slowest_rank": int(ranks[_argmax(step)]),
            "tolerance_ns": tol, "straggler_rank": None, "cause": None, "lateness_ns": None, "cause_excess_ns": None,
            "found_by": None, "verdict": "balanced" if n > 1 else "one rank"}
     if n < 2:
         return out
-    excess = {c: g[c].to_numpy().astype(float) - _median(g[c].to_numpy()) for c in COMPONENTS}
+    excess = {}
+    for c in COMPONENTS:
+        v = [float(x) for x in g[c].to_list()]
+        med = _median(v)
+        excess[c] = [x - med for x in v]
     caused = g["caused_wait_ns"] if "caused_wait_ns" in g.columns else None
     if caused is not None and caused.is_not_null().any():
-        c = caused.fill_null(0.0).to_numpy().astype(float)
-        i = int(np.argmax(c))
-        late, comps, how = float(c[i]), OWN_COMPONENTS, "collective waits"
+        cw = [float(x) for x in caused.fill_null(0.0).to_list()]
+        i = _argmax(cw)
+        late, comps, how = cw[i], OWN_COMPONENTS, "collective waits"
     else:
-        i = int(np.argmax(step))
-        late, comps, how = float(step[i] - med_step), COMPONENTS, "step time"
+        i = _argmax(step)
+        late, comps, how = step[i] - med_step, COMPONENTS, "step time"
     if not late > tol:
         return out
     best = max(comps, key=lambda k: excess[k][i])
@@ -244,9 +295,8 @@ def combine(summaries: list[RankSummary], *, threshold: float = STRAGGLER_THRESH
         problems.append(f"{short.height} iteration(s) are missing on some ranks (e.g. step {short['step'][0]}: "
                         f"{short['rank_count'][0]} of {n_ranks} ranks)")
 
-    job = iterations["job_ns"].to_numpy().astype(float)
-    distribution = {"job": _stats(job), "rank": _stats(steps["step_ns"].to_numpy().astype(float)),
-                    "histogram": _histogram(job)}
+    job = iterations["job_ns"].to_list()
+    distribution = {"job": _stats(job), "rank": _stats(steps["step_ns"].to_list()), "histogram": _histogram(job)}
 
     counts = (iterations.filter(pl.col("straggler_rank").is_not_null()).sort("straggler_rank", "step")
               .group_by("straggler_rank", maintain_order=True).agg(pl.len().cast(pl.Int64).alias("straggler_count"),

@@ -61,8 +61,10 @@ def test_merge_and_covered_match_brute_force():
         b = a + rng.integers(0, 300, 20)
         got = D.covered(S_, E_, a, b)
         want = [int(mask[x:y].sum()) for x, y in zip(a, b)]
-        assert got.tolist() == want
+        assert got.to_list() == want
+        S_, E_ = S_.to_numpy(), E_.to_numpy()
         assert (S_[1:] > E_[:-1]).all()      # disjoint and sorted
+        assert [int(mask[x:y].sum()) for x, y in zip(S_, E_)] == list(E_ - S_)     # each run wholly covered
 
 
 def test_iteration_breakdown_adds_up_exactly():
