@@ -124,13 +124,10 @@ def merge(starts: pl.Series, ends: pl.Series) -> tuple[pl.Series, pl.Series]:
             run = el[i] if run is None else max(run, el[i])
         E.append(run)
         return pl.Series("s", S, dtype=pl.Int64), pl.Series("e", E, dtype=pl.Int64)
-    r = (pl.DataFrame({"s": _ints(starts), "e": _ints(ends)}).lazy().sort("s", maintain_order=True)
-         .select("s", pl.col("e").cum_max().alias("m"))
-         .with_columns((pl.col("s") > pl.col("m").shift(1)).fill_null(True).alias("new"))
-         .select(pl.col("s").filter(pl.col("new")).implode(),
-                 pl.col("m").filter(pl.col("new").shift(-1).fill_null(True)).implode())
-         .collect())
-    return r["s"][0].alias("s"), r["m"][0].alias("e")
+    d = pl.DataFrame({"s": _ints(starts), "e": _ints(ends)}).sort("s", maintain_order=True)
+    s, m = d["s"], d["e"].cum_max()
+    new = (s > m.shift(1)).fill_null(True)
+    return s.filter(new), m.filter(new.shift(-1).fill_null(True)).alias("e")
 
 
 def covered(S: pl.Series, E: pl.Series, a, b) -> pl.Series:
@@ -244,12 +241,10 @@ def _host_gaps(ops: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
                 ge.append(s)
             run = e if run is None else max(run, e)
         return _ints(gs + [run]), _ints(ge + [_HI])
-    o = o.lazy().select("s", pl.col("e").cum_max().alias("prev_end"), pl.col("api").fill_null(_LO))
-    o = o.with_columns(pl.col("prev_end").shift(1, fill_value=_LO).alias("gap_start"),
-                       (pl.col("s") > pl.col("prev_end").shift(1)).fill_null(True).alias("opens")).collect()
-    host = o.filter(pl.col("opens") & ((pl.col("api") > pl.col("gap_start")) | (pl.col("gap_start") == _LO)))
-    return (pl.concat([host["gap_start"], _ints([o["prev_end"][-1]])]),
-            pl.concat([host["s"], _ints([_HI])]))
+    s, prev_end, api = o["s"], o["e"].cum_max(), o["api"].fill_null(_LO)
+    gap_start = prev_end.shift(1, fill_value=_LO)
+    host = (s > prev_end.shift(1)).fill_null(True) & ((api > gap_start) | (gap_start == _LO))
+    return (pl.concat([gap_start.filter(host), _ints([prev_end[-1]])]), pl.concat([s.filter(host), _ints([_HI])]))
 
 
 def _comm_mask(ops: pl.DataFrame) -> pl.Series:
