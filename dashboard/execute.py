@@ -11,7 +11,8 @@ shared path, or a run of the shared store), so only the summaries travel back to
 
 - serial: in this process (small inputs: no start-up cost).
 - pool: `concurrent.futures.ProcessPoolExecutor` with spawned workers (no fork of a threaded process), one per core
-  by default; each worker's polars uses cores / workers threads.
+  by default; each worker's polars uses cores / workers threads, at most
+  dashboard.threads.CAP.
 - ray: the same function as a Ray task (`ray.remote(num_cpus=1)`), on the cluster at the address: "auto" (the
   cluster of RAY_ADDRESS or the one `ray start` runs on this machine), "local" (a private local instance), or
   HOST:PORT. Ray is the optional extra `pip install 'kernelscope[ray]'` and is imported only here.
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from collectors.errors import InputError
+from dashboard import threads as threads_mod
 
 #: inputs below this many bytes are analysed in this process ("auto")
 SERIAL_BELOW_BYTES = 64 << 20
@@ -36,15 +38,13 @@ class RayUnavailable(InputError):
 
 
 def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    return threads_mod.cores()
 
 
 def _pool_worker_init(threads: int) -> None:
-    # runs before the task's modules (and polars) are imported in the spawned worker
-    os.environ.setdefault("POLARS_MAX_THREADS", str(threads))
+    # runs before the task's modules (and polars) are imported in the spawned worker; a POLARS_MAX_THREADS the user
+    # set is kept (dashboard.threads)
+    threads_mod.choose(threads)
 
 
 class SerialExecutor:
@@ -77,7 +77,7 @@ class PoolExecutor:
     def run(self, fn: Callable, items: list) -> Iterator[tuple[int, object]]:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
-        threads = max(1, _cores() // self.workers)
+        threads = threads_mod.share(_cores(), self.workers)
         self._pool = ProcessPoolExecutor(max_workers=min(self.workers, max(1, len(items))),
                                          mp_context=mp.get_context("spawn"), initializer=_pool_worker_init,
                                          initargs=(threads,))
