@@ -34,14 +34,61 @@ th, td {{ border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; 
 th {{ background: #f9fafb; font-weight: 600; position: sticky; top: 0; }}
 td.n {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 .scroll {{ max-height: 480px; overflow: auto; border: 1px solid #e5e7eb; }} .wide {{ overflow-x: auto; }}
-.metrics {{ display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0; }}
-.metric {{ border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; min-width: 150px; }}
-.metric .l {{ color: #6b7280; font-size: 12px; }} .metric .v {{ font-size: 20px; font-weight: 600; }}
-.metric .d {{ color: #4b5563; font-size: 13px; }}
 blockquote {{ border-left: 3px solid #d1d5db; margin: 8px 0; padding: 2px 12px; color: #374151; }}
 .chart {{ width: 100%; margin: 8px 0; }}
 code {{ background: #f3f4f6; padding: 0 3px; border-radius: 3px; font-size: 90%; }}
 """
+
+#: metric cards (cards_html), in the app and in the exports. Scoped to .ks-cards: in the app the rules are part of
+#: the page. Colours that work on Streamlit's light and dark themes (text inherits; the help is a dark tooltip).
+CARDS_CSS = """
+.ks-cards { display: grid; gap: 0 16px; margin: 0 0 16px; }
+.ks-card { min-width: 0; padding: 4px 0; }
+.ks-card .ks-l { display: flex; align-items: center; gap: 6px; font-size: 14px; }
+.ks-card .ks-lt, .ks-q .ks-qm { opacity: .75; }
+.ks-card .ks-v { font-size: 36px; line-height: 1.25; padding-bottom: 4px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.ks-card .ks-d { display: inline-block; font-size: 14px; padding: 0 7px; border-radius: 8px; }
+.ks-card .ks-d.good { color: #158237; background: rgba(33, 195, 84, .1); }
+.ks-card .ks-d.bad { color: #e0252a; background: rgba(255, 43, 43, .09); }
+.ks-q { position: relative; display: inline-flex; cursor: help; }
+.ks-q .ks-qm { display: inline-flex; align-items: center; justify-content: center; width: 14px; height: 14px;
+  border: 1px solid currentColor; border-radius: 50%; font-size: 10px; }
+.ks-q .ks-tip { display: none; position: absolute; z-index: 1000; left: -8px; top: 20px; width: max-content;
+  max-width: 320px; padding: 8px 10px; border-radius: 6px; background: #262730; color: #fafafa; font-size: 13px;
+  font-weight: 400; line-height: 1.4; white-space: normal; box-shadow: 0 2px 8px rgba(0, 0, 0, .25); }
+.ks-q .ks-tip p { margin: 0 0 4px; } .ks-q .ks-tip p:last-child { margin: 0; }
+.ks-q .ks-tip code { background: rgba(255, 255, 255, .12); color: inherit; }
+.ks-q:hover .ks-tip, .ks-q:focus .ks-tip { display: block; }
+@media (max-width: 640px) { .ks-cards { grid-template-columns: 1fr !important; } }
+"""
+
+
+def cards_html(b: Metrics) -> str:
+    """A Metrics block as one HTML grid of cards: label (its help as a tooltip on the "?", also when focused), the
+    value, and the change coloured as st.metric colours it (a change written with a leading "-" is down; down is
+    good where lower is better). Three cards a row when there are more than five, else all in one row; one a row on
+    a narrow screen. Everything is escaped; the help's markdown is rendered (md_to_html)."""
+    per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
+    cards = []
+    for label, value, help_, *delta in b.items:
+        d = delta[0] if delta else None
+        tip = (f'<span class="ks-q" tabindex="0" role="note" aria-label="{html.escape(_plain(help_))}">'
+               f'<span class="ks-qm">?</span><span class="ks-tip">{md_to_html(help_)}</span></span>' if help_ else "")
+        change = ""
+        if d:
+            down = str(d).startswith("-")
+            good = down == b.lower_is_better
+            change = f'<div class="ks-d {"good" if good else "bad"}">{"↓" if down else "↑"} {html.escape(str(d))}</div>'
+        cards.append(f'<div class="ks-card"><div class="ks-l"><span class="ks-lt">{html.escape(str(label))}</span>'
+                     f'{tip}</div><div class="ks-v">{html.escape(str(value))}</div>{change}</div>')
+    return (f'<div class="ks-cards" style="grid-template-columns: repeat({per_row}, minmax(0, 1fr))">'
+            + "".join(cards) + "</div>")
+
+
+def _plain(md: str) -> str:
+    """The help's text without markdown marks, for a screen reader's label."""
+    return re.sub(r"[`*_]", "", str(md))
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,12 +231,7 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
         elif isinstance(b, Table):
             parts.append(_table_html(b, base_url))
         elif isinstance(b, Metrics):
-            cards = "".join(
-                f'<div class="metric" title="{html.escape(h or "")}"><div class="l">{html.escape(label)}</div>'
-                f'<div class="v">{html.escape(value)}</div>'
-                + (f'<div class="d">{html.escape(delta[0])}</div>' if delta and delta[0] else "") + "</div>"
-                for label, value, h, *delta in b.items)
-            parts.append(f'<div class="metrics">{cards}</div>')
+            parts.append(cards_html(b))
         elif isinstance(b, Timeline):
             n += 1
             parts.append(timeline_html(b, f"tl{n}"))
@@ -234,7 +276,7 @@ def render_html(reports: list[Report], *, source: str | None = None, base_url: s
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = f"Exported from Kernelscope on {when}" + (f" · {html.escape(source)}" if source else "")
     title = html.escape(" · ".join(r.title for r in reports))
-    css = CSS + (_cjk_font_face() if any(_CJK.search(part) for part in body) else "")
+    css = CSS + CARDS_CSS + (_cjk_font_face() if any(_CJK.search(part) for part in body) else "")
     script = ""
     if has_charts and bundle is not None:
         script = "<script>\n" + bundle.replace("</script", "<\\/script") + "\n</script>"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.render_html import CARDS_CSS, cards_html
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import ensure_theme
 
@@ -94,11 +95,9 @@ def render_streamlit(blocks, container=None) -> None:
             if b.caption:
                 st_.caption(b.caption)
         elif isinstance(b, Metrics):
-            per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
-            for i in range(0, len(b.items), per_row):
-                cols = st_.columns(per_row)
-                for col, (label, value, help_, *delta) in zip(cols, b.items[i:i + per_row]):
-                    col.metric(label, value, delta=delta[0] if delta else None, help=help_,
-                               delta_color="inverse" if b.lower_is_better else "normal")
+            # one HTML element for the whole block (dashboard.render_html.cards_html, as in the export): twelve
+            # st.metric cards in their columns are about sixty Streamlit elements, and cost the Kernels page about
+            # 0.1 s of a 1.0-1.1 s load (docs/findings-kernels-page-load.md)
+            st_.html(f"<style>{CARDS_CSS}</style>{cards_html(b)}")
         else:  # pragma: no cover - a builder bug
             raise TypeError(f"unknown block {type(b).__name__}")

@@ -168,3 +168,72 @@ def decode_timeline(payload: bytes) -> tuple[dict, dict]:
         arrays[name] = np.frombuffer(body, dtype={"f8": "<f8", "i4": "<i4", "u1": "u1"}[dt], count=cnt, offset=off)
         off += cnt * size
     return head, arrays
+
+
+class Card:
+    """One metric card of a page (dashboard.render_html.cards_html), as the page shows it."""
+
+    def __init__(self):
+        self.label = self.value = self.help = ""
+        self.delta = None        # the change as shown, None when the card has none
+        self.direction = None    # "good" or "bad": the change's colour
+
+    def __repr__(self):
+        return f"Card({self.label!r}: {self.value!r}, delta={self.delta!r})"
+
+
+def parse_cards(html_text: str) -> list[Card]:
+    """The cards in an HTML text (an st.html element's body or an export)."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.cards: list[Card] = []
+            self.field = None            # the card field whose text comes next
+            self.depth = 0               # element depth inside that field
+
+        def handle_starttag(self, tag, attrs):
+            cls = (dict(attrs).get("class") or "").split()
+            if self.field:
+                self.depth += 1
+                return
+            if "ks-card" in cls:
+                self.cards.append(Card())
+            elif self.cards and {"ks-lt", "ks-v", "ks-d", "ks-tip"} & set(cls):
+                self.field = next(c for c in cls if c in ("ks-lt", "ks-v", "ks-d", "ks-tip"))
+                self.depth = 0
+                if self.field == "ks-d":
+                    self.cards[-1].delta = ""
+                    self.cards[-1].direction = "good" if "good" in cls else "bad"
+
+        def handle_endtag(self, tag):
+            if self.field:
+                if self.depth == 0:
+                    self.field = None
+                else:
+                    self.depth -= 1
+
+        def handle_data(self, data):
+            if not self.field:
+                return
+            c = self.cards[-1]
+            attr = {"ks-lt": "label", "ks-v": "value", "ks-d": "delta", "ks-tip": "help"}[self.field]
+            setattr(c, attr, (getattr(c, attr) or "") + data)
+
+    p = P()
+    p.feed(html_text)
+    for c in p.cards:
+        if c.delta:
+            c.delta = c.delta.lstrip("↑↓ ")
+    return p.cards
+
+
+def cards(at) -> list[Card]:
+    """Every metric card of an AppTest page, in page order."""
+    out = []
+    for el in walk(at._tree):
+        body = getattr(getattr(el, "proto", None), "body", None)
+        if el.type == "html" and isinstance(body, str):
+            out += parse_cards(body)
+    return out

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
-from tests.dashboard.helpers import (all_rows, component_data, decode_timeline, frames, open_page, shown,
-                                     table_data, texts)
+from tests.dashboard.helpers import (all_rows, cards as page_cards, component_data, decode_timeline, frames,
+                                     open_page, shown, table_data, texts)
 
 pytest.importorskip("ncu_report")
 
@@ -135,7 +135,7 @@ def test_click_through_opens_the_kernel_and_its_ncu_counters(env):
     at = open_page("timeline", run=ids["m1024"], op=f"gpu_ops:{row}")
     t = texts(at)
     assert "Selected: `nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT`" in t
-    cards = {m.label: m.value for m in at.metric}
+    cards = {m.label: m.value for m in page_cards(at)}
     assert cards["launch call"] == "cuLaunchKernelEx" and cards["launch delay"].endswith("(over 100 µs)")
     # the same kernel is in the tensor-core ncu report of the store (a 4096³ BF16 matmul): its counters, linked
     assert "Its Nsight Compute counters" in t and "tensor-core throughput-bound" in cards["biggest finding"]

@@ -12,7 +12,7 @@ from analyzers.cases import evaluate
 from collectors.store import Store
 from dashboard.source import Source
 from tests.conftest import H200_TORCH, REPO, SAMPLES
-from tests.dashboard.helpers import dataframes, share_link, texts, walk
+from tests.dashboard.helpers import cards, dataframes, parse_cards, share_link, texts, walk
 
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"   # the recorded H200 bench run
 VIEWS = REPO / "dashboard" / "views"
@@ -71,11 +71,13 @@ def test_timeline_export_shows_what_the_page_shows(wired):
     html = _export(root, f"http://gpu-server:8501{link}&token=hunter2")
     assert "hunter2" not in html and "ffn_M1024_eager.json.gz" in html and "NVIDIA H200" in html
     # the what-if, with the change against the measured run time
-    shown = {m.label: m.value for m in at.metric}
+    shown = {m.label: m.value for m in cards(at)}
     assert shown == {"measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms", "Amdahl": "1.345 ms"}
-    for label, value in shown.items():
-        assert f'<div class="l">{label}</div><div class="v">{value}</div>' in html
-    assert '<div class="d">-0.885 ms</div>' in html and "kernels match <code>nvjet</code>" in html
+    # the export's cards are the page's: labels, values, help and the change with its colour (lower is better)
+    exported = [(c.label, c.value, c.help, c.delta, c.direction) for c in parse_cards(html)]
+    assert exported == [(c.label, c.value, c.help, c.delta, c.direction) for c in cards(at)]
+    assert ("what-if (trace dependencies)", "-0.885 ms", "good") in [(c.label, c.delta, c.direction) for c in cards(at)]
+    assert "kernels match <code>nvjet</code>" in html
     # the per-device summary: same verdict and numbers, headers with units and definitions as help
     summary = dataframes(devices)[0].iloc[0]
     assert (summary["verdict"], summary["kernel_count"]) == ("not launch-bound", 25)
@@ -99,7 +101,7 @@ def test_timeline_export_of_a_run_id(env, tmp_path):
     html = out.read_text(encoding="utf-8")
     assert "<td>launch-bound</td>" in html and "triton_add_x300.json.gz" in html
     assert "kernels match <code>add_kernel</code>" in html           # the default: the kernel with the most time
-    assert html.count('<div class="v">7.504 ms</div>') == 2          # launch-bound: faster kernels do not help
+    assert [c.value for c in parse_cards(html)].count("7.504 ms") == 2     # launch-bound: faster kernels do not help
 
 
 def test_cases_export_shows_what_the_page_shows(wired):

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 
 from tests.conftest import store_snapshot
-from tests.dashboard.helpers import (BASIC, FULL, component_data, copy_store, dataframes, frames,
-                                     make_store, open_page, share_link, shown, table_data, texts, vega_specs)
+from tests.dashboard.helpers import (BASIC, FULL, cards as page_cards, component_data, copy_store, dataframes,
+                                     frames, make_store, open_page, share_link, shown, table_data, texts,
+                                     vega_specs)
 
 pytest.importorskip("ncu_report")
 
@@ -169,7 +170,7 @@ def test_basic_report_shows_missing_as_missing(ids):
     assert len(w) == len({x.split("Collect them with")[1] for x in w}) >= 2
     assert any("**DRAM traffic and bandwidth**" in x and "--set full" in x for x in w)
     assert not any("smem_conflict_degree" in x or "dram_bandwidth_gbps" in x for x in w)
-    cards = {m.label: m.value for m in at.metric}
+    cards = {m.label: m.value for m in page_cards(at)}
     assert cards["DRAM traffic"] == "—" and cards["est. time lost (biggest finding each)"] == "—"
     assert cards["DRAM"] == "—"
     table = component_data(at, "kernelscope.table")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.dashboard.helpers import component_data, decode_timeline, frames, open_page, texts
+from tests.dashboard.helpers import cards, component_data, decode_timeline, frames, open_page, texts
 
 pytest.importorskip("ncu_report")
 HERE = SAMPLES / "h200" / "train_step"
@@ -38,7 +38,7 @@ def test_kernels_page_shows_the_timeline_of_the_same_program(env):
     t = texts(at)
     assert "In the timeline of the same program" in t and "ProfilerStep#6" in t
     assert "launched from another host thread" in t                     # the 15 backward kernels, said once
-    labels = [m.label for m in at.metric]
+    labels = [m.label for m in cards(at)]
     assert "launches per step" in labels and "time lost per step" in labels
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.helpers import dataframes
+from tests.dashboard.helpers import cards, dataframes
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, SHARED_NSYS
@@ -47,7 +47,7 @@ def test_page_rebuilds_from_the_url(store):
     assert "GPU idle gaps per stream" in _texts(_page(run.run_id, show="idle"))
     at = _page(run.run_id, kernel="nvjet", speedup="2", show="whatif")
     assert at.text_input[0].value == "nvjet" and at.number_input[0].value == 2.0
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = {m.label: m.value for m in cards(at)}
     assert metrics == {"measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms",
                        "Amdahl": "1.345 ms"}
 
@@ -59,10 +59,10 @@ def test_widget_changes_go_back_to_the_url(store):
     at.text_input[0].set_value("add").run()
     at.number_input[0].set_value(4.0).run()
     assert at.query_params["kernel"] == "add" and at.query_params["speedup"] == "4"
-    metrics = {m.label: m.value for m in at.metric}
+    metrics = {m.label: m.value for m in cards(at)}
     assert metrics["what-if (trace dependencies)"] == metrics["measured run time"] == "7.504 ms"  # launch-bound
     # nothing changes: no red arrow for a change of 0.000 ms
-    assert next(m for m in at.metric if m.label.startswith("what-if")).proto.delta == ""
+    assert next(m for m in cards(at) if m.label.startswith("what-if")).delta is None
     assert "**launch-bound**" in " ".join(w.value for w in at.warning)
     at.text_input[0].set_value("(").run()
     assert any("invalid kernel regex" in e.value for e in at.error)
