@@ -1,18 +1,18 @@
 """How many threads polars' pool gets in a Kernelscope command, and in the workers it starts.
 
-polars reads POLARS_MAX_THREADS once, when it is imported, and by default starts one pool thread per CPU. In a
-Kernelscope command the Python thread does much of the work itself (the trace readers' decoding, the reports) and
-calls polars hundreds of times in between; after each call the pool's idle threads wait actively for a while. Measured
-with `kernelscope analyze --format json` in alternated fresh processes (docs/findings-kineto-reader.md, "polars'
-pool"):
+polars reads POLARS_MAX_THREADS once, when it is imported, and by default starts one pool thread per CPU. A
+Kernelscope command calls polars hundreds of times on tables of 10^3-10^6 rows, and each call gives the pool too
+little work for many threads: after each call the idle threads also wait actively for a while, on CPUs the Python
+thread could use. Measured with `kernelscope analyze --format json` in alternated fresh processes, the JSON identical
+for every pool size (docs/findings-kineto-reader.md, "polars' pool"):
 
-- with 2 CPUs, one pool thread instead of two took 10-15 % less CPU on the 304 MB Kineto trace, the 1,000,000-kernel
-  Nsight Systems export and the 10,000-kernel Nsight Compute page, in the same or less wall time: the second pool
-  thread's waiting took the CPU the Python thread needed;
-- with 16 CPUs, four pool threads instead of sixteen took 15-25 % less CPU on the large inputs in the same or less
-  wall time, and half the CPU on a 216 KB trace: these inputs give polars too little work at a time for more.
+- with 16 CPUs, four pool threads instead of sixteen took 14-35 % less CPU on the 304 MB Kineto trace, the
+  1,000,000-kernel Nsight Systems export, the 10,000-kernel Nsight Compute page and a 216 KB trace, in the same or
+  less wall time; eight threads were no faster than four;
+- with 2 CPUs, one thread instead of two took 5-10 % less CPU on the Kineto trace but 20 % more wall time on the
+  Nsight Systems export (its joins and sorts run in parallel): both are kept.
 
-Hence DEFAULT: one CPU left to the Python thread, at most CAP. A POLARS_MAX_THREADS the user set is always kept.
+Hence DEFAULT: a thread per CPU, at most CAP. A POLARS_MAX_THREADS the user set is always kept.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def cores() -> int:
 
 def default_threads(n_cores: int) -> int:
     """Pool threads for a process that has n_cores CPUs to itself."""
-    return max(1, min(CAP, n_cores - 1))
+    return max(1, min(CAP, n_cores))
 
 
 def share(n_cores: int, workers: int) -> int:

@@ -24,8 +24,8 @@ import warnings
 # numpy's OpenBLAS starts a thread per core when numpy is imported, and they spin while waiting: about 0.1 CPU s per
 # command on 2 cores (more on more), for commands that do no linear algebra. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# polars' pool: one CPU left to the Python thread, at most four threads (dashboard.threads says why); before anything
-# imports polars, and never over a POLARS_MAX_THREADS the user set
+# polars' pool: a thread per CPU, at most four (dashboard.threads says why); set before anything imports polars, and
+# never over a POLARS_MAX_THREADS the user set
 from dashboard import threads as _threads  # noqa: E402
 
 _threads.choose(_threads.default_threads(_threads.cores()))

@@ -1,5 +1,5 @@
-"""polars' pool in Kernelscope's processes (dashboard.threads): one CPU left to the Python thread, at most CAP threads,
-a worker's share of its CPUs, and a POLARS_MAX_THREADS the user set kept everywhere."""
+"""polars' pool in Kernelscope's processes (dashboard.threads): a thread per CPU, at most CAP threads, a worker's share
+of the CPUs, and a POLARS_MAX_THREADS the user set kept everywhere."""
 from __future__ import annotations
 
 import os
@@ -12,6 +12,9 @@ from dashboard import execute, threads
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE = "import dashboard.cli, polars; print(polars.thread_pool_size())"
+#: the same with a cap of one thread: a pool of one shows that the CLI's choice, not polars' own default (a thread per
+#: CPU), took effect, also on a machine with no more CPUs than the cap
+CAPPED = "import dashboard.threads as t; t.CAP = 1; " + PROBE
 
 
 def _env(**kv) -> dict:
@@ -21,35 +24,33 @@ def _env(**kv) -> dict:
     return env
 
 
-def _pool_of_cli(env: dict, cpus: set[int] | None = None) -> int:
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120,
+def _pool_of_cli(env: dict, cpus: set[int] | None = None, probe: str = PROBE) -> int:
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip())
 
 
-@pytest.mark.parametrize("n, want", [(1, 1), (2, 1), (3, 2), (4, 3), (5, 4), (16, 4), (128, 4)])
-def test_default_leaves_a_cpu_to_python_and_stops_at_the_cap(n, want):
+@pytest.mark.parametrize("n, want", [(1, 1), (2, 2), (3, 3), (4, 4), (5, 4), (16, 4), (128, 4)])
+def test_default_is_a_thread_per_cpu_up_to_the_cap(n, want):
     assert threads.default_threads(n) == want
 
 
-@pytest.mark.parametrize("n, workers, want", [(16, 16, 1), (16, 4, 3), (16, 2, 4), (2, 1, 1), (2, 8, 1), (8, 2, 3)])
+@pytest.mark.parametrize("n, workers, want", [(16, 16, 1), (16, 4, 4), (16, 8, 2), (2, 1, 2), (2, 8, 1), (6, 4, 1)])
 def test_a_workers_share_is_the_default_of_its_part(n, workers, want):
     assert threads.share(n, workers) == want
 
 
 def test_the_cli_sets_polars_pool_before_polars_starts_it():
     cpus = os.sched_getaffinity(0)
-    if len(cpus) < 2:
-        pytest.skip("one CPU: polars' own default is the same")
-    # polars' own default would be one thread per CPU
-    assert _pool_of_cli(_env()) == threads.default_threads(len(cpus)) < len(cpus)
-    one = {min(cpus)}
-    assert _pool_of_cli(_env(), one) == 1
+    assert _pool_of_cli(_env()) == threads.default_threads(len(cpus))
+    assert _pool_of_cli(_env(), {min(cpus)}) == 1
+    assert _pool_of_cli(_env(), probe=CAPPED) == 1
 
 
 def test_the_users_value_is_kept_by_the_cli_and_by_workers(monkeypatch):
     assert _pool_of_cli(_env(**{threads.ENV: "3"})) == 3
+    assert _pool_of_cli(_env(**{threads.ENV: "3"}), probe=CAPPED) == 3
     monkeypatch.setenv(threads.ENV, "3")
     monkeypatch.delenv(threads.MARK, raising=False)
     assert threads.user_set()
