@@ -66,11 +66,18 @@ intro = pages.case_intro(view)
 render_streamlit(intro)
 
 # ---- parameters ---------------------------------------------------------------------------------
+# Shown as one table; the inputs only while "Edit parameters" is on: two dozen Streamlit number inputs took about
+# 0.4 s of a full browser load (docs/findings-kernels-page-load.md). The URL holds the values either way.
+editing = False
 if case.params:
     st.subheader("Parameters")
     render_streamlit([Text(p, "warning") for p in view.problems])
-    cols = st.columns(4)
-    for i, p in enumerate(case.params):
+    editing = st.toggle("Edit parameters", key="case:edit",
+                        help="Change the model's parameters; the values go into the page's link.")
+    if not editing:
+        render_streamlit([pages.case_params_table(view)])
+    cols = st.columns(4) if editing else []
+    for i, p in enumerate(case.params if editing else ()):
         current = view.values[p.name]
         label = p.name + (f" [{p.unit}]" if p.unit and p.unit != "count" else "")
         help_ = p.description + ("" if p.from_chapter else " (assumption: the chapter gives no value)") + (

@@ -30,7 +30,7 @@ def q(at, key: str):
 
 
 def predictions(at) -> dict[str, str]:
-    df = dataframes(at)[0]
+    df = next(d for d in dataframes(at) if "quantity" in d.columns)
     return dict(zip(df["quantity"], df["value"]))
 
 
@@ -62,9 +62,17 @@ def test_gpu_in_the_url_changes_the_answer():
 
 def test_widget_changes_are_written_back_to_the_url():
     at = page(CASES, case="tiling.traffic")
+    assert [n.label for n in at.number_input] == ["measured value"]   # the parameters: a table until "Edit parameters"
+    params = next(d for d in dataframes(at) if "parameter" in d.columns)
+    assert dict(zip(params["parameter"], params["value"]))["m"] == "64"
+    at.toggle(key="case:edit").set_value(True).run()
     at.number_input(key="case:tiling.traffic:m:").set_value(128).run()
     at.number_input(key="case:tiling.traffic:n:").set_value(128).run()
     assert q(at, "m") == "128" and q(at, "n") == "128"
+    assert predictions(at)["traffic"] == "1560 MiB"
+    at.toggle(key="case:edit").set_value(False).run()          # the table shows the changed values, the URL keeps them
+    params = next(d for d in dataframes(at) if "parameter" in d.columns)
+    assert dict(zip(params["parameter"], params["value"]))["m"] == "128" and q(at, "m") == "128"
     assert predictions(at)["traffic"] == "1560 MiB"
     at.selectbox[0].set_value("dispatch.call_ratio").run()
     assert q(at, "case") == "dispatch.call_ratio"

@@ -111,9 +111,12 @@ def test_cases_export_shows_what_the_page_shows(wired):
     assert link == "/cases?case=tiling.traffic&gpu=NVIDIA+H200"
     html = _export(root, link)
     assert "Case <code>tiling.traffic</code> on NVIDIA H200" in html
-    # parameters (inputs on the page) and every prediction with its unit
+    # parameters (the same table on the page until "Edit parameters") and every prediction with its unit
     assert "<td>M</td><td>1024</td>" in html and "<td>elem</td><td>2</td><td>B</td>" in html
-    df = dataframes(at)[0]
+    shown = next(d for d in dataframes(at) if "parameter" in d.columns)
+    for _, r in shown.iterrows():
+        assert f"<td>{r['parameter']}</td><td>{htm.escape(r['value'])}</td>" in html
+    df = next(d for d in dataframes(at) if "quantity" in d.columns)
     preds = dict(zip(df["quantity"], df["value"]))
     # the store holds the recorded H200 bench run: the rates are its measured ceilings, the time a predicted estimate
     assert preds["traffic"] == "3096 MiB" and preds["time_bound"] == "104.2 µs"
