@@ -259,12 +259,12 @@ def write_table(rows: list[dict], browser: dict | None, many: dict | None, start
                       "warm < 0.3 s"])
         table.append([f"Runs page, {many['runs']:,} runs (server side, AppTest)", f"{many['page_cold_s']:.2f} s",
                       f"{many['page_warm_s']:.2f} s", "warm < 0.3 s"])
-    write_results("dashboard", {"machine": facts, "pages": rows, "browser": browser, "many_runs": many,
+    print(write_results("dashboard", {"machine": facts, "pages": rows, "browser": browser, "many_runs": many,
                                 "process_start_s": None if start is None else round(start, 3)}, table,
                   ["page or command", "cold", "warm (median)", "target"],
                   ["Cold: first load after the caches were cleared (AppTest) or after the server started (chromium); "
                    "warm: the same page again. A full load in chromium includes Streamlit's frontend boot and a new "
-                   "session (perf/dashboard.py)."])
+                   "session (perf/dashboard.py)."]))
 
 
 def browser_times(store: Path, pages, repeat: int, trace) -> dict:

@@ -92,9 +92,9 @@ def main(argv=None) -> int:
     notes = [f"Each command in a fresh process, {args.rounds} rounds alternated (perf/ingest.py)."]
     if base is None:
         notes.append("pandas is not installed here: no baseline in this run.")
-    path = write_results("ingest", doc, rows, ["input and command", "CPU, median (min–max)", "wall, median (min–max)",
+    text = write_results("ingest", doc, rows, ["input and command", "CPU, median (min–max)", "wall, median (min–max)",
                                                "peak RSS", "ratio to the baseline", "target"], notes)
-    print(path.read_text())
+    print(text)
     return 0
 
 

@@ -3,6 +3,10 @@ tools alternated within every round, medians and spread over the rounds, and a M
 
     from measure import Tool, compare, machine, write_results
 
+`write_results(name, ...)` adds each run to perf/results/<name>.json (under a key of its own, "run_YYYYMMDD_HHMM")
+and to perf/results/<name>.md (a heading with the run's key, command line and commit, then its table), keeping the
+runs before it.
+
 A `Tool` is a command line (and where its standard output goes). `compare(tools, rounds)` runs every tool once per
 round, in an order that rotates from round to round (A B, B A, ... so that neither tool always runs on a warm or a
 cold machine), and returns per tool the samples and their medians. CPU time is user + system time of the process
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -159,7 +164,28 @@ def machine() -> dict:
         pass
     return {"cpus": os.cpu_count(), "cpu_model": model, "memory_gib": round(mem / 2**30, 1),
             "python": platform.python_version(), "platform": platform.platform(), "loadavg_start": loadavg(),
-            "cpu_ticks_start": cpu_ticks(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "cpu_ticks_start": cpu_ticks(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "commit": commit(), "command": " ".join(["python", _script(), *sys.argv[1:]])}
+
+
+def _script() -> str:
+    """This script's path from the repository's root (perf/traces.py), or as it was given."""
+    p = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    try:
+        return str(p.relative_to(REPO)) if p else "python"
+    except ValueError:
+        return sys.argv[0]
+
+
+def commit() -> str | None:
+    """The checkout's commit (git describe --always --dirty: "-dirty" when tracked files differ from it), or None
+    outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=7"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def fmt_spread(st: dict, key: str, unit: str, nd: int = 2) -> str:
@@ -168,14 +194,33 @@ def fmt_spread(st: dict, key: str, unit: str, nd: int = 2) -> str:
     return f"{s['median']:.{nd}f} ({s['min']:.{nd}f}–{s['max']:.{nd}f}) {unit}"
 
 
-def write_results(name: str, doc: dict, table: list[list[str]], header: list[str], notes: list[str]) -> Path:
-    """perf/results/<name>.json and perf/results/<name>.md (the table the README quotes, with the machine)."""
+def write_results(name: str, doc: dict, table: list[list[str]], header: list[str], notes: list[str]) -> str:
+    """Add this run to perf/results/<name>.json (under its key, "run_YYYYMMDD_HHMM" of its start) and to
+    perf/results/<name>.md (a heading naming the key, the command line and the commit, then the table the README
+    quotes, with the machine). Earlier runs stay in both files; a file that is not a JSON object is left as it is
+    and this run written beside it (<name>.<key>.json). Returns this run's Markdown, with the files it went to."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    doc["machine"]["loadavg_end"] = loadavg()
-    doc["machine"]["steal_pct"] = steal_pct(doc["machine"].pop("cpu_ticks_start", None), cpu_ticks())
-    (RESULTS / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
     m = doc["machine"]
-    lines = [f"| {' | '.join(header)} |", f"|{'|'.join('---' for _ in header)}|"]
+    m["loadavg_end"] = loadavg()
+    m["steal_pct"] = steal_pct(m.pop("cpu_ticks_start", None), cpu_ticks())
+    d = re.findall(r"\d+", m["date"])                 # "2026-12-03 22:23 UTC" -> run_20261203_2223
+    key = f"run_{''.join(d[:3])}_{''.join(d[3:5])}"
+    jpath = RESULTS / f"{name}.json"
+    runs: dict = {}
+    if jpath.exists():
+        try:
+            runs = json.loads(jpath.read_text())
+        except ValueError:
+            runs = None
+        if not isinstance(runs, dict):
+            jpath, runs = RESULTS / f"{name}.{key}.json", {}
+    base, n = key, 2
+    while key in runs:
+        key, n = f"{base}_{n}", n + 1
+    runs[key] = doc
+    jpath.write_text(json.dumps(runs, indent=1, default=str) + "\n")
+    lines = [f"### {key}: `{m.get('command') or name}` on {m.get('commit') or 'an unknown commit'}", "",
+             f"| {' | '.join(header)} |", f"|{'|'.join('---' for _ in header)}|"]
     lines += [f"| {' | '.join(row)} |" for row in table]
     lines += ["", f"Machine: {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Python {m['python']}; load "
                   f"average {m['loadavg_start']} at the start, {m['loadavg_end']} at the end; {m['date']}."
@@ -183,5 +228,6 @@ def write_results(name: str, doc: dict, table: list[list[str]], header: list[str
                                                     f"{m['steal_pct']} % of all CPUs' time.")]
     lines += notes
     path = RESULTS / f"{name}.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    before = path.read_text().rstrip("\n") + "\n\n\n" if path.exists() else ""
+    path.write_text(before + "\n".join(lines) + "\n")
+    return "\n".join(lines) + f"\n\n(added to {path.relative_to(REPO)} and, as {key}, {jpath.relative_to(REPO)})\n"

@@ -301,11 +301,11 @@ def main(argv=None) -> int:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 
-    path = write_results("traces", doc, rows, ["input and command", "CPU, median (min–max)", "wall, median (min–max)",
+    text = write_results("traces", doc, rows, ["input and command", "CPU, median (min–max)", "wall, median (min–max)",
                                                "peak RSS", "baseline", "ratio", "target"],
                          [f"Each tool in a fresh process, {args.rounds} rounds, the tools alternated within each round "
                           "(perf/traces.py)."] + notes)
-    print(path.read_text())
+    print(text)
     return 0
 
 

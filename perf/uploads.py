@@ -102,12 +102,12 @@ def main(argv=None) -> int:
     first, last = samples[0]["rss_mib"], samples[-1]["rss_mib"]
     doc = {"machine": facts, "uploads": args.uploads, "runs_stored": runs, "server_start_rss_mib": start_rss,
            "samples": samples, "growth_mib": last - first}
-    path = write_results("uploads", doc, [[f"server RSS after the 1st and the {args.uploads}th `.ncu-rep` upload",
+    text = write_results("uploads", doc, [[f"server RSS after the 1st and the {args.uploads}th `.ncu-rep` upload",
                                            f"{first:,.0f} MiB", f"{last:,.0f} MiB", f"{last - first:+,.0f} MiB",
                                            "≤ +200 MiB"]],
                          ["what", "after the first", "after the last", "growth", "target"],
                          [f"{runs} runs stored; server RSS at start {start_rss:,.0f} MiB (perf/uploads.py)."])
-    print(path.read_text())
+    print(text)
     return 0
 
 
