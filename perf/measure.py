@@ -178,14 +178,18 @@ def _script() -> str:
 
 
 def commit() -> str | None:
-    """The checkout's commit (git describe --always --dirty: "-dirty" when tracked files differ from it), or None
-    outside a git checkout."""
+    """The checkout's commit, with "-dirty" when a tracked file outside perf/results differs from it (the results
+    files are what these scripts write), or None outside a git checkout."""
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=7"],
-                             capture_output=True, text=True, timeout=30)
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+        changed = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  ":(exclude)perf/results"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    if head.returncode or not head.stdout.strip():
+        return None
+    return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
 
 
 def fmt_spread(st: dict, key: str, unit: str, nd: int = 2) -> str:

@@ -76,3 +76,21 @@ def test_the_run_names_its_command_and_commit(measure):
     assert m["command"].startswith("python ") and "commit" in m      # None outside a git checkout
     text = measure.write_results("uploads", _doc(measure), [["a", "b"]], ["x", "y"], [])
     assert text.startswith("### run_20261203_2223: `python ")
+
+
+def test_the_results_files_do_not_make_the_checkout_dirty(measure):
+    import subprocess
+    repo = measure.REPO
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    (repo / "perf" / "results").mkdir(parents=True)
+    (repo / "perf" / "results" / "traces.md").write_text("old\n")
+    (repo / "code.py").write_text("x = 1\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert measure.commit() == head
+    (repo / "perf" / "results" / "traces.md").write_text("old\nnew run\n")       # what the scripts write
+    assert measure.commit() == head
+    (repo / "code.py").write_text("x = 2\n")
+    assert measure.commit() == head + "-dirty"
