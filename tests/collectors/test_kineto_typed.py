@@ -41,6 +41,14 @@ def _kineto(p: Path) -> bool:
 KINETO = [p for p in TRACES if _kineto(p)]
 
 
+@pytest.fixture(autouse=True, params=["scanner", "msgspec"])
+def tier0(request, monkeypatch):
+    """Each test twice: with the compiled scanner taking the pieces it can (collectors/_kineto_scan.c), and with
+    msgspec decoding every piece (tests/collectors/test_kineto_scan.py holds the two to each other)."""
+    monkeypatch.setenv("KERNELSCOPE_KINETO_SCAN", "1" if request.param == "scanner" else "0")
+    return request.param
+
+
 def _tier2(data: bytes):
     """Tier 2 (orjson, chunk by chunk), else tier 3 (the whole document at once), as collectors.kineto runs them."""
     def frames(top, chunks):
@@ -209,6 +217,7 @@ def test_events_of_the_tables_categories_that_are_not_complete_are_left_out(monk
     """A kernel, a runtime call, a cpu_op or an annotation whose "ph" is not "X" (an instant, a begin) is not a row,
     as tier 1 and tier 2 read it; the typed reader looks at the events' phases only when a piece has one (its
     first reading meets a struct without a name), and reads them then."""
+    monkeypatch.setenv("KERNELSCOPE_KINETO_SCAN", "0")               # msgspec's second reading is what is tested
     doc = _sample()
     ev = doc["traceEvents"]
     for cat, ph in (("kernel", "i"), ("cuda_runtime", "B"), ("cpu_op", "i")):
@@ -358,6 +367,7 @@ def test_a_category_outside_the_known_list_is_read_as_text(monkeypatch):
     """Categories are decoded as KNOWN_CATEGORIES (one shared string each); a piece with another category (a vendor's
     flow events, a newer Kineto's activity) is decoded again with categories as text, and reads as tier 1 reads it;
     without that second decoder the typed reader would step aside."""
+    monkeypatch.setenv("KERNELSCOPE_KINETO_SCAN", "0")               # msgspec's second decoder is what is tested
     doc = _sample()
     ev = doc["traceEvents"]
     for e in [e for e in ev if e.get("cat") == "ac2g"][:3]:
