@@ -26,7 +26,7 @@ class ScannerBuildHook(BuildHookInterface):
             return
         root = Path(self.root)
         try:
-            built = _compile(root)
+            self._out, built = _compile(root)
         except Exception as e:  # noqa: BLE001 - no compiler, no headers: the pure-Python reader stays
             self.app.display_warning(f"kernelscope: the compiled Kineto scanner was not built ({e}); traces are "
                                      "read by msgspec alone, with the same results")
@@ -39,8 +39,14 @@ class ScannerBuildHook(BuildHookInterface):
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
 
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        out = getattr(self, "_out", None)
+        if out is not None:                        # the wheel holds its copy now
+            shutil.rmtree(out, ignore_errors=True)
 
-def _compile(root: Path) -> Path:
+
+def _compile(root: Path) -> tuple[Path, Path]:
+    """(the temporary folder, the built module in it)"""
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
@@ -52,4 +58,4 @@ def _compile(root: Path) -> Path:
     cmd.build_temp = str(out / "tmp")
     cmd.ensure_finalized()
     cmd.run()
-    return Path(cmd.get_ext_fullpath(MODULE))
+    return out, Path(cmd.get_ext_fullpath(MODULE))
