@@ -347,3 +347,28 @@ def test_the_layout_kept_in_the_samples_is_what_the_tests_write():
     """_dump writes Kineto's layout (one event per line after "[\\n  "), which the piece splitter is given."""
     raw = gzip.decompress(next(p for p in KINETO if p.name == "ffn_M1_eager.json.gz").read_bytes())
     assert b'"traceEvents": [\n  {' in raw and b"},\n  {" in raw
+
+
+# ------------------------------------------------------------------------------------------- tables kept twice
+@needs_scanner
+@pytest.mark.parametrize("cat", sorted({*kineto_typed.KNOWN_CATEGORIES, *kineto_events._GPU_CATS,
+                                        *kineto_events._API_CATS, *kineto_events._CPU_CATS, "vendor_op"}))
+def test_each_category_goes_to_the_group_msgspec_puts_it_in(cat, monkeypatch):
+    """The scanner's category → table map is C's copy of kineto_events' sets: a category added on one side only
+    would put its events in another table (or none)."""
+    ev = ('{"ph": "X", "cat": "%s", "name": "op", "pid": 1, "tid": 2, "ts": 10.5, "dur": 1.25, '
+          '"args": {"External id": 3, "correlation": 4, "device": 0, "stream": 7, "grid": [1, 2, 3]}}' % cat)
+    data = ('{"traceEvents": [\n  ' + ev + ",\n  " + ev.replace("10.5", "12.5") + "\n]}").encode()
+    assert _pieces(data) == [True]
+    _agree(data, monkeypatch)
+
+
+@needs_scanner
+@pytest.mark.parametrize("ph", [*kineto_typed._PHASES, "X", "Q", "XX", ""])
+def test_each_phase_is_read_or_refused_as_msgspec_does(ph, monkeypatch):
+    """The scanner's list of phases is C's copy of kineto_typed._PHASES (and "X")."""
+    other = '{"ph": "%s", "cat": "cpu_op", "name": "n", "ts": 1.5, "dur": 2}' % ph
+    kernel = '{"ph": "X", "cat": "kernel", "name": "k", "ts": 2.5, "dur": 1}'
+    data = ('{"traceEvents": [\n  ' + kernel + ",\n  " + other + "\n]}").encode()
+    got = _agree(data, monkeypatch)
+    assert (_pieces(data) == [True]) == (not isinstance(got, str))
