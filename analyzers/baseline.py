@@ -133,33 +133,77 @@ DIFF_SCHEMA = {"section": pl.String, "metric": pl.String, "unit": pl.String, "ki
 
 #: the statistics two traces are compared by: key -> (label, unit, kind)
 TRACE_STATS = {
+    "step_median_ns": ("time per step (steady-state median, first to last GPU op the step launched)", "ns", "time"),
+    "launches_per_step": ("launch calls per step (a graph replay is one)", "count", "time"),
+    "kernels_per_step": ("kernels per step", "count", "time"),
     "run_ns": ("run time (first to last event, slowest rank)", "ns", "time"),
     "gpu_busy_ns": ("GPU busy (union of op intervals, all devices)", "ns", "time"),
     "gpu_window_ns": ("GPU window (first to last GPU op, all devices)", "ns", "time"),
     "gpu_idle_fraction": ("GPU idle (share of the window)", "fraction", "time"),
     "kernel_count": ("kernels", "count", "count"),
+    "launch_call_count": ("launch calls (a graph replay is one)", "count", "count"),
     "kernels_per_s": ("kernel rate (kernels / GPU window)", "1/s", "time"),
-    "launch_delay_median_ns": ("launch delay, median", "ns", "median"),
-    "launch_delay_p90_ns": ("launch delay, p90", "ns", "time"),
-    "host_wait_fraction": ("waiting for the host (share of the window)", "fraction", "time"),
-    "short_kernel_share": ("kernels shorter than their launch call", "fraction", "time"),
+    "launch_latency_median_ns": ("launch latency, median (start − max(call end, stream free); own launch calls)",
+                                 "ns", "median"),
+    "queued_share": ("kernels queued behind earlier GPU work (the host ran ahead)", "fraction", "time"),
+    "host_wait_fraction": ("waiting for the host (share of the window, per device)", "fraction", "time"),
+    "short_kernel_share": ("launch calls longer than the GPU work they submit", "fraction", "time"),
     "memcpy_count": ("memcpy", "count", "count"),
 }
 
 
 def trace_values(summary, gpu_ops: pl.DataFrame) -> dict:
     """The TRACE_STATS of one trace (analyzers.timeline.TimelineSummary) plus what their noise needs."""
+    from analyzers.timeline import _latency_ops
     r = dict(summary.run)
     d = summary.devices
     win = r.get("gpu_window_ns") or 0
     hw = (d["host_wait_fraction"] * d["window_ns"]).sum() / win if win and d.height else None
-    sk = d.filter(pl.col("kernels_with_launch") > 0)
-    short = (sk["short_kernel_share"] * sk["kernels_with_launch"]).sum() / sk["kernels_with_launch"].sum() \
+    sk = d.filter(pl.col("launch_call_count") > 0)
+    short = (sk["short_kernel_share"] * sk["launch_call_count"]).sum() / sk["launch_call_count"].sum() \
         if sk.height else None
-    delays = gpu_ops.filter(pl.col("kind") == "kernel")["launch_delay_ns"].drop_nulls()
+    lat = _latency_ops(gpu_ops)
+    queued = float(lat["_queued"].mean()) if lat.height else None
+    delays = lat["_lat"].drop_nulls()
+    main = (summary.steps.main if summary.steps is not None else None) or {}
     return {**r, "kernels_per_s": r["kernel_count"] * 1e9 / win if win else None, "host_wait_fraction": hw,
-            "short_kernel_share": short, "_delay_sd": float(delays.std()) if delays.len() > 1 else None,
-            "_delay_n": delays.len()}
+            "short_kernel_share": short, "queued_share": queued, "launches_per_step": main.get("launches_median"),
+            "kernels_per_step": main.get("kernels_median"), "step_median_ns": main.get("step_median_ns"),
+            "_steps": main, "_delay_sd": float(delays.std()) if delays.len() > 1 else None, "_delay_n": delays.len(),
+            "launch_delay_median_ns": r.get("launch_latency_median_ns")}
+
+
+def trace_story(va: dict, vb: dict) -> list[str]:
+    """What changed from trace A to trace B, in sentences, from the same values as the statistics: step time, launch
+    calls and kernels per step, where the GPU's time goes; a host that now runs ahead of the GPU is said as what it
+    is (the GPU became the bottleneck: work waits in the queue), never as a launch-delay regression."""
+    out = []
+    sa, sb = va.get("step_median_ns"), vb.get("step_median_ns")
+    if sa and sb:
+        ratio = sa / sb
+        how = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
+        out.append(f"Time per step {fmt_short(sa, 'ns')} → {fmt_short(sb, 'ns')} ({how}; steady-state medians, "
+                   f"{va['_steps'].get('steady_count')} and {vb['_steps'].get('steady_count')} steps).")
+    la, lb = va.get("launches_per_step"), vb.get("launches_per_step")
+    if la is not None and lb is not None:
+        ga, gb = va["_steps"].get("graph_launches_median") or 0, vb["_steps"].get("graph_launches_median") or 0
+        graph = ""
+        if gb and not ga:
+            graph = " (B replays the step as a CUDA graph: one call launches its kernels)"
+        elif ga and not gb:
+            graph = " (A replayed the step as a CUDA graph; B launches kernel by kernel)"
+        out.append(f"Launch calls per step {la:g} → {lb:g}{graph}; kernels per step "
+                   f"{va.get('kernels_per_step') or 0:g} → {vb.get('kernels_per_step') or 0:g}.")
+    ia, ib = va.get("gpu_idle_fraction"), vb.get("gpu_idle_fraction")
+    if ia is not None and ib is not None:
+        out.append(f"GPU busy {1 - ia:.1%} → {1 - ib:.1%} of its window; waiting for the host "
+                   f"{va.get('host_wait_fraction') or 0:.1%} → {vb.get('host_wait_fraction') or 0:.1%}.")
+    qa, qb = va.get("queued_share"), vb.get("queued_share")
+    if qb is not None and qb >= 0.5 and (qa is None or qb > qa + 0.2):
+        out.append(f"In B the host runs ahead of the GPU: {qb:.0%} of the kernels launched by a call of their own "
+                   "waited in the queue behind earlier GPU work, so the time from their launch call to their start "
+                   "grew — the GPU became the bottleneck; this is not a launch-delay regression.")
+    return out
 
 
 def trace_stats(va: dict, vb: dict, *, noise_floor: float = 0.05) -> pl.DataFrame:

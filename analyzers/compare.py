@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzers.baseline import NOISY_LIMIT, metric_diff, relatedness, trace_stats
+from analyzers.baseline import NOISY_LIMIT, metric_diff, relatedness, trace_stats, trace_story
 
 STATUSES = ("slower", "faster", "unchanged", "too noisy to judge", "added", "removed")
 NOISE_FLOOR = 0.05
@@ -141,6 +141,7 @@ class CompareResult:
     pairs: list[dict] = field(default_factory=list)   # ncu: matched launches {name, config, occurrence, a_id, b_id}
     metrics: dict = field(default_factory=dict)        # ncu: pair index -> metric_diff of that pair
     stats: pl.DataFrame | None = None                  # traces: trace_stats
+    story: list[str] = field(default_factory=list)     # traces: analyzers.baseline.trace_story
     dims: bool = True                                  # ncu: matched by grid/block dimensions (has_dims), else sizes
 
 
@@ -188,4 +189,5 @@ def compare_traces(ga: pl.DataFrame, gb: pl.DataFrame, values_a: dict, values_b:
     cmp = compare_runs(trace_launches(ga), trace_launches(gb), per_launch=False, noise_floor=noise_floor)
     names = lambda g: g.filter(pl.col("kind") == "kernel")["name"].to_list()  # noqa: E731
     return CompareResult("trace", noise_floor, relatedness(names(ga), names(gb)), cmp, totals(cmp),
-                         stats=trace_stats(values_a, values_b, noise_floor=noise_floor))
+                         stats=trace_stats(values_a, values_b, noise_floor=noise_floor),
+                         story=trace_story(values_a, values_b))

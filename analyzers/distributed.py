@@ -37,10 +37,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from analyzers.steps import STEP_PATTERNS, check_step_pattern, primary_device  # noqa: F401
 from analyzers.timeline import COMM_PATTERN, TimelineSummary, kernel_summary, summarize
 
-#: tried in order; the first that names any range of the rank is used (one capture group: the step number)
-STEP_PATTERNS = (r"^ProfilerStep#(\d+)$", r"(?i)^(?:train[ _-]?)?(?:step|iteration|iter)[\s_#:=-]*(\d+)$")
 WHOLE_TRACE_STEP = -1
 COMPONENTS = ("compute_ns", "exposed_comm_ns", "memcpy_ns", "host_wait_ns", "idle_ns")
 CAUSES = {"compute_ns": "compute", "exposed_comm_ns": "exposed communication", "memcpy_ns": "memcpy",
@@ -195,18 +194,6 @@ class RankSummary:
     meta: dict = field(default_factory=dict)   # world size, counts, worker time and peak memory
 
 
-def check_step_pattern(pattern: str) -> None:
-    """A step pattern must be a valid regex with a group (the step number); ParameterError otherwise."""
-    from analyzers.errors import ParameterError
-    try:
-        groups = re.compile(pattern).groups
-        pl.Series(["x"]).str.extract(pattern, 1)
-    except (re.error, pl.exceptions.ComputeError) as e:
-        raise ParameterError(f"invalid step regex {pattern!r}: {(str(e).splitlines() or [''])[0]}") from None
-    if groups < 1:
-        raise ParameterError(f"step regex {pattern!r} needs a group that captures the step number, e.g. 'step (\\d+)'")
-
-
 def find_steps(nvtx: pl.DataFrame, pattern: str | None = None) -> tuple[pl.DataFrame, str | None]:
     """(step, name, start_ns, end_ns) of the iteration ranges and the pattern used. A step annotated several
     times (nested ranges of the same name) spans its outermost range."""
@@ -324,18 +311,6 @@ def _collectives(c: pl.DataFrame, u: dict, rank: int) -> pl.DataFrame:
                  pl.col("size_bytes").is_not_null().sum().cast(pl.Int64).alias("sized_count"))
             .with_columns(pl.lit(rank, pl.Int64).alias("rank"))
             .select(list(COLLECTIVE_SCHEMA)).cast(dict(COLLECTIVE_SCHEMA)).sort("kind", "size_bucket_bytes"))
-
-
-def primary_device(gpu_ops: pl.DataFrame) -> int | None:
-    """The device with the most kernel time (ties: the lowest ordinal)."""
-    k = gpu_ops.filter(pl.col("kind") == "kernel")
-    if k.height == 0:
-        k = gpu_ops
-    if k.height == 0:
-        return None
-    t = k.group_by("device").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "device"],
-                                                                   descending=[True, False])
-    return t["device"][0]
 
 
 def rank_summary(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *, rank: int, source: str = "",

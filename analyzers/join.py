@@ -120,18 +120,25 @@ def steps_of(nvtx: pl.DataFrame) -> pl.DataFrame:
                                       "end_ns": pl.Int64, "tid": pl.Int64}).unique(["rank", "step"]).sort("start_ns")
 
 
-def trace_kernels(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(kernels with key, step and position within the step, steps). Kernels outside every step are dropped when
-    steps exist; without steps the whole trace is step 0."""
+def trace_kernels(gpu_ops: pl.DataFrame, nvtx: pl.DataFrame,
+                  step_pattern: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(kernels with key, step and position within the step, steps). The steps are the trace's as
+    analyzers.steps finds them (`step_pattern`, ProfilerStep#N, step / iteration / token ranges, graph replays, a
+    repeated kernel sequence); a kernel belongs to the step its launch call started in (on the GPU clock for found
+    steps: the one it starts in). Kernels outside every step are dropped when steps exist; without steps the
+    whole trace is step 0."""
+    from analyzers.steps import step_ranges
     k = _key_cols(gpu_ops.filter(pl.col("kind") == "kernel"), "name")
-    k = k.with_columns(pl.coalesce("api_start_ns", "start_ns").alias("_at"))
-    st = steps_of(nvtx)
+    st = step_ranges(gpu_ops, nvtx, step_pattern)
+    gpu_clock = bool(st.height and st["gpu_clock"].any())
+    k = k.with_columns((pl.col("start_ns") if gpu_clock else pl.coalesce("api_start_ns", "start_ns")).alias("_at"))
+    st = st.drop("gpu_clock")
     if st.height:
         k = k.sort("_at").join_asof(st.select("rank", "step", "label", pl.col("start_ns").alias("_s"),
                                               pl.col("end_ns").alias("_e"), pl.col("tid").alias("step_tid")).sort("_s"),
                                     left_on="_at", right_on="_s", by="rank", strategy="backward",
                                     check_sortedness=False)
-        k = k.filter(pl.col("step").is_not_null() & (pl.col("_at") <= pl.col("_e"))).drop("_s", "_e")
+        k = k.filter(pl.col("step").is_not_null() & (pl.col("_at") < pl.col("_e"))).drop("_s", "_e")
     else:
         k = k.with_columns(pl.lit(0, pl.Int64).alias("step"), pl.lit("whole trace").alias("label"),
                            pl.lit(None, pl.Int64).alias("step_tid"))
@@ -247,11 +254,11 @@ def durations_agree(ncu_ns: float | None, p10: float, p90: float, median: float)
 
 
 def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *,
-         nvtx_hint: str | None = None) -> JoinResult:
+         nvtx_hint: str | None = None, step_pattern: str | None = None) -> JoinResult:
     """Match an ncu run's launches (analyzers.ncu_run.NcuAnalysis.kernels: id, kernel_name, grid_*, block_*,
     duration_ns, top_finding, lost_ns, bound) to a timeline's kernels (gpu_ops with launch columns, nvtx for the
     steps). `nvtx_hint`: the NVTX range ncu was filtered on, if known ("step_6"), breaks ties between steps."""
-    k, steps = trace_kernels(gpu_ops, nvtx)
+    k, steps = trace_kernels(gpu_ops, nvtx, step_pattern)
     # the file's own demangled name (collectors.kernel_names keeps it as raw_name beside the canonical kernel_name,
     # which drops the namespaces this join's base names keep)
     n = _key_cols(ncu_kernels.sort("id"), "raw_name" if "raw_name" in ncu_kernels.columns else "kernel_name")
@@ -303,7 +310,10 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
         pl.col("duration_ns").median().alias("med"), pl.col("duration_ns").quantile(0.1, "linear").alias("p10"),
         pl.col("duration_ns").quantile(0.9, "linear").alias("p90"), pl.len().alias("samples"),
         pl.col("launch_delay_ns").median().alias("delay"),
-        (pl.col("duration_ns") < pl.col("api_duration_ns")).mean().alias("short_share"))
+        # a graph replay is one launch call for all its kernels: none of them is "shorter than its launch call"
+        ((pl.col("duration_ns") < pl.col("api_duration_ns"))
+         & ~pl.col("launch_api").fill_null("").is_in(["cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"]))
+        .mean().alias("short_share"))
     info = {(r["key"], r["occ"]): r for r in stats.join(by_key, on="key").join(shares, on=["key", "occ"])
             .iter_rows(named=True)}
 

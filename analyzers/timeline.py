@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzers.bound import (BOUND_VERDICTS, GPU_BUSY_MIN, HOST_WAIT_MIN, HOST_WAIT_PARTIAL,  # noqa: F401
-                             SHORT_SHARE_MIN, bound_verdict, run_spans)
+from analyzers.bound import (BOUND_VERDICTS, GPU_BUSY_MIN, HOST_WAIT_MIN, HOST_WAIT_PARTIAL, TraceFacts,  # noqa: F401
+                             SHORT_SHARE_MIN, bound_verdict, run_spans, trace_facts)
+from analyzers.kernel_origin import kernel_origin
 
 DEVICE = ("rank", "device")
 STREAM = ("rank", "device", "stream")
@@ -39,26 +40,48 @@ KERNEL_WAIT_THRESHOLD_NS = 30_000
 LAUNCH_DELAY_CUTOFF_NS = 100_000   # HTA launch_delay_cutoff = 100 µs
 RUNTIME_CUTOFF_NS = 50_000         # HTA runtime_cutoff = 50 µs
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")   # as collectors.launches names them
 _COMM = r"(?i)nccl"
 COMM_PATTERN = _COMM      # collective kernels (NCCL; RCCL keeps the nccl names), as HTA classifies them
 
 # the definitions of the module docstring, one line each, as `kernelscope analyze` and the dashboard state them
 DEFINITIONS = {
-    "launch_delay": "max(0, kernel start - end of its launch call) (HTA's launch delay)",
+    "launch_delay": "max(0, kernel start - end of its launch call) (HTA's launch delay; kernels of a graph replay have "
+                    "none, and a kernel queued behind earlier GPU work waits for the GPU, not for its launch)",
+    "launch_calls": "a launch call is one kernel launch, or one graph launch for all the kernels of its replay; a call "
+                    "is longer than its GPU work when the call takes longer than its kernels' time (launch-bound "
+                    "evidence is per call, never per graph kernel)",
+    "launch_latency": "kernel start - max(end of its launch call, end of its stream's earlier work), for kernels "
+                      "launched by a call of their own; a kernel whose stream was still busy when its call returned "
+                      "is queued (the host ran ahead of the GPU)",
     "queue": "kernel start - end of its launch call, null when the kernel starts before the call returns "
              "(Nsight Systems' Queue Dur)",
     "gpu_busy": "length of the union of kernel, memcpy and memset intervals (overlaps count once)",
     "gpu_window": "last op end - first op start, per device; the run's value sums the devices' windows",
     "gpu_idle_fraction": "1 - busy / window",
     "idle_categories": "per stream, each gap before an op: host_wait if the op's launch call started after the "
-                       "previous op ended; else kernel_wait if the gap < 30 us; else other (HTA)",
-    "launch_bound": "most kernels (>= 50 %) shorter than their launch call and the device idle waiting for the "
-                    "host for >= 30 % of its window (10 %: partly)",
-    "bound": "per device: GPU-bound if the GPU is busy >= 90 % of its window; else launch-bound if most kernels "
-             "(>= 50 %) are shorter than their launch call and the GPU waits for the host >= 30 % of its window; "
-             "else host-bound if the GPU waits for the host >= 30 % of its window (the host is busy elsewhere: "
-             "Python, CPU ops, data loading, synchronisation); 'partly' launch- or host-bound at >= 10 %; "
-             "otherwise idle for other reasons (waits between streams or devices, events, communication)",
+                       "previous op ended; else kernel_wait if the gap < 30 us; else other (HTA's, per stream: a "
+                       "stream's idle time is not the device's)",
+    "device_idle": "per device, each gap between its merged busy intervals (all streams): waiting for the host if "
+                   "the next op's launch call started after the device went idle; else short (< 30 us, back-to-back "
+                   "work); else other (work submitted but waiting). They add up to the device's idle time, so waiting "
+                   "for the host never exceeds it",
+    "launch_bound": "most launch calls (>= 50 %) longer than the GPU work they submit and the device idle waiting "
+                    "for the host for >= 30 % of its window (10 %: partly)",
+    "bound": "per device: GPU-bound if the GPU is busy >= 90 % of its window; else launch-bound if most launch "
+             "calls (>= 50 %) take longer than the GPU work they submit and the device waits for the host >= 30 % "
+             "of its window; else host-bound if the device waits for the host >= 30 % of its window (the host is "
+             "busy elsewhere: Python, CPU ops, data loading, synchronisation); 'partly' launch- or host-bound at "
+             ">= 10 %; otherwise idle for other reasons, naming only those the trace holds (short gaps between "
+             "back-to-back work, other streams, event waits, communication); 'abstains' when the trace fails a "
+             "blocking integrity check",
+    "steps": "ProfilerStep#N, else annotation / NVTX ranges named step, iteration or token N (or --step REGEX), "
+             "else one step per graph replay, else a repeated kernel sequence; a step's time is from the first to "
+             "the last GPU op it launched; warm-up steps (compilation, graph capture, allocator growth, one-time "
+             "kernels, or over 1.5x the steady median) are kept out of the median and p90",
+    "profiler_overhead": "an estimate: recorded host events per step (CPU ops and runtime calls) x the profiler's "
+                         "cost per event (analyzers.steps.PROFILER_NS_PER_EVENT); said where the host is the "
+                         "bottleneck",
     "run_time": "first to last event of the rank (host API calls and GPU ops); the run's is the slowest rank's",
     "whatif": "replay of the trace's own dependencies with the chosen kernels faster (see analyzers.whatif.what_if); "
               "Amdahl: run * ((1 - f) + f / s), f = matched kernel time / run time",
@@ -84,7 +107,8 @@ def launch_stats(gpu_ops: pl.DataFrame, *, by=DEVICE, kinds=("kernel",),
     """Per group: op_count, with_launch (ops whose launch call is in the trace), launch delay mean / median /
     p90 / p99 / max (ns, over ops with a launch call), queue_count (ops with a non-null queue time),
     queue_median_ns, api_duration_median_ns, delay_outliers (launch delay > launch_delay_cutoff_ns),
-    long_launch_calls (launch call longer than runtime_cutoff_ns), short_ops (op shorter than its launch call)."""
+    long_launch_calls (launch call longer than runtime_cutoff_ns), short_ops (op shorter than a launch call of its
+    own; graph-replayed ops never count: see launch_call_stats)."""
     d = pl.col("launch_delay_ns")
     return (
         _kinds(gpu_ops, kinds).group_by(list(by))
@@ -101,7 +125,9 @@ def launch_stats(gpu_ops: pl.DataFrame, *, by=DEVICE, kinds=("kernel",),
             pl.col("api_duration_ns").median().alias("api_duration_median_ns"),
             (d > launch_delay_cutoff_ns).sum().alias("delay_outliers"),
             (pl.col("api_duration_ns") > runtime_cutoff_ns).sum().alias("long_launch_calls"),
-            (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_ops"),
+            # a graph replay's kernels share one launch call: none of them is "shorter than its launch call"
+            ((pl.col("duration_ns") < pl.col("api_duration_ns"))
+             & ~pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)).sum().alias("short_ops"),
         )
         .sort(list(by)).collect()
     )
@@ -132,7 +158,7 @@ def _narrow(gpu_ops: pl.DataFrame, by) -> pl.DataFrame:
     """The columns the interval scans need, sorted by (by..., start_ns): times and three flags (kernel, with its
     launch call, an NCCL kernel), never the names, so that a million-op trace sorts a small frame."""
     k = pl.col("kind") == "kernel"
-    return _sorted(gpu_ops.select(*by, "start_ns", "end_ns", k.alias("_k"),
+    return _sorted(gpu_ops.select(*by, "start_ns", "end_ns", "api_start_ns", k.alias("_k"),
                                   (k & pl.col("launch_api").is_not_null()).alias("_l"),
                                   (k & pl.col("name").str.contains(_COMM)).alias("_c")), list(by))
 
@@ -253,45 +279,124 @@ def _idle_categories(gpu_ops: pl.DataFrame, g: pl.DataFrame, by=STREAM) -> pl.Da
 # --------------------------------------------------------------------------------------------------
 # Launch-bound detection, temporal breakdown, per-kernel summary
 # --------------------------------------------------------------------------------------------------
+def device_idle(gpu_ops: pl.DataFrame, *, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS,
+                by=DEVICE) -> pl.DataFrame:
+    """Per device: its idle time (the gaps between its merged busy intervals, all streams together) by cause.
+    host_wait_ns: gaps whose next op's launch call started after the device had gone idle (the host had not
+    submitted it); kernel_wait_ns: the other gaps shorter than kernel_wait_threshold_ns (back-to-back work);
+    other_idle_ns: the rest (work submitted but waiting: other streams, events, communication). They add up to the
+    device's idle time, so no share of them can exceed the idle share (DEFINITIONS["device_idle"])."""
+    return _device_idle(_narrow(gpu_ops, by), by, kernel_wait_threshold_ns)
+
+
+def _device_idle(s: pl.DataFrame, by, kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
+    by = list(by)
+    g = _with_prev_end(s.select(*by, "start_ns", "end_ns", "api_start_ns"), by).filter(_GAP)
+    gap = pl.col("start_ns") - pl.col("_prev_end")
+    host = pl.col("api_start_ns").is_not_null() & (pl.col("api_start_ns") > pl.col("_prev_end"))
+    short = ~host & (gap < kernel_wait_threshold_ns)
+    out = s.select(by).unique().join(
+        g.group_by(by).agg(gap.filter(host).sum().alias("host_wait_ns"), gap.filter(short).sum().alias("kernel_wait_ns"),
+                           gap.filter(~host & ~short).sum().alias("other_idle_ns"), host.sum().alias("host_gaps"),
+                           short.sum().alias("short_gaps"), (~host & ~short).sum().alias("other_gaps")),
+        on=by, how="left")
+    return out.with_columns(pl.col("host_wait_ns", "kernel_wait_ns", "other_idle_ns", "host_gaps", "short_gaps",
+                                   "other_gaps").fill_null(0).cast(pl.Int64)).sort(by)
+
+
+def launch_calls(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """One row per launch call that launched kernels (a graph replay is one call for all its kernels): by...,
+    pid, correlation, launch_api, graph (a graph launch), kernel_count, api_start_ns, api_end_ns, api_duration_ns,
+    first_start_ns, last_end_ns, gpu_ns (the kernels' durations summed, at most their span), short (the call's GPU
+    work is shorter than the call: the host cannot keep the GPU busy issuing such calls)."""
+    by = list(by)
+    k = _kinds(gpu_ops, ("kernel",)).filter(pl.col("launch_api").is_not_null())
+    calls = k.group_by(*by, "pid", "correlation").agg(
+        pl.col("launch_api").first(), pl.len().alias("kernel_count"),
+        pl.col("api_start_ns").first(), pl.col("api_end_ns").first(), pl.col("api_duration_ns").first(),
+        pl.col("start_ns").min().alias("first_start_ns"), pl.col("end_ns").max().alias("last_end_ns"),
+        pl.col("duration_ns").sum().alias("_sum")).collect()
+    return calls.with_columns(
+        pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS).alias("graph"),
+        pl.min_horizontal("_sum", pl.col("last_end_ns") - pl.col("first_start_ns")).alias("gpu_ns"),
+    ).with_columns((pl.col("gpu_ns") < pl.col("api_duration_ns")).alias("short")).drop("_sum") \
+        .sort(*by, "api_start_ns")
+
+
+def launch_call_stats(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
+    """Per device, launch statistics per launch *call* (DEFINITIONS["launch_calls"]): launch_call_count,
+    graph_launch_count, graph_kernel_count (kernels those replays ran), short_calls, short_call_share (calls whose
+    GPU work is shorter than the call itself, of all calls), and the launch latency of the kernels launched by a
+    call of their own: start - max(end of the call, end of the stream's earlier work), median and p90
+    (launch_latency_*_ns), with queued_kernels / queued_share: kernels whose stream was still busy when their call
+    returned (they waited in the queue behind earlier GPU work: the host was ahead of the GPU)."""
+    by = list(by)
+    c = launch_calls(gpu_ops, by).group_by(by).agg(
+        pl.len().alias("launch_call_count"), pl.col("graph").sum().alias("graph_launch_count"),
+        pl.col("kernel_count").filter(pl.col("graph")).sum().alias("graph_kernel_count"),
+        pl.col("short").sum().alias("short_calls"))
+    c = c.with_columns(pl.when(pl.col("launch_call_count") > 0)
+                       .then(pl.col("short_calls") / pl.col("launch_call_count")).otherwise(None)
+                       .alias("short_call_share"))
+    lat = _launch_latency(gpu_ops, by)
+    return c.join(lat, on=by, how="full", coalesce=True).sort(by)
+
+
+def _latency_ops(gpu_ops: pl.DataFrame) -> pl.DataFrame:
+    """Kernels launched by a call of their own (not a graph replay), with _lat = start - max(end of the call, end
+    of the stream's earlier work) and _queued = the stream was still busy when the call returned."""
+    own = (pl.col("kind") == "kernel") & pl.col("launch_api").is_not_null() & ~pl.col("launch_api").is_in(
+        GRAPH_LAUNCH_APIS)
+    s = _with_prev_end(_sorted(gpu_ops.select(*STREAM, "start_ns", "end_ns", "api_end_ns", own.alias("_own")),
+                               STREAM), STREAM).filter(pl.col("_own"))
+    ready = pl.max_horizontal("api_end_ns", pl.col("_prev_end").fill_null(pl.col("api_end_ns")))
+    return s.with_columns((pl.col("start_ns") - ready).clip(lower_bound=0).alias("_lat"),
+                          (pl.col("_prev_end").fill_null(-(1 << 62)) > pl.col("api_end_ns")).alias("_queued"))
+
+
+_LATENCY_AGGS = (pl.len().alias("own_launch_kernels"), pl.col("_lat").median().alias("launch_latency_median_ns"),
+                 pl.col("_lat").quantile(0.9, "nearest").alias("launch_latency_p90_ns"),
+                 pl.col("_queued").sum().alias("queued_kernels"), pl.col("_queued").mean().alias("queued_share"))
+
+
+def _launch_latency(gpu_ops: pl.DataFrame, by) -> pl.DataFrame:
+    return _latency_ops(gpu_ops).group_by(list(by)).agg(*_LATENCY_AGGS)
+
+
 def launch_bound(gpu_ops: pl.DataFrame, *, launch_floor_ns: float | None = None, short_share_min: float = 0.5,
                  host_wait_min: float = 0.3, host_wait_partial: float = 0.1, by=DEVICE,
                  kernel_wait_threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> pl.DataFrame:
-    """Per group: kernel_count, kernels_with_launch, short_kernels (kernel shorter than its launch call),
-    short_kernel_share (of kernels with a launch call), window_ns, kernels_per_s (kernel_count / window),
-    launch_floor_ns (the parameter: measured back-to-back launch time of an empty kernel),
-    floor_kernels_per_s = 1e9 / launch_floor_ns, rate_vs_floor = kernels_per_s / floor_kernels_per_s,
-    idle_fraction, host_wait_ns (HTA host-wait idle summed over the group's streams),
-    host_wait_fraction = host_wait_ns / window_ns, and the verdict
+    """Per group: kernel_count, kernels_with_launch, short_kernels and short_kernel_share (launch *calls* whose GPU
+    work is shorter than the call, of all launch calls: a graph replay is one call, see `launch_call_stats`),
+    window_ns, kernels_per_s (kernel_count / window), launch_floor_ns (the parameter: measured back-to-back launch
+    time of an empty kernel), floor_kernels_per_s = 1e9 / launch_floor_ns, rate_vs_floor = kernels_per_s /
+    floor_kernels_per_s, idle_fraction, host_wait_ns (the device's idle time waiting for the host: `device_idle`,
+    never a sum over streams), host_wait_fraction = host_wait_ns / window_ns (at most idle_fraction), and the verdict
 
         "launch-bound"        short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_min
         "partly launch-bound" short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_partial
         "not launch-bound"    otherwise;  launch_bound = (verdict == "launch-bound")
 
-    i.e. most kernels finish faster than the host can issue them, and the device spends a large part of
-    its window waiting for the host to submit the next op."""
-    return _launch_bound(gpu_ops, utilization(gpu_ops, by),
-                         idle_categories(gpu_ops, kernel_wait_threshold_ns=kernel_wait_threshold_ns, by=STREAM),
-                         launch_floor_ns=launch_floor_ns, short_share_min=short_share_min,
-                         host_wait_min=host_wait_min, host_wait_partial=host_wait_partial, by=by)
+    i.e. most launch calls take longer than the GPU work they submit, and the device spends a large part of its
+    window waiting for the host to submit the next op."""
+    s = _narrow(gpu_ops, by)
+    return _launch_bound(gpu_ops, _utilization_sorted(s, by), _device_idle(s, by, kernel_wait_threshold_ns),
+                         launch_call_stats(gpu_ops, by), launch_floor_ns=launch_floor_ns,
+                         short_share_min=short_share_min, host_wait_min=host_wait_min,
+                         host_wait_partial=host_wait_partial, by=by)
 
 
-def _launch_bound(gpu_ops: pl.DataFrame, util: pl.DataFrame, stream_idle: pl.DataFrame, *,
+def _launch_bound(gpu_ops: pl.DataFrame, util: pl.DataFrame, dev_idle: pl.DataFrame, calls: pl.DataFrame, *,
                   launch_floor_ns: float | None, short_share_min: float = 0.5, host_wait_min: float = 0.3,
                   host_wait_partial: float = 0.1, by=DEVICE) -> pl.DataFrame:
     by = list(by)
-    u = util.select(*by, "window_ns", "idle_fraction")
-    hw = (stream_idle.filter(pl.col("category") == "host_wait")
-          .group_by(by).agg(pl.col("idle_ns").sum().alias("host_wait_ns")))
-    c = _kinds(gpu_ops, ("kernel",)).group_by(by).agg(
-        pl.len().alias("kernel_count"),
-        pl.col("launch_api").is_not_null().sum().alias("kernels_with_launch"),
-        (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("short_kernels"),
-    ).collect()
-    out = c.join(u, on=by, how="left").join(hw, on=by, how="left").with_columns(pl.col("host_wait_ns").fill_null(0))
+    u = util.select(*by, "kernel_count", "kernels_with_launch", "window_ns", "idle_fraction")
+    out = (u.join(dev_idle.select(*by, "host_wait_ns"), on=by, how="left")
+           .join(calls.select(*by, pl.col("short_calls").alias("short_kernels"),
+                              pl.col("short_call_share").alias("short_kernel_share")), on=by, how="left")
+           .with_columns(pl.col("host_wait_ns").fill_null(0), pl.col("short_kernels").fill_null(0)))
     floor = float(launch_floor_ns) if launch_floor_ns else None
     out = out.with_columns(
-        pl.when(pl.col("kernels_with_launch") > 0).then(pl.col("short_kernels") / pl.col("kernels_with_launch"))
-        .otherwise(None).alias("short_kernel_share"),
         pl.when(pl.col("window_ns") > 0).then(pl.col("kernel_count") * 1e9 / pl.col("window_ns")).otherwise(None)
         .alias("kernels_per_s"),
         pl.when(pl.col("window_ns") > 0).then(pl.col("host_wait_ns") / pl.col("window_ns")).otherwise(0.0)
@@ -359,8 +464,10 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), bu
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
         pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
         d.min().alias("min_ns"), d.max().alias("max_ns")).collect()
-    return out.with_columns((pl.col("total_ns") / busy_ns if busy_ns else pl.lit(None, pl.Float64)).alias("busy_share")) \
-        .sort(["total_ns", *by], descending=[True] + [False] * len(by))
+    out = out.with_columns((pl.col("total_ns") / busy_ns if busy_ns else pl.lit(None, pl.Float64)).alias("busy_share"))
+    if "name" in by:
+        out = out.with_columns(kernel_origin(out["name"]).alias("origin"))
+    return out.sort(["total_ns", *by], descending=[True] + [False] * len(by))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -373,51 +480,79 @@ class TimelineSummary:
     run: dict                      # the whole run: RUN_SUMMARY_KEYS
     launch_floor_ns: float | None
     launch: pl.DataFrame | None = None            # launch_stats per device
-    idle_categories: pl.DataFrame | None = None   # idle_categories per stream
+    idle_categories: pl.DataFrame | None = None   # idle_categories per stream (HTA's definition)
     temporal: pl.DataFrame | None = None          # temporal_breakdown per device
     launch_bound: pl.DataFrame | None = None      # launch_bound per device
     kernels: pl.DataFrame | None = None           # kernel_summary (every kernel name)
+    device_idle: pl.DataFrame | None = None       # device_idle per device (the causes of the device's idle time)
+    launch_calls: pl.DataFrame | None = None      # launch_call_stats per device
+    steps: object | None = None                   # analyzers.steps.TraceSteps
+    integrity: list | None = None                 # analyzers.integrity.check_trace
 
 
 DEVICE_SUMMARY_COLUMNS = (
     "rank", "device", "kernel_count", "kernels_with_launch", "op_count", "busy_ns", "window_ns", "idle_fraction",
     "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns", "queue_count", "queue_median_ns",
-    "delay_outliers", "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict", "bound",
-    "bound_evidence", "run_ns")
+    "delay_outliers", "launch_call_count", "graph_launch_count", "graph_kernel_count", "launch_latency_median_ns",
+    "launch_latency_p90_ns", "queued_share", "short_kernel_share", "host_wait_ns", "kernel_wait_ns", "other_idle_ns",
+    "host_wait_fraction", "kernels_per_s", "verdict", "bound", "bound_evidence", "run_ns")
 RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memcpy_count", "memset_count",
                     "gpu_busy_ns", "gpu_window_ns", "gpu_idle_fraction", "wall_window_ns", "launch_delay_median_ns",
-                    "launch_delay_p90_ns", "device_count", "run_ns", "slowest_rank", "delay_outliers")
+                    "launch_delay_p90_ns", "launch_call_count", "graph_launch_count", "graph_kernel_count",
+                    "launch_latency_median_ns", "device_count", "run_ns", "slowest_rank", "delay_outliers",
+                    "step_median_ns", "step_p90_ns", "abstains")
 
 
 def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
-              launch_floor_ns: float | None = None) -> TimelineSummary:
+              launch_floor_ns: float | None = None, cpu_ops: pl.DataFrame | None = None,
+              nvtx: pl.DataFrame | None = None, step_pattern: str | None = None,
+              profiler_ns_per_event: float | None = None) -> TimelineSummary:
     """Per device (rank, device): counts, busy time (union of op intervals), window, idle fraction, launch-delay
-    median / p90 / max (HTA's definition, over kernels with their launch call), queue time, the launch-bound
-    evidence and verdict (`launch_bound`), where its time goes (`bound`, `bound_evidence`: `bound_verdict`) and
-    its rank's run time (`run_spans`). For the whole run: the same counts, busy and window summed over the
-    devices, idle fraction = 1 - busy / window of those sums, the launch-delay median / p90 over all kernels,
-    and the run time of the slowest rank. Also the per-device launch statistics, per-stream idle categories,
-    temporal breakdown and per-kernel summary. The one place these numbers are computed: the ops are sorted once
-    per device and once per stream, and every interval quantity comes from those two scans."""
+    median / p90 / max (HTA's definition, over kernels with a launch call of their own), queue time, launch calls
+    (a graph replay is one), launch latency and the share of kernels queued behind earlier GPU work
+    (`launch_call_stats`), the device's idle time by cause (`device_idle`), the launch-bound evidence and verdict
+    (`launch_bound`), where its time goes (`bound`, `bound_evidence`: `bound_verdict`, abstaining when the trace
+    fails a blocking integrity check) and its rank's run time (`run_spans`). For the whole run: the same counts,
+    busy and window summed over the devices, idle fraction = 1 - busy / window of those sums, the launch-delay
+    median / p90 over all kernels, the run time of the slowest rank, and the steady-state step time of the first
+    rank with steps. Also the per-device launch statistics, per-stream idle categories (HTA's), temporal
+    breakdown, per-kernel summary, steps (analyzers.steps) and integrity checks (analyzers.integrity). The one
+    place these numbers are computed: the ops are sorted once per device and once per stream, and every interval
+    quantity comes from those scans."""
+    from analyzers.integrity import abstain_reason, check_trace
+    from analyzers.steps import trace_steps
     dev_sorted = _narrow(gpu_ops, DEVICE)
     util = _utilization_sorted(dev_sorted, DEVICE)
     launch = launch_stats(gpu_ops)
     stream_idle = _idle_categories(gpu_ops, stream_gaps(gpu_ops, names=False), STREAM)
-    lb = _launch_bound(gpu_ops, util, stream_idle, launch_floor_ns=launch_floor_ns)
+    dev_idle = _device_idle(dev_sorted, DEVICE)
+    calls = launch_call_stats(gpu_ops)
+    lb = _launch_bound(gpu_ops, util, dev_idle, calls, launch_floor_ns=launch_floor_ns)
     temporal = _temporal_sorted(dev_sorted, DEVICE, util)
     del dev_sorted
     spans = run_spans(gpu_ops, api_calls) if gpu_ops.height else pl.DataFrame(
         schema={"rank": pl.Int32, "first_ns": pl.Int64, "last_ns": pl.Int64, "run_ns": pl.Int64})
+    steps = trace_steps(gpu_ops, api_calls, cpu_ops, nvtx, pattern=step_pattern,
+                        profiler_ns_per_event=profiler_ns_per_event)
+    integrity = check_trace(gpu_ops, api_calls, cpu_ops, steps.steps if steps.steps.height else None)
+    abstain = abstain_reason(integrity)
+    call_cols = ["launch_call_count", "graph_launch_count", "graph_kernel_count", "launch_latency_median_ns",
+                 "launch_latency_p90_ns", "queued_share"]
     devices = (util.join(launch.select(*DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns",
                                        "queue_count", "queue_median_ns", "delay_outliers"), on=list(DEVICE), how="left")
-               .join(lb.select(*DEVICE, "short_kernel_share", "host_wait_fraction", "kernels_per_s", "verdict"),
-                     on=list(DEVICE), how="left")
+               .join(calls.select(*DEVICE, *call_cols), on=list(DEVICE), how="left")
+               .join(dev_idle.select(*DEVICE, "kernel_wait_ns", "other_idle_ns"), on=list(DEVICE), how="left")
+               .join(lb.select(*DEVICE, "short_kernel_share", "host_wait_ns", "host_wait_fraction", "kernels_per_s",
+                               "verdict"), on=list(DEVICE), how="left")
                .join(spans.select("rank", "run_ns"), on="rank", how="left"))
+    devices = devices.with_columns(pl.col("launch_call_count", "graph_launch_count", "graph_kernel_count")
+                                   .fill_null(0).cast(pl.Int64))
     verdicts = []
-    for i, h, sh, win, run_ns in devices.select("idle_fraction", "host_wait_fraction", "short_kernel_share",
-                                                "window_ns", "run_ns").iter_rows():
-        v, e = bound_verdict(i, h, sh)
-        if run_ns and win is not None and run_ns > 1.1 * win:
+    for (i, h, sh, win, run_ns), facts in zip(devices.select("idle_fraction", "host_wait_fraction", "short_kernel_share",
+                                                             "window_ns", "run_ns").iter_rows(),
+                                              trace_facts(gpu_ops, api_calls, devices, _COMM)):
+        v, e = bound_verdict(i, h, sh, facts, abstain)
+        if run_ns and win is not None and run_ns > 1.1 * win and not abstain:
             e += (f" The rank's run (host calls included) is {run_ns / 1e6:,.3f} ms, its GPU window "
                   f"{win / 1e6:,.3f} ms: for {(run_ns - win) / 1e6:,.3f} ms the host worked with no GPU op "
                   "running or queued (before the first or after the last one).")
@@ -429,6 +564,8 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     d = k["launch_delay_ns"].drop_nulls()
     busy = int(util["busy_ns"].sum()) if util.height else 0
     window = int(util["window_ns"].sum()) if util.height else 0
+    lat = _latency_ops(gpu_ops).select(*_LATENCY_AGGS)
+    main = steps.main or {}
     run = {
         "kernel_count": k.height,
         "kernels_with_launch": int(k["launch_api"].is_not_null().sum()),
@@ -441,10 +578,18 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
         "wall_window_ns": int(gpu_ops["end_ns"].max() - gpu_ops["start_ns"].min()) if gpu_ops.height else 0,
         "launch_delay_median_ns": float(d.median()) if d.len() else None,
         "launch_delay_p90_ns": float(d.quantile(0.9, "nearest")) if d.len() else None,
+        "launch_call_count": int(devices["launch_call_count"].sum()) if devices.height else 0,
+        "graph_launch_count": int(devices["graph_launch_count"].sum()) if devices.height else 0,
+        "graph_kernel_count": int(devices["graph_kernel_count"].sum()) if devices.height else 0,
+        "launch_latency_median_ns": lat["launch_latency_median_ns"][0] if lat.height else None,
         "device_count": devices.height,
         "run_ns": int(spans["run_ns"].max()) if spans.height else 0,
         "slowest_rank": int(spans.sort("run_ns", descending=True)["rank"][0]) if spans.height else None,
         "delay_outliers": int((d > LAUNCH_DELAY_CUTOFF_NS).sum()) if d.len() else 0,
+        "step_median_ns": main.get("step_median_ns"),
+        "step_p90_ns": main.get("step_p90_ns"),
+        "abstains": abstain,
     }
     return TimelineSummary(devices, run, launch_floor_ns, launch=launch, idle_categories=stream_idle,
-                           temporal=temporal, launch_bound=lb, kernels=kernel_summary(gpu_ops, busy_ns=busy))
+                           temporal=temporal, launch_bound=lb, kernels=kernel_summary(gpu_ops, busy_ns=busy),
+                           device_idle=dev_idle, launch_calls=calls, steps=steps, integrity=integrity)

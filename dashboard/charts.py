@@ -298,3 +298,21 @@ def history_lines(df: pl.DataFrame, *, y: str, y_title: str, color: str, color_t
         color=alt.Color(f"{color}:N", title=color_title),
         tooltip=[alt.Tooltip("when:T", format="%Y-%m-%d %H:%M"), "run_id:N", alt.Tooltip(f"{y}:Q", format=",.4g"),
                  f"{color}:N", "label:N"]).properties(title=title, height=max(MIN_HEIGHT, 280))
+
+
+def step_bars(steps: pl.DataFrame) -> alt.LayerChart:
+    """Time per step (steps: step, gpu_ms, busy_ms, phase) as bars coloured by phase, with the GPU's busy time in
+    each step as a tick: how long each iteration or token took on the GPU and how much of it the GPU worked."""
+    ensure_theme()
+    base = alt.Chart(steps).encode(x=alt.X("step:O", title="step (iteration or token)"))
+    bars = base.mark_bar().encode(
+        y=alt.Y("gpu_ms:Q", title="time per step [ms] (first to last GPU op it launched)"),
+        color=alt.Color("phase:N", title="phase", scale=alt.Scale(
+            domain=["steady", "warm-up", "cut short", "no GPU work"],
+            range=[MEASURED_COLOR, "#e4a33a", "#9a9a9a", "#cccccc"])),
+        tooltip=["step:O", "phase:N", alt.Tooltip("gpu_ms:Q", format=",.3f", title="step time [ms]"),
+                 alt.Tooltip("busy_ms:Q", format=",.3f", title="GPU busy [ms]"),
+                 alt.Tooltip("host_ms:Q", format=",.3f", title="host range [ms]"), "launches:Q", "kernels:Q",
+                 "reasons:N"])
+    ticks = base.mark_tick(color="#222222", thickness=2).encode(y=alt.Y("busy_ms:Q"))
+    return (bars + ticks).properties(title="Time per step (bar) and GPU busy time in it (tick)", height=MIN_HEIGHT)

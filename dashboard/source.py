@@ -14,12 +14,11 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
                             Upload page and the bundled samples all go through here, so ingest and analyze accept
                             exactly the same files (a file whose GPU cannot be identified is refused, not stored)
 
-`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu` of analyze and export); a run
-stored with `ingest --gpu` carries its GPU in its manifest (collectors.store.with_gpu_override).
+`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu` keeps it).
 
-A run is given as a stored `Run` or a run id, or as a `Parsed` (a file analysed without storing it: the same
-analysis, with the store's ceilings). Analyses are cached by run id and the set of bench runs (runs are immutable;
-a new bench run changes the measured ceilings) in a small bounded cache; a Parsed file's only with keep_parsed.
+A run is a stored `Run`, a run id, or a `Parsed` file (analysed without storing it, with the store's ceilings).
+Analyses are cached by run id and the set of bench runs (a new one changes the ceilings), a Parsed file's only
+with keep_parsed.
 """
 from __future__ import annotations
 
@@ -286,16 +285,16 @@ class Source:
                                gpu_warning=ident.warning)
         return self._cached_for(run, ("ncu", self.gpu, self._ceilings_key()), make)
 
-    def trace(self, run: Run | Parsed | str) -> TraceAnalysis:
-        run = self._resolve(run)
+    def trace(self, run: Run | Parsed | str, step_pattern: str | None = None, profiler_ns: float | None = None):
+        run = self._resolve(run)      # the regex naming the steps (default: found), the profiler's cost per event
 
         def make():
             from analyzers.timeline import summarize
-            g, api = run.table("gpu_ops"), run.table("api_calls")
-            meta = self.meta(run)
-            floor = self.launch_floor_ns(meta.get("gpu_name"))
-            return TraceAnalysis(run.kind, meta, g, api, summarize(g, api, launch_floor_ns=floor))
-        return self._cached_for(run, ("trace", self.gpu, self._ceilings_key()), make)
+            g, api, meta = run.table("gpu_ops"), run.table("api_calls"), self.meta(run)
+            return TraceAnalysis(run.kind, meta, g, api, summarize(
+                g, api, launch_floor_ns=self.launch_floor_ns(meta.get("gpu_name")), cpu_ops=run.table("cpu_ops"),
+                nvtx=run.table("nvtx"), step_pattern=step_pattern, profiler_ns_per_event=profiler_ns))
+        return self._cached_for(run, ("trace", self.gpu, self._ceilings_key(), step_pattern, profiler_ns), make)
 
     def source_hotspots(self, run: Run | str, launch_id: int):
         """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
@@ -408,8 +407,9 @@ class Source:
                 "verdict": pl.String, "gpu_name": pl.String, "gpu": pl.String, "run_id": pl.String})
         return self._cached(("bench_results", self._bench_key()), make)
 
-    def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str):
-        """analyzers.join.join of an ncu run with a timeline of the same program (cached for stored runs)."""
+    def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str, step_pattern: str | None = None):
+        """analyzers.join.join of an ncu run with a timeline of the same program (cached for stored runs);
+        step_pattern: the regex naming the trace's steps (default: as analyzers.steps finds them)."""
         from analyzers.join import join
         a, t = self._resolve(ncu_run), self._resolve(trace_run)
         if a.kind != "ncu":
@@ -423,9 +423,9 @@ class Source:
 
         def make():                   # stored tables: no wait for the trace's summary
             return join(self.ncu(a).kernels, *[t.table(n) if isinstance(t, Parsed) else self.table(t.run_id, n)
-                                               for n in ("gpu_ops", "nvtx")])
+                                               for n in ("gpu_ops", "nvtx")], step_pattern=step_pattern)
         return make() if isinstance(a, Parsed) or isinstance(t, Parsed) else \
-            self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key()), make)
+            self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key(), step_pattern), make)
 
     def analysis(self, run: Run | Parsed | str):
         """The analysis of any run, by kind."""

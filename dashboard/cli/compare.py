@@ -29,6 +29,7 @@ def compare_report(r, a_name: str, b_name: str) -> dict:
         out["pairs"] = [{**p, "metrics": _rows(r.metrics[i].drop("moved"))} for i, p in enumerate(r.pairs)]
     else:
         out["stats"] = _rows(r.stats)
+        out["story"] = list(r.story)
     out["units"] = {"median_ns_a": "ns", "median_ns_b": "ns", "change_pct": "%", "threshold_pct": "%",
                     "metrics.a": "the metric's unit (base units)", "stats.a": "the stat's unit"}
     return out
@@ -63,6 +64,8 @@ def compare(
     typer.echo(f"kernel names shared: {rel['shared']} ({rel['a_only']} only in A, {rel['b_only']} only in B)"
                + ("" if rel["related"] else "  WARNING: unrelated runs (less than half shared)"))
     if r.kind == "trace":
+        for line in r.story:
+            typer.echo(line)
         print_table(rep["stats"], [("label", "statistic", None), ("a_display", "A", None), ("b_display", "B", None),
                                    ("change_pct", "change [%]", 1), ("threshold_pct", "noise [%]", 1),
                                    ("status", "verdict", None)])

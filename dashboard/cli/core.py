@@ -130,7 +130,7 @@ def ncu_report(a, source: str) -> dict:
 
 
 def report_for(src, run, source: str, *, executor=None, step: str | None = None,
-               threshold: float | None = None) -> tuple[dict, list[dict], list[tuple]]:
+               threshold: float | None = None, profiler_ns: float | None = None) -> tuple[dict, list[dict], list[tuple]]:
     """(JSON report, rows for table/csv, table columns) for any run kind; every report carries the run's
     `warnings` and what its file `lacks` (collectors: the format or version does not provide it). A file whose
     GPU cannot be identified is an ArtifactError naming it (as `ingest` says it). Trace runs also get the
@@ -145,7 +145,13 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
     elif run.kind in ("kineto", "nsys"):
         from dashboard.cli import ranks, timeline
-        tr = src.trace(run)
+        if step:
+            from analyzers.steps import check_step_pattern
+            try:
+                check_step_pattern(step)
+            except AnalysisError as e:
+                raise typer.BadParameter(str(e)) from None
+        tr = src.trace(run, step, profiler_ns)
         rep = timeline.report(tr)
         rep.update(ranks.sections(src.multirank(run, executor=executor, step_pattern=step, threshold=threshold,
                                                 summary=tr.summary)))
@@ -217,6 +223,10 @@ def analyze(
     workers: WorkersOpt = None,
     step: StepOpt = None,
     straggler_threshold: ThresholdOpt = 0.02,
+    profiler_event_us: Annotated[Optional[float], typer.Option(
+        "--profiler-event-us", min=0.0, help="Host time the profiler adds per recorded CPU op or runtime call, in µs, "
+                                             "to estimate its overhead per step (default: our calibration, "
+                                             "analyzers.steps.PROFILER_NS_PER_EVENT).")] = None,
 ) -> None:
     """Analyze one artifact or stored run: per-kernel duration, DRAM bandwidth and its fraction of the
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing, the biggest
@@ -237,7 +247,8 @@ def analyze(
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
         from dashboard import execute
         executor = execute.make_executor(ray=ray, workers=workers, mode="pool", tasks=2)
-    rep, rows, cols = report_for(src, run, source, executor=executor, step=step, threshold=straggler_threshold)
+    rep, rows, cols = report_for(src, run, source, executor=executor, step=step, threshold=straggler_threshold,
+                                 profiler_ns=None if profiler_event_us is None else profiler_event_us * 1e3)
     if compat is not None:
         if run.kind not in ("kineto", "nsys"):
             raise typer.BadParameter(f"--compat {compat.value} compares trace statistics; {source} is a {run.kind} run")
@@ -256,12 +267,21 @@ def analyze(
             typer.echo(f"{source}: {run.kind}, GPU {src.meta(run).get('gpu_name') or 'not named in the file'}")
         print_table(rows, cols)
         for d in rep.get("summary", {}).get("devices", []):
+            graph = (f", {d['graph_launch_count']:,} of them graph launches running {d['graph_kernel_count']:,} "
+                     "kernels" if d.get("graph_launch_count") else "")
+            lat = d.get("launch_latency_median_us")
             typer.echo(
                 f"rank {d['rank']} device {d['device']}: {d['kernel_count']} kernels ({d['kernels_with_launch']} with "
-                f"their launch call); GPU busy {d['gpu_busy_ns'] / 1e6:.3f} ms of a {d['gpu_window_ns'] / 1e6:.3f} ms "
-                f"window (idle {100 * (d['gpu_idle_fraction'] or 0):.1f} %, union of op intervals); launch delay "
-                f"median {d.get('launch_delay_median_us')} µs, p90 {d.get('launch_delay_p90_us')} µs (HTA definition); "
-                f"{d.get('bound', '')}: {d.get('bound_evidence', '')}")
+                f"their launch call); {d.get('launch_call_count', 0):,} launch calls{graph}; GPU busy "
+                f"{d['gpu_busy_ns'] / 1e6:.3f} ms of a {d['gpu_window_ns'] / 1e6:.3f} ms "
+                f"window (idle {100 * (d['gpu_idle_fraction'] or 0):.1f} %, union of op intervals); "
+                + ("launch latency (start − max(call end, stream free)) median "
+                   f"{lat:g} µs, {100 * (d.get('queued_share') or 0):.0f} % of kernels queued behind earlier GPU work; "
+                   if lat is not None else "no kernel launched by a call of its own; ")
+                + f"{d.get('bound', '')}: {d.get('bound_evidence', '')}")
+        from dashboard.cli.timeline import integrity_lines, step_lines
+        for line in step_lines(rep) + integrity_lines(rep):
+            typer.echo(line)
         for m in rep.get("missing", []):
             typer.echo(f"missing: {m['quantity']} (needs {', '.join(m['needs'])}; collect with {m['collect_with']})")
         for f in rep.get("flagged", []):

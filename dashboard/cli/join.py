@@ -3,7 +3,7 @@ same program (analyzers.join): per kernel its launches per step, share of the st
 vs traced duration, and the time its biggest finding costs per step."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -22,6 +22,10 @@ def join(
     trace: Annotated[str, typer.Argument(help="The timeline of the same program: a PyTorch profiler trace, an "
                                               "Nsight Systems SQLite export, or a run id.")],
     format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
+    step: Annotated[Optional[str], typer.Option("--step", metavar="REGEX", help="Regex naming the trace's step "
+                                                "ranges, one group = the step number (default: ProfilerStep#N, step / "
+                                                "iteration / token N ranges, graph replays, a repeated kernel "
+                                                "sequence).")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Match each profiled launch to its kernel in the timeline (by name, launch configuration and order within
@@ -30,7 +34,14 @@ def join(
     src = open_source(store)
     a, _ = load(ncu, store)
     t, _ = load(trace, store)
-    res = src.join(a, t)
+    if step:
+        from analyzers.distributed import check_step_pattern
+        from analyzers.errors import ParameterError
+        try:
+            check_step_pattern(step)
+        except ParameterError as e:
+            raise typer.BadParameter(str(e)) from None
+    res = src.join(a, t, step)
     d = res.as_dict()
     if format is ListFormat.json:
         echo_json(d)

@@ -54,6 +54,13 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
             "gpu_idle_fraction": _r(u["idle_fraction"], 6),
             "launch_delay_median_us": _us(u["launch_delay_median_ns"]),
             "launch_delay_p90_us": _us(u["launch_delay_p90_ns"]),
+            "launch_call_count": int(u["launch_call_count"]), "graph_launch_count": int(u["graph_launch_count"]),
+            "graph_kernel_count": int(u["graph_kernel_count"]),
+            "launch_latency_median_us": _us(u["launch_latency_median_ns"]),
+            "launch_latency_p90_us": _us(u["launch_latency_p90_ns"]),
+            "queued_share": _r(u["queued_share"], 6), "short_call_share": _r(u["short_kernel_share"], 6),
+            "host_wait_ns": int(u["host_wait_ns"] or 0), "kernel_wait_ns": int(u["kernel_wait_ns"] or 0),
+            "other_idle_ns": int(u["other_idle_ns"] or 0), "host_wait_fraction": _r(u["host_wait_fraction"], 6),
             "launch_verdict": u["verdict"],
             "bound": u["bound"], "bound_evidence": u["bound_evidence"], "run_ns": u["run_ns"],
         })
@@ -68,6 +75,10 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "device_count": run["device_count"], "gpu_name": tr.meta.get("gpu_name"), "devices": devices,
         "run_ns": run["run_ns"], "slowest_rank": run["slowest_rank"], "delay_outliers": run["delay_outliers"],
         "launch_floor_ns": s.launch_floor_ns,
+        "launch_call_count": run["launch_call_count"], "graph_launch_count": run["graph_launch_count"],
+        "graph_kernel_count": run["graph_kernel_count"],
+        "launch_latency_median_us": _us(run["launch_latency_median_ns"]),
+        "step_median_ns": run["step_median_ns"], "step_p90_ns": run["step_p90_ns"], "abstains": run["abstains"],
     }
     g = tr.gpu_ops
     is_k = pl.col("kind") == "kernel"
@@ -78,7 +89,7 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
     kern = Rows(g, order, ["name", "rank", "device", "stream", "start_ns", "end_ns", "duration_ns", "launch_api",
                            "correlation", (pl.col("launch_delay_ns") / 1e3).round(3).alias("launch_delay_us"),
                            (pl.col("queue_ns") / 1e3).round(3).alias("queue_us"), "op_name",
-                           "graph_launch_correlation"])
+                           "graph_launch_correlation", _graph_position()])
 
     def rows(df: pl.DataFrame) -> list[dict]:       # small per-device / per-stream tables
         return [{c: (_r(v, 6) if isinstance(v, float) else v) for c, v in r.items()} for r in df.iter_rows(named=True)]
@@ -94,9 +105,71 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "temporal": rows(s.temporal),
         "launch_bound": rows(s.launch_bound),
         "top_kernels": rows(s.kernels.head(20)),
+        "device_idle": rows(s.device_idle),
+        "launch_calls": rows(s.launch_calls),
+        "steps": rows(s.steps.steps) if s.steps is not None and s.steps.steps.height else [],
+        "step_summary": [_step_summary(r, s.steps.profiler_ns_per_event) for r in s.steps.ranks]
+        if s.steps is not None else [],
+        "integrity": s.integrity or [],
         "definitions": DEFINITIONS,
         "kernels": kern,
     }
+
+
+def _graph_position():
+    """A graph kernel's position in its replay (0 = the first to start), null for other kernels."""
+    import polars as pl
+    g = pl.col("graph_launch_correlation")
+    return (pl.when(g.is_not_null()).then(pl.col("start_ns").rank("ordinal").over("rank", "pid", g) - 1)
+            .otherwise(None).cast(pl.Int64).alias("graph_position"))
+
+
+def _step_summary(r: dict, ns_per_event: float) -> dict:
+    out = {k: (_r(v, 6) if isinstance(v, float) else v) for k, v in r.items()}
+    out["profiler_ns_per_event"] = ns_per_event
+    return out
+
+
+def step_lines(rep: dict) -> list[str]:
+    """The steps and the profiler's estimated cost as `kernelscope analyze` prints them (one line per rank)."""
+    from analyzers.steps import PROFILER_TOLERANCE
+    out = []
+    bound = {d["rank"]: d.get("bound") for d in rep.get("summary", {}).get("devices", [])}
+    for r in rep.get("step_summary", []):
+        if not r.get("step_count"):
+            out.append(f"rank {r['rank']}: no steps found (no ProfilerStep#N, step/iteration/token ranges or repeated "
+                       "kernel sequence; --step REGEX names them)")
+            continue
+        if not r.get("steady_count"):
+            out.append(f"rank {r['rank']}: {r['step_count']} steps ({r['how']}), none steady")
+            continue
+        ms = lambda ns: "—" if ns is None else f"{ns / 1e6:,.3f} ms"  # noqa: E731
+        line = (f"rank {r['rank']}: steps from {r['how']}: {r['steady_count']} steady of {r['step_count']}; "
+                f"step time (first to last GPU op it launched) median {ms(r['step_median_ns'])}, p90 "
+                f"{ms(r['step_p90_ns'])}; GPU busy {100 * (r['busy_fraction_median'] or 0):.1f} % of it; "
+                f"{r['launches_median']:g} launch calls ({r['graph_launches_median']:g} graph launches), "
+                f"{r['kernels_median']:g} kernels per step")
+        if r.get("host_median_ns") is not None:
+            line += f"; host {ms(r['host_median_ns'])} per step"
+        out.append(line)
+        for w in r.get("warmup", []):
+            host = f", host {ms(w['host_ns'])}" if w["host_ns"] is not None else ""
+            out.append(f"  warm-up step {w['step']}: GPU {ms(w['gpu_ns'])}{host} ({w['reasons']})")
+        for w in r.get("set_apart", []):
+            out.append(f"  step {w['step']} set apart: {w['phase']}" + (f" ({w['reasons']})" if w["reasons"] else ""))
+        ov = r.get("profiler_overhead_median_ns")
+        if ov and bound.get(r["rank"]) in ("launch-bound", "host-bound", "partly launch-bound", "partly host-bound") \
+                and r.get("host_median_ns"):
+            out.append(f"  profiler overhead (estimate, ±{PROFILER_TOLERANCE:.0%}): {r['events_median']:g} recorded "
+                       f"host events per step (about {r['profiler_ns_per_event'] / 1e3:g} µs each) = {ms(ov)} of the "
+                       f"{ms(r['host_median_ns'])} host time per step ({ov / r['host_median_ns']:.0%}); the host is "
+                       f"the bottleneck, so the un-profiled step is about {ms(max(0.0, r['step_median_ns'] - ov))}")
+    return out
+
+
+def integrity_lines(rep: dict) -> list[str]:
+    return [f"integrity {c['status'].upper()}{' (blocking)' if c['blocking'] and c['status'] == 'fail' else ''}: "
+            f"{c['label']}: {c['detail']}" for c in rep.get("integrity", []) if c["status"] in ("warn", "fail")]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -181,6 +181,7 @@ def verdict_blocks(src: Source, view: TimelineView) -> list:
     if rows.height == 1:
         r = rows.row(0, named=True)
         kind = "success" if r["bound"] == "GPU-bound" else "warning"
+        kind = "error" if r["bound"] == "abstains" else kind
         out.append(Text(f"**{r['bound']}** (rank {r['rank']}, GPU {r['device']}). {r['bound_evidence']}", kind))
     else:
         out.append(Table("bound", rows, {
@@ -189,7 +190,73 @@ def verdict_blocks(src: Source, view: TimelineView) -> list:
             "run_ms": num("rank's run time", "ms", "%.3f", DEFINITIONS["run_time"]),
             "window_ms": num("GPU window", "ms", "%.3f", "last GPU op end − first GPU op start on this device")},
             static=True))
-    out.append(Text("Verdict: " + DEFINITIONS["bound"] + ".", "caption"))
+    return out
+
+
+def steps_blocks(src: Source, view: TimelineView) -> list:
+    """Time per step (analyzers.steps): the steady-state median and p90, launches and kernels per step, the
+    warm-up steps apart, the profiler's estimated cost where the host is the bottleneck, and a chart per step."""
+    s = src.trace(view.run).summary
+    st = s.steps
+    if st is None:
+        return []
+    r = view.device.split(":")[0] if view.device != "all" else None
+    info = st.rank(int(r)) if r is not None else st.main
+    if not info or not info.get("step_count"):
+        return [Text("No steps found: no `ProfilerStep#N`, no annotation or NVTX range named step, iteration or token "
+                     "N, no graph replays and no repeated kernel sequence. `kernelscope analyze RUN --step REGEX` "
+                     "names them.", "caption")]
+    ms = lambda ns: "—" if ns is None else f"{ns / 1e6:,.3f} ms"  # noqa: E731
+    out: list = []
+    if info.get("steady_count"):
+        cards = [("time per step", ms(info["step_median_ns"]),
+                  f"steady-state median over {info['steady_count']} of {info['step_count']} steps, first to last GPU "
+                  f"op each launched; p90 {ms(info['step_p90_ns'])}"),
+                 ("GPU busy in a step", f"{100 * (info['busy_fraction_median'] or 0):.1f} %",
+                  "union of the step's GPU ops / its time (median)"),
+                 ("launch calls per step", f"{info['launches_median']:g}",
+                  f"median; {info['graph_launches_median']:g} graph launches (a graph replay is one call)"),
+                 ("kernels per step", f"{info['kernels_median']:g}", "median")]
+        out.append(Metrics(cards, lower_is_better=True))
+    lines = [f"Steps from {info['how']}" + (f" (rank {info['rank']})" if len(st.ranks) > 1 else "") + "."]
+    for w in info.get("warmup", []):
+        host = f", {ms(w['host_ns'])} on the host" if w["host_ns"] is not None else ""
+        lines.append(f"Warm-up step {w['step']}: {ms(w['gpu_ns'])} on the GPU{host} ({w['reasons']}); kept out of "
+                     "the median.")
+    for w in info.get("set_apart", []):
+        lines.append(f"Step {w['step']} set apart: {w['phase']}" + (f" ({w['reasons']})" if w["reasons"] else "") + ".")
+    bound = device_summary(src, view)["bound"].to_list()
+    ov = info.get("profiler_overhead_median_ns")
+    if ov and info.get("host_median_ns") and any(b in ("launch-bound", "host-bound", "partly launch-bound",
+                                                       "partly host-bound") for b in bound):
+        from analyzers.steps import PROFILER_TOLERANCE
+        lines.append(f"The host is the bottleneck, and the profiler adds to it: {info['events_median']:g} recorded "
+                     f"host events per step (about {st.profiler_ns_per_event / 1e3:g} µs each) = **{ms(ov)}** of the "
+                     f"{ms(info['host_median_ns'])} host time per step (an estimate, ±{PROFILER_TOLERANCE:.0%}); "
+                     f"without the profiler a step takes about {ms(max(0.0, (info['step_median_ns'] or 0) - ov))}.")
+    out.append(Text(" ".join(lines), "caption"))
+    rows = st.steps.filter(pl.col("rank") == info["rank"]).select(
+        "step", (pl.col("gpu_ns") / 1e6).alias("gpu_ms"), (pl.col("busy_ns") / 1e6).alias("busy_ms"),
+        (pl.col("host_ns") / 1e6).alias("host_ms"), "launches", "kernels", "phase", "reasons")
+    out.append(Chart("steps", charts.step_bars(rows), "Each step's time on the GPU clock: from the first to the last "
+                     "GPU op its launch calls started (a graph replay's kernels follow its cudaGraphLaunch)."))
+    return out
+
+
+def integrity_blocks(src: Source, view: TimelineView) -> list:
+    """The trace's integrity checks (analyzers.integrity): what failed or deserves a warning, and how many passed."""
+    checks = src.trace(view.run).summary.integrity or []
+    bad = [c for c in checks if c["status"] in ("fail", "warn")]
+    ok = sum(c["status"] == "pass" for c in checks)
+    if not bad:
+        return [Text(f"Integrity: all {ok} applicable checks pass (launch calls, clocks, stream order, graph replays, "
+                     "NCCL names, steps).", "caption")]
+    out = []
+    for c in bad:
+        kind = "error" if c["status"] == "fail" and c["blocking"] else "warning"
+        out.append(Text(f"Integrity {'failure' if c['status'] == 'fail' else 'warning'}: **{c['label']}**: "
+                        f"{c['detail']}" + (" — the verdict abstains." if kind == "error" else "."), kind))
+    out.append(Text(f"{ok} other integrity checks pass.", "caption"))
     return out
 
 
@@ -234,8 +301,8 @@ def device_blocks(src: Source, view: TimelineView) -> list:
         "busy_ms": num("busy", "ms", "%.3f", DEFINITIONS["gpu_busy"]),
         "window_ms": num("GPU window", "ms", "%.3f", "last GPU op end − first GPU op start on this device"),
         "idle_pct": num("idle", "% of window", "%.1f", DEFINITIONS["gpu_idle_fraction"]),
-        "short_pct": num("kernels shorter than their launch call", "%", "%.1f"),
-        "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["idle_categories"]),
+        "short_pct": num("launch calls longer than their GPU work", "%", "%.1f", DEFINITIONS["launch_calls"]),
+        "host_wait_pct": num("waiting for the host", "% of window", "%.1f", DEFINITIONS["device_idle"]),
         "kernels_per_s": num("kernels/s", fmt="%.0f")})]
 
     return out
@@ -326,8 +393,9 @@ def kernel_blocks(src: Source, view: TimelineView) -> list:
         pl.col("name").str.slice(0, 120).alias("kernel"), "count", (pl.col("total_ns") / 1e3).alias("total_us"),
         (pl.col("mean_ns") / 1e3).alias("mean_us"), (pl.col("median_ns") / 1e3).alias("median_us"),
         (pl.col("min_ns") / 1e3).alias("min_us"), (pl.col("max_ns") / 1e3).alias("max_us"),
-        (pl.col("busy_share") * 100).alias("busy_pct"), pl.col("name").alias("_name"))
-    cols = {"kernel": text("kernel"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
+        (pl.col("busy_share") * 100).alias("busy_pct"), "origin", pl.col("name").alias("_name"))
+    cols = {"kernel": text("kernel"), "origin": text("from", "where the kernel comes from, by its name (torch.compile's "
+                                                   "Inductor kernels are named triton_*)"), "count": num("count"), "total_us": num("total", "µs", "%.1f"),
             "mean_us": num("mean", "µs", "%.2f"), "median_us": num("median", "µs", "%.2f"),
             "min_us": num("min", "µs", "%.2f"), "max_us": num("max", "µs", "%.2f"),
             "busy_pct": num("share of busy time", "%", "%.1f", "total / GPU busy time (union of all ops)")}
@@ -411,6 +479,7 @@ def build(src: Source, params: dict) -> Report:
     if params.get("device") not in (None, "", *view.devices):
         raise UnknownName("device", params["device"], f"run {view.run.run_id} has rank:device "
                           + ", ".join(view.devices))
-    top = [Heading("Timeline"), timeline_block(src, view)] + event_detail(src, view) + verdict_blocks(src, view)
+    top = (verdict_blocks(src, view) + steps_blocks(src, view) + integrity_blocks(src, view)
+           + [Heading("Timeline"), timeline_block(src, view)] + event_detail(src, view))
     ov = overview(src, view)
     return report(view, ov, whatif(src, view) if device_ops(src, view).height else [], src.meta(view.run), src, top)

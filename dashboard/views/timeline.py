@@ -35,6 +35,8 @@ if len(view.devices) > 2:                              # "all" and more than one
 ui.sync(view.params())
 
 render_streamlit(page.header(view, src.meta(view.run)))
+# the story first: where the time goes, the time per step, and whether the trace can be trusted
+render_streamlit(page.verdict_blocks(src, view) + page.steps_blocks(src, view) + page.integrity_blocks(src, view))
 
 
 def _on_window():
@@ -82,7 +84,6 @@ st.download_button("Download for Perfetto (Chrome trace JSON)", data=_perfetto, 
                    file_name=f"kernelscope-{view.run.run_id}.perfetto.json", mime="application/json",
                    icon=":material/download:", help="Opens in https://ui.perfetto.dev (Open trace file).")
 
-render_streamlit(page.verdict_blocks(src, view))
 with st.expander("Definitions (how every number on this page is computed)"):
     render_streamlit(page.definitions(view.run))
 # one section at a time below the timeline: the page stays light in the browser (the export has them all)
@@ -105,7 +106,8 @@ elif page.device_ops(src, view).height:
 
 
 def _reports():
-    top = [detail.timeline_block(src, view)] + detail.event_detail(src, view) + page.verdict_blocks(src, view)
+    top = (page.verdict_blocks(src, view) + page.steps_blocks(src, view) + page.integrity_blocks(src, view)
+           + [detail.timeline_block(src, view)] + detail.event_detail(src, view))
     has_ops = page.device_ops(src, view).height > 0
     return [page.report(view, page.overview(src, view), page.whatif(src, view) if has_ops else [],
                         src.meta(view.run), src, top)]

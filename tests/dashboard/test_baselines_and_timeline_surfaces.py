@@ -81,12 +81,16 @@ def test_compare_traces_by_their_statistics(env, capsys):
     assert stats["kernel_count"]["threshold_pct"] == 0 and stats["kernel_count"]["status"] == "higher"
     assert stats["gpu_idle_fraction"]["status"] == "lower" and stats["run_ns"]["status"] == "higher"
     assert all(s["noise"] for s in rep["stats"])                               # every row says its noise
-    # graph-launched kernels have no launch delay (HTA): B has no median to compare, and the row says so
-    assert stats["launch_delay_median_ns"]["b"] is None and stats["launch_delay_median_ns"]["status"] == "—"
+    # graph-launched kernels have no launch latency (a replay is one call): B has no median, and the row says so;
+    # HTA's launch delay is no row of Compare (issue 36: it read as a regression beside a faster run)
+    assert stats["launch_latency_median_ns"]["b"] is None and stats["launch_latency_median_ns"]["status"] == "—"
+    assert "launch_delay_median_ns" not in stats
+    assert stats["launches_per_step"]["a"] == 6 and stats["launches_per_step"]["b"] == 1
+    assert any("Launch calls per step 6 → 1" in line for line in rep["story"])
     assert "too noisy to judge" in {k["status"] for k in rep["kernels"]}
     at = open_page("compare", a=ids["eager"], b=ids["graph"])
     static = shown(at, "trace_stats")                                 # the statistics table (static)
-    assert list(static["statistic"])[0].startswith("run time") and "2.34 ms" in list(static["A"])
+    assert list(static["statistic"])[0].startswith("time per step") and "2.34 ms" in list(static["A"])
     assert static["verdict"].to_list() == [stats[k]["status"] for k in stats]
 
 

@@ -48,8 +48,9 @@ def test_page_rebuilds_from_the_url(store):
     at = _page(run.run_id, kernel="nvjet", speedup="2", show="whatif")
     assert at.text_input[0].value == "nvjet" and at.number_input[0].value == 2.0
     metrics = {m.label: m.value for m in cards(at)}
-    assert metrics == {"measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms",
-                       "Amdahl": "1.345 ms"}
+    assert {k: metrics[k] for k in ("measured run time", "what-if (trace dependencies)", "Amdahl")} == {
+        "measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms", "Amdahl": "1.345 ms"}
+    assert metrics["time per step"] == "0.422 ms"           # the steps come first (the story, issue 36)
 
 
 def test_widget_changes_go_back_to_the_url(store):
@@ -84,3 +85,20 @@ def test_page_with_two_devices(store):
     assert at.selectbox[1].value == "1:1"
     assert dataframes(at)[0]["device"].to_list() == [1]
     assert "an nsys SQLite export has no Perfetto reader of its own" in _texts(at)
+
+
+def test_graph_trace_page_says_steps_and_replays_not_launch_delays(store):
+    """Issue 36: a CUDA-graph replay trace shows its time per step, launch calls per step and integrity first; no
+    graph kernel is given a launch delay or called launch-bound."""
+    run, _ = store.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    at = _page(run.run_id)
+    assert not at.exception
+    metrics = {m.label: m.value for m in cards(at)}
+    assert metrics["time per step"] == "0.261 ms" and metrics["launch calls per step"] == "1"
+    text = _texts(at)
+    assert "Steps from CUDA-graph replays (one step each)" in text
+    assert "Integrity: all" in text
+    assert "**GPU-bound**" in " ".join(s.value for s in at.success)
+    assert "10 graph replays ran 180 kernels" in " ".join(s.value for s in at.success)
+    charts = [c for c in at.get("vega_lite_chart")]
+    assert any("Time per step" in c.proto.spec for c in charts)
