@@ -20,6 +20,7 @@ class TraceFacts:
     """What a device's trace holds beyond its shares, so that a verdict names only causes the trace has."""
     window_ns: int = 0
     kernel_wait_ns: int = 0          # idle in short gaps (< 30 us) between back-to-back work, not waiting for the host
+    short_gaps: int = 0              # how many such gaps
     other_idle_ns: int = 0           # idle in longer gaps with the next op already submitted
     streams: int = 1
     nccl_kernels: int = 0
@@ -46,6 +47,7 @@ def trace_facts(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None, devices: 
     out = []
     for r in d.iter_rows(named=True):
         out.append(TraceFacts(window_ns=int(r["window_ns"] or 0), kernel_wait_ns=int(r["kernel_wait_ns"] or 0),
+                              short_gaps=int(r.get("short_gaps") or 0),
                               other_idle_ns=int(r["other_idle_ns"] or 0), streams=int(r["_streams"] or 1),
                               nccl_kernels=int(r["_nccl"] or 0), event_waits=int(waits.get(r["rank"], 0)),
                               launch_calls=int(r["launch_call_count"] or 0),
@@ -99,8 +101,10 @@ def bound_verdict(idle_fraction: float | None, host_wait_fraction: float | None,
     idle_ns = idle * f.window_ns
     parts = []
     if f.kernel_wait_ns:
+        gaps = f" ({f.short_gaps:,} gaps, {f.kernel_wait_ns / f.short_gaps / 1e3:,.1f} µs each on average)" \
+            if f.short_gaps else ""
         parts.append(f"{_ms(f.kernel_wait_ns)} of the {_ms(idle_ns)} idle is short gaps (< 30 µs) between "
-                     "back-to-back work")
+                     f"back-to-back work{gaps}")
     if f.other_idle_ns:
         held = [x for x, n in ((f"{f.streams} streams", f.streams > 1), (f"{f.event_waits:,} event waits", f.event_waits),
                                (f"{f.nccl_kernels:,} NCCL kernels", f.nccl_kernels)) if n]
@@ -108,7 +112,12 @@ def bound_verdict(idle_fraction: float | None, host_wait_fraction: float | None,
                      + (f" (the trace has {', '.join(held)})" if held else
                         " (the trace has one stream, no event waits and no communication)"))
     why = "; ".join(parts) if parts else "no idle gap to explain"
-    return "idle, not waiting for the host", f"{facts}: the GPU's idle time is not spent waiting for the host: {why}."
+    remedy = ""
+    if idle_ns and f.kernel_wait_ns >= 0.5 * idle_ns:
+        remedy = (" The GPU is the bottleneck: it runs its kernels one after another, and the gaps between them are "
+                  "the rest — fewer, larger kernels (fusion) shrink them.")
+    return "idle, not waiting for the host", (f"{facts}: the GPU's idle time is not spent waiting for the host: "
+                                              f"{why}.{remedy}")
 
 
 def run_spans(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -541,7 +541,8 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     devices = (util.join(launch.select(*DEVICE, "launch_delay_median_ns", "launch_delay_p90_ns", "launch_delay_max_ns",
                                        "queue_count", "queue_median_ns", "delay_outliers"), on=list(DEVICE), how="left")
                .join(calls.select(*DEVICE, *call_cols), on=list(DEVICE), how="left")
-               .join(dev_idle.select(*DEVICE, "kernel_wait_ns", "other_idle_ns"), on=list(DEVICE), how="left")
+               .join(dev_idle.select(*DEVICE, "kernel_wait_ns", "other_idle_ns", "short_gaps"), on=list(DEVICE),
+                     how="left")
                .join(lb.select(*DEVICE, "short_kernel_share", "host_wait_ns", "host_wait_fraction", "kernels_per_s",
                                "verdict"), on=list(DEVICE), how="left")
                .join(spans.select("rank", "run_ns"), on="rank", how="left"))
@@ -559,7 +560,7 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
         verdicts.append((v, e))
     devices = devices.with_columns(pl.Series("bound", [v for v, _ in verdicts], dtype=pl.String),
                                    pl.Series("bound_evidence", [e for _, e in verdicts], dtype=pl.String))
-    devices = devices.select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE))
+    devices = devices.select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE))     # short_gaps: in device_idle
     k = _kinds(gpu_ops, ("kernel",)).select("launch_delay_ns", "launch_api").collect()
     d = k["launch_delay_ns"].drop_nulls()
     busy = int(util["busy_ns"].sum()) if util.height else 0

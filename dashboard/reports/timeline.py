@@ -29,6 +29,7 @@ from dashboard.reports.timeline_detail import event_detail, timeline_block
 from dashboard.source import Source
 
 MAX_POINTS = 5000   # points per timeline chart (the largest gaps / a sample of kernels beyond that)
+MAX_STEP_BARS = 400  # bars of the time-per-step chart (the first steps; the statistics cover every step)
 
 
 @dataclass
@@ -238,8 +239,11 @@ def steps_blocks(src: Source, view: TimelineView) -> list:
     rows = st.steps.filter(pl.col("rank") == info["rank"]).select(
         "step", (pl.col("gpu_ns") / 1e6).alias("gpu_ms"), (pl.col("busy_ns") / 1e6).alias("busy_ms"),
         (pl.col("host_ns") / 1e6).alias("host_ms"), "launches", "kernels", "phase", "reasons")
-    out.append(Chart("steps", charts.step_bars(rows), "Each step's time on the GPU clock: from the first to the last "
-                     "GPU op its launch calls started (a graph replay's kernels follow its cudaGraphLaunch)."))
+    shown = f" The chart shows the first {MAX_STEP_BARS:,} of the {rows.height:,} steps." if rows.height > MAX_STEP_BARS \
+        else ""
+    out.append(Chart("steps", charts.step_bars(rows.head(MAX_STEP_BARS)), "Each step's time on the GPU clock: from "
+                     "the first to the last GPU op its launch calls started (a graph replay's kernels follow its "
+                     f"cudaGraphLaunch).{shown}"))
     return out
 
 

@@ -346,3 +346,42 @@ def test_a_compiling_step_is_warm_up_not_steady_real():
     assert "compilation (13,336.3 ms on the host" in info["warmup"][0]["reasons"]
     assert s.kernels.filter(pl.col("name") == "triton_poi_fused_add_cos_sin_0")["origin"][0] == \
         "torch.compile (Inductor, Triton)"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# join: per-step columns over real steps, whatever names them
+# --------------------------------------------------------------------------------------------------------------
+STEP = REPO / "sample_traces" / "h200" / "train_step"
+
+
+def _join_json(capsys, *extra):
+    from dashboard.cli import main
+    rc = main(["join", str(STEP / "train_step_ncu_nvtx.ncu-rep.gz"), str(STEP / "train_step_trace.json.gz"),
+               "--format", "json", *extra])
+    out = capsys.readouterr()
+    return rc, out
+
+
+def test_join_step_option_names_the_steps(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
+    rc, out = _join_json(capsys)
+    assert rc == 0
+    default = json.loads(out.out)
+    assert default["steps"] == 5 and default["window_label"] == "ProfilerStep#6"
+    rc, out = _join_json(capsys, "--step", r"ProfilerStep#(\d+)")
+    assert rc == 0 and json.loads(out.out)["matched"] == default["matched"]
+    # a per-step column is per step: the fused Adam kernel runs once per step, never the whole trace's count
+    adam = [m for m in default["matched"] if "multi_tensor_apply" in m["name"]]
+    assert adam and all(m["count_per_step"] == 1 for m in adam)
+    rc, out = _join_json(capsys, "--step", "ProfilerStep")           # no group for the step number
+    assert rc == 2 and "needs a group" in out.err
+
+
+def test_join_without_step_ranges_uses_found_steps():
+    """Without ProfilerStep ranges the steps are found (here: one per graph replay), so 'per step' is per step."""
+    from analyzers.join import trace_kernels
+    p = _parsed(REPO / "sample_traces" / "llm_workloads" / "h100" / "decode_graph.json.gz")
+    k, steps = trace_kernels(p.table("gpu_ops"), p.table("nvtx"))
+    assert steps.height == 16
+    per = k.group_by("step").len()["len"]
+    assert per.min() == per.max() == 493                    # 493 kernels a token: 492 replayed, one launched alone

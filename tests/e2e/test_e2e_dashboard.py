@@ -61,6 +61,13 @@ pytestmark = [
 ]
 
 
+def _to_timeline(page) -> None:
+    """The timeline sits below the page's story (verdict, steps, integrity): scroll it into view, so that the mouse,
+    aimed in viewport coordinates, lands on its canvas."""
+    page.locator(".ks-tl canvas").scroll_into_view_if_needed()
+    page.wait_for_timeout(200)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -265,6 +272,7 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     page = _new_page(b)
     page.goto(f"{url}/timeline?run={run.run_id}")
     _drawn(page, need=".ks-tl[data-paints]")
+    _to_timeline(page)
     tl = page.locator(".ks-tl")
     whole = tl.get_attribute("data-window")
     canvas = page.locator(".ks-tl canvas")
@@ -284,6 +292,7 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     w0, w1 = s - (e - s), e + (e - s)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={w0:.0f}&t1={w1:.0f}")
     _drawn(page, need=".ks-tl[data-paints]")
+    _to_timeline(page)
     box = page.locator(".ks-tl canvas").bounding_box()
     x = box["x"] + 190 + (box["width"] - 190) * ((s + e) / 2 - w0) / (w1 - w0)
     page.mouse.move(x - 5, box["y"] + 26 + 18 + 8)
@@ -336,6 +345,7 @@ def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server
     page = _new_page(b)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
     _drawn(page, need=".ks-tl[data-paints]")
+    _to_timeline(page)
     tl = page.locator(".ks-tl")
     assert tl.get_attribute("data-color") == "bound"
     legend = page.locator(".ks-tl-legend")
@@ -349,10 +359,12 @@ def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server
     bs, be = back["start_ns"] - origin, back["end_ns"] - origin
     page.goto(f"{url}/timeline?run={run.run_id}&t0={bs - (be - bs):.0f}&t1={be + (be - bs):.0f}")
     _drawn(page, need=".ks-tl[data-paints]")
+    _to_timeline(page)
     assert page.evaluate(MARK, int(back["r"]))["rgb"] == page.evaluate(SWATCH, "not profiled")
     # the click on the DRAM-bound kernel opens its detail and its matched ncu launch (launch 11 of the report)
     page.goto(f"{url}/timeline?run={run.run_id}&t0={s - (e - s):.0f}&t1={e + (e - s):.0f}")
     _drawn(page, need=".ks-tl[data-paints]")
+    _to_timeline(page)
     box = page.locator(".ks-tl canvas").bounding_box()
     mark = page.evaluate(MARK, int(opt["r"]))
     page.mouse.move(box["x"] + mark["x"] - 4, box["y"] + mark["y"])
