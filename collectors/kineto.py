@@ -30,7 +30,7 @@ import tarfile
 
 import polars as pl
 
-from collectors.decompress import gunzip_if_needed, is_tar, mapped, read_chunks
+from collectors.decompress import gunzip_if_needed, is_tar, mapped, read_chunks, squeeze_json
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
 from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
@@ -262,7 +262,7 @@ def parse(data: bytes, name: str) -> Parsed:
     data, inner = gunzip_if_needed(data, name)
     if is_tar(data):
         return _parse_tar(data, name)
-    tables, meta = _parse_one(data, name)
+    tables, meta = _parse_one(squeeze_json(data), name)
     meta["ranks"] = [meta["rank"]]
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
 
@@ -281,9 +281,8 @@ def parse_file(path, name: str) -> Parsed:
                 top, frames, n, cats = ndjson_stream(whole if whole is not None else
                                                      read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
             tables, meta = _build(top, frames, name, None, n, cats)
-        except FastPathFailed:
-            with open(path, "rb") as f:
-                return parse(f.read(), name)
+        except FastPathFailed:                  # the whole document, its long whitespace runs squeezed on the way
+            return parse(b"".join(read_chunks(path, name)), name)
     meta["ranks"] = [meta["rank"]]
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
 

@@ -16,7 +16,8 @@ tables a real profiler could have written:
 - timelines: every GPU op with a device, a start and an end not before its start (an nsys kernel that ends before it
   starts gave busy −998 s); API calls, CPU ops and annotations end ≥ start;
 - bench results: values of physical units not negative and below what any single GPU can reach (1 PB/s, 100
-  PFLOP/s, 10^6 s), occupancy ≤ 100 %;
+  PFLOP/s, 10^6 s), occupancy ≤ 100 %; their parameters finite, not negative, within the CUDA limits where the key
+  has one (registers, threads, shared memory per block, occupancy %) and below 10^15 B or 10^18 otherwise;
 - names (kernels, ops, metrics) at most collectors.limits.MAX_STRING_CHARS characters; tables at most MAX_ROWS rows.
 
 Plausibility against the identified GPU's own specs (DRAM bandwidth above its peak, a ceiling above the datasheet)
@@ -24,6 +25,9 @@ depends on the GPU registry and is judged when a run is read (analyzers.plausibi
 registry fix reaches stored runs.
 """
 from __future__ import annotations
+
+import json
+import math
 
 import polars as pl
 
@@ -273,11 +277,65 @@ def _timeline(parsed: Parsed, name: str) -> None:
 # ---------------------------------------------------------------------------------------------------
 # Bench results
 
+#: a bench result's parameters: every number finite and not negative, none above PARAM_MAX; these keys have the
+#: CUDA limits of every architecture (a block's threads, registers, shared memory) or a percentage's
+PARAM_MAX = 1e18
+PARAM_LIMITS = {"regs_per_thread": 255, "block_size": 1024, "block_threads": 1024, "blocks_per_sm": 2048,
+                "warps_per_sm": 64, "smem_static_bytes": 256 * 1024, "smem_dynamic_bytes": 256 * 1024,
+                "occupancy_pct": 101, "width_bytes": 1024}
+BYTES_MAX = 1e15
+
+
+def _param_problem(key: str, v) -> str | None:
+    """What is wrong with one parameter value (None: nothing). Nested objects are checked value by value."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            p = _param_problem(f"{key}.{k}", x)
+            if p:
+                return p
+        return None
+    if isinstance(v, list):
+        for x in v:
+            p = _param_problem(key, x)
+            if p:
+                return p
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if not math.isfinite(v):
+        return f"parameter {key} = {v} is not a finite number"
+    if v < 0:
+        return f"parameter {key} = {v:g} is negative (a size, count or setting of a measurement cannot be)"
+    leaf = key.rsplit(".", 1)[-1]
+    hi = PARAM_LIMITS.get(leaf, BYTES_MAX if leaf == "bytes" or leaf.endswith("_bytes") else PARAM_MAX)
+    if v > hi:
+        return f"parameter {key} = {v:g} is above {hi:g}, out of range for any GPU"
+    return None
+
+
+def _bench_params(df: pl.DataFrame, tname: str, name: str) -> None:
+    if "params" not in df.columns:
+        return
+    for text in df["params"].drop_nulls().unique().to_list():
+        try:
+            params = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ArtifactError(name, f"{tname}: a result's parameters are not a JSON object ({text[:60]!r})") from None
+        if not isinstance(params, dict):
+            raise ArtifactError(name, f"{tname}: a result's parameters are not an object ({text[:60]!r})")
+        for k, v in params.items():
+            p = _param_problem(k, v)
+            if p:
+                row = _first(df, pl.col("params") == text)
+                raise ArtifactError(name, f"{_where(row, tname)}: {p}")
+
+
 def _bench(parsed: Parsed, name: str) -> None:
     for tname in ("results", "ceilings"):
         df = parsed.tables.get(tname)
         if df is None or not df.height:
             continue
+        _bench_params(df, tname, name)
         unit = pl.col("unit")
         row = _first(df, unit.is_in(list(NONNEGATIVE_UNITS)) & (pl.col("value") < 0))
         if row is not None:

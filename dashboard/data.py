@@ -6,6 +6,7 @@ runs) is safe across sessions; Streamlit only keeps the Source object itself (`s
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -15,6 +16,9 @@ from collectors.store import Store
 from dashboard.source import Source
 
 SAMPLES = Path(os.environ.get("KERNELSCOPE_SAMPLES", Path(__file__).resolve().parents[1] / "sample_traces"))
+#: uploads parsed at once by this server, whatever the number of sessions: N uploads at the same moment cost the
+#: memory of PARSE_SLOTS parses (each bounded by its content: long whitespace runs never reach memory)
+PARSE_SLOTS = threading.BoundedSemaphore(int(os.environ.get("KERNELSCOPE_PARSE_SLOTS", "2")))
 
 
 def store() -> Store:

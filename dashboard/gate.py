@@ -12,8 +12,10 @@
    HMAC of the token, never the token). Without it a page request gets the login form, a websocket is closed before
    it is accepted (no Streamlit session exists), an upload (`PUT /_stcore/upload_file/...`) gets 401 without its
    body being read.
-3. **Token attempts rate-limited**: 5 failures per client address per minute (and 50 in all per minute), then 429
-   for a minute for every attempt — a correct one included.
+3. **Token attempts rate-limited per address**: after 5 failures from one client address in a minute, that
+   address's wrong attempts are answered 429 after a delay (TARPIT_S) for a minute. A correct token is never
+   refused: wrong attempts from other addresses cannot lock anyone out (a long random token cannot be guessed;
+   the limit only slows guessing from one address).
 4. **Upload size** checked from Content-Length before the body is read (413 above the cap).
 5. **One connection probe per page load**: Streamlit's frontend, opened at a page's own path (`/kernels?run=…`),
    first probes `/kernels/_stcore/health`, gets 404, waits and retries at the root: 0.1–0.2 s of every page load.
@@ -25,6 +27,7 @@ through Streamlit's public `middleware=` parameter.
 """
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import hashlib
 import hmac
@@ -38,7 +41,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 COOKIE = "ks_auth"
 LOGIN_PATH = "/_ks/login"
-HEALTH_PATHS = ("/_stcore/health", "/healthz")
+HEALTH_PATHS = ("/_stcore/health",)          # Streamlit's own health endpoint: the only path without the token
+TARPIT_S = 0.5
 UPLOAD_PREFIX = "/_stcore/upload_file"
 MAX_LOGIN_BODY = 4096
 #: paths that are not a page (Streamlit's endpoints and assets): served as they are
@@ -106,14 +110,13 @@ class HostPolicy:
 
 
 class RateLimiter:
-    """Failed token attempts per client address and in all, in a sliding window; blocks for `block_s` after."""
+    """Failed token attempts per client address in a sliding window; an address with `per_client` failures is
+    limited for `block_s` after the last of them. Only that address, and only its wrong attempts (Gate)."""
 
-    def __init__(self, per_client: int = 5, overall: int = 50, window_s: float = 60.0, block_s: float = 60.0):
-        self.per_client, self.overall, self.window, self.block = per_client, overall, window_s, block_s
+    def __init__(self, per_client: int = 5, window_s: float = 60.0, block_s: float = 60.0, max_clients: int = 10_000):
+        self.per_client, self.window, self.block, self.max_clients = per_client, window_s, block_s, max_clients
         self.fails: dict[str, deque] = {}
-        self.all: deque = deque()
         self.blocked: dict[str, float] = {}
-        self.blocked_all = 0.0
         self.lock = threading.Lock()
 
     def _trim(self, q: deque, now: float) -> None:
@@ -121,27 +124,24 @@ class RateLimiter:
             q.popleft()
 
     def retry_after(self, client: str) -> float:
-        """Seconds until this client may try again (0: now)."""
+        """Seconds until this client's wrong attempts are answered normally again (0: now)."""
         now = time.monotonic()
         with self.lock:
-            until = max(self.blocked.get(client, 0.0), self.blocked_all)
-            return max(0.0, until - now)
+            return max(0.0, self.blocked.get(client, 0.0) - now)
 
     def failure(self, client: str) -> None:
         now = time.monotonic()
         with self.lock:
             q = self.fails.setdefault(client, deque())
             q.append(now)
-            self.all.append(now)
             self._trim(q, now)
-            self._trim(self.all, now)
             if len(q) >= self.per_client:
                 self.blocked[client] = now + self.block
-            if len(self.all) >= self.overall:
-                self.blocked_all = now + self.block
-            if len(self.fails) > 10_000:                  # forget idle clients
-                for k in [k for k, v in self.fails.items() if not v]:
+            if len(self.fails) > self.max_clients:               # forget idle clients
+                for k in [k for k, v in self.fails.items() if not v or now - v[-1] > self.window]:
                     del self.fails[k]
+                    if self.blocked.get(k, 0.0) < now:
+                        self.blocked.pop(k, None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -229,13 +229,13 @@ class Gate:
             q = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             given = next((v for k, v in q if k == "token"), None)
             if given is not None:
-                wait = self.limiter.retry_after(client)
-                if wait:
-                    return await self._too_many(send, wait)
                 if token_ok(given, self.token):
                     rest = urlencode([(k, v) for k, v in q if k != "token"])
                     return await self._grant(send, path + (f"?{rest}" if rest else ""))
+                wait = self.limiter.retry_after(client)
                 self.limiter.failure(client)
+                if wait:
+                    return await self._too_many(send, wait)
                 return await self._login_page(send, path, q, "Wrong token.")
             if not rel.startswith(("/_stcore/", "/static/", "/media/", "/component/")):
                 return await self._login_page(send, path, q, "")
@@ -282,12 +282,13 @@ class Gate:
         await _respond(send, status, text + "\n")
 
     async def _too_many(self, send, wait: float) -> None:
+        await asyncio.sleep(TARPIT_S)                       # slows guessing from this address
         await _respond(send, 429, f"Too many wrong tokens: try again in {wait:.0f} s\n",
                        headers=[(b"retry-after", str(int(wait) + 1).encode())])
 
     async def _grant(self, send, location: str) -> None:
         cookie = f"{COOKIE}={self.cookie}; Path={self.base or '/'}; HttpOnly; SameSite=Lax"
-        await _respond(send, 303, "", headers=[(b"location", _safe_next(location, self.base).encode("latin-1")),
+        await _respond(send, 303, "", headers=[(b"location", _safe_next(location, self.base).encode("ascii")),
                                                (b"set-cookie", cookie.encode())])
 
     async def _login_page(self, send, path: str, q, message: str) -> None:
@@ -298,9 +299,6 @@ class Gate:
         await _respond(send, 401, page, content_type="text/html; charset=utf-8")
 
     async def _login(self, scope, receive, send, client: str) -> None:
-        wait = self.limiter.retry_after(client)
-        if wait:
-            return await self._too_many(send, wait)
         body = b""
         while True:
             msg = await receive()
@@ -315,7 +313,10 @@ class Gate:
         nxt = form.get("next") or self.base or "/"
         if token_ok(form.get("token"), self.token):
             return await self._grant(send, nxt)
+        wait = self.limiter.retry_after(client)
         self.limiter.failure(client)
+        if wait:
+            return await self._too_many(send, wait)
         path, _, query = nxt.partition("?")
         await self._login_page(send, path, parse_qsl(query), "Wrong token.")
 
@@ -325,4 +326,6 @@ def _safe_next(location: str, base: str) -> str:
     parts = urlsplit(location)
     if parts.scheme or parts.netloc or not location.startswith("/") or location.startswith("//"):
         return base or "/"
-    return quote(parts.path, safe="/%:@-._~!$&'()*+,;=") + (f"?{parts.query}" if parts.query else "")
+    # the whole target percent-encoded (UTF-8): a header carries ASCII only, whatever the query holds
+    return quote(parts.path, safe="/%:@-._~!$&'()*+,;=") + (
+        f"?{quote(parts.query, safe='/%:@-._~!$&()*+,;=?')}" if parts.query else "")

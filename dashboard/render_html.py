@@ -15,7 +15,7 @@ import html
 import json
 import re
 
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
+from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline, safe_link
 from dashboard.theme import FONT, ensure_theme
 
 KIND_LABELS = {"info": "ℹ", "warning": "⚠", "error": "✖", "success": "✔"}
@@ -157,7 +157,7 @@ def _table_html(t: Table, base_url: str | None) -> str:
             shown = spec.format(v)
             if spec.kind == "link" and v:
                 label = html.escape(spec.link_text or str(v))
-                if base_url:
+                if base_url and safe_link(v) and not re.match(r"(?i)^https?://", str(v)):
                     href = base_url.rstrip("/") + "/" + str(v).lstrip("/")
                     cells.append(f'<td><a href="{html.escape(href)}">{label}</a></td>')
                 else:

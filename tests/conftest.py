@@ -3,9 +3,36 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The suite runs with HOME in a temporary folder (set here, before any test module imports the project), so no test,
+# subprocess or server it starts writes into the user's own ~/.kernelscope; pytest_sessionfinish checks the real one.
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+_TEST_HOME = Path(tempfile.mkdtemp(prefix="ks-test-home-"))
+os.environ["HOME"] = str(_TEST_HOME)
+os.environ.pop("KERNELSCOPE_STORE", None)
+
+
+def _home_state() -> dict[str, float]:
+    """Every file under the real ~/.kernelscope with its modification time."""
+    root = REAL_HOME / ".kernelscope"
+    return {str(p): p.stat().st_mtime for p in root.rglob("*")} if root.exists() else {}
+
+
+_HOME_BEFORE = _home_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    after = _home_state()
+    changed = sorted(k for k in set(after) | set(_HOME_BEFORE) if after.get(k) != _HOME_BEFORE.get(k))
+    shutil.rmtree(_TEST_HOME, ignore_errors=True)
+    if changed:
+        session.exitstatus = 1
+        print(f"\nFAILED: the tests wrote under the real home's .kernelscope ({len(changed)} paths, e.g. "
+              f"{changed[:3]}); every test must stay in its temporary folders")
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"

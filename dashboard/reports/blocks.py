@@ -10,12 +10,29 @@ escapes and Streamlit shows literally.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from analyzers.units import missing, sig3
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def safe_link(v):
+    """A link column's value as a link target: an http(s) URL or a path on this server; anything else (javascript:,
+    data:, another scheme, a scheme-relative //host, control characters) is None, shown as no link."""
+    if v is None:
+        return None
+    s = str(v).strip()
+    if re.match(r"(?i)^https?://", s):
+        return s
+    if _SCHEME.match(s) or s.startswith("//") or re.search(r"[\x00-\x1f]", s):
+        return None
+    return s
 
 
 @dataclass
@@ -58,7 +75,7 @@ class Table:
                 at = [str(x) for x in frame[self.select].to_list()]
                 upto = max(limit, at.index(str(self.selected)) + 1 if str(self.selected) in at else 0)
             frame = frame.head(upto)
-        rows = [[v if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
+        rows = [[safe_link(v) if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
                 for r in frame.select(cols).iter_rows()]
         return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
                              "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),

@@ -8,6 +8,15 @@ function esc(s) {
   return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
 }
 
+// a link column's value is followed only when it is an http(s) URL or a path on this server (never javascript:,
+// data: or another scheme, nor a scheme-relative //host); anything else is shown as text
+function safeHref(v) {
+  const s = String(v).trim();
+  if (/^https?:\/\//i.test(s)) return s;
+  if (/^[a-z][a-z0-9+.\-]*:/i.test(s) || s.startsWith("//") || /[\u0000-\u001f]/.test(s)) return null;
+  return s;
+}
+
 export default function(component) {
   const {data, parentElement, setTriggerValue} = component;
   if (!data) return;
@@ -54,7 +63,9 @@ function draw(box) {
     return (selectable ? `<tr data-id="${esc(id)}"${sel}>` : "<tr>") + r.map((v, j) => {
       const c = cols[j];
       const t = c.full ? ` title="${esc(data.full[i] || v)}"` : (!c.link && String(v).length > 60 ? ` title="${esc(v)}"` : "");
-      const cell = c.link ? (v ? `<a href="${esc(v)}" target="_self">${esc(c.link_text || v)}</a>` : "—") : esc(v);
+      const href = c.link && v ? safeHref(v) : null;
+      const cell = c.link ? (href ? `<a href="${esc(href)}" target="_self">${esc(c.link_text || v)}</a>` : (v ? esc(v) : "—"))
+        : esc(v);
       return `<td class="${c.num ? "n" : ""}${c.wide ? " w" : ""}"${t}>${cell}</td>`;
     }).join("") + "</tr>";
   }).join("");

@@ -63,7 +63,8 @@ if files:
                                       f"{cap / 1e6:,.0f} MB. Copy it to the server and run `kernelscope ingest FILE`.")
             else:
                 try:
-                    run, created = src.ingest_bytes(f.getvalue(), f.name, gpu=gpu)
+                    with data.PARSE_SLOTS:          # a bound on the parses running at once
+                        run, created = src.ingest_bytes(f.getvalue(), f.name, gpu=gpu)
                     done[key] = ("ok", run.run_id, run.kind, created, tuple(run.meta.get("warnings") or ()))
                 except ArtifactError as e:
                     done[key] = ("error", f"{e.problem}.")

@@ -224,3 +224,22 @@ def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
     assert sorted(labels.values()) == ["NVIDIA H200 · GPU-c39cba33", "NVIDIA H200 · GPU-c91839b2"]
     assert set(Source(s).bench_results()["gpu"]) == set(labels.values())
     assert gpu_labels([(runs[0].run_id, "NVIDIA H200", "GPU-c91839b2-571c")]) == {runs[0].run_id: "NVIDIA H200"}
+
+
+def test_link_columns_follow_only_http_and_paths_on_this_server():
+    """Issue 42: table.js built <a href> from any value of a link column; javascript: and other schemes are text."""
+    import polars as pl
+
+    from pathlib import Path
+
+    from dashboard.reports.blocks import Col, Table, safe_link
+    assert safe_link("kernels?run=ab&kernel=3") == "kernels?run=ab&kernel=3"
+    assert safe_link("/timeline?run=x") == "/timeline?run=x"
+    assert safe_link("https://ui.perfetto.dev") == "https://ui.perfetto.dev"
+    for bad in ("javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,x", "//evil.example/x", "vbscript:x",
+                "java\tscript:x", "file:///etc/passwd"):
+        assert safe_link(bad) is None, bad
+    t = Table("t", pl.DataFrame({"u": ["javascript:alert(1)", "kernels?run=a"]}), {"u": Col("u", kind="link")})
+    assert t.cells()["rows"] == [[None], ["kernels?run=a"]]
+    js = (Path(__file__).resolve().parents[2] / "dashboard" / "static" / "table.js").read_text()
+    assert "safeHref(v)" in js and "href=\"${esc(v)}\"" not in js

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from urllib.parse import quote
 
 from dashboard.gate import COOKIE, Gate, HostPolicy, RateLimiter, _safe_next, cookie_value, host_name
 
@@ -86,17 +87,49 @@ def test_with_a_token_nothing_reaches_streamlit_without_the_cookie():
     assert start["status"] == 303 and (b"location", b"/kernels?run=ab") in start["headers"]
 
 
-def test_the_rate_limit_blocks_every_attempt_after_five_failures_per_client():
+def test_the_rate_limit_slows_wrong_tokens_per_client_and_never_refuses_the_right_one(monkeypatch):
+    monkeypatch.setattr("dashboard.gate.TARPIT_S", 0.0)
     app = App()
     token = "a-long-enough-token"
-    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, limiter=RateLimiter(per_client=5, overall=50))
-    codes = [status(call(g, query=f"token=bad{i}".encode())) for i in range(5)]
-    assert codes == [401] * 5
-    assert status(call(g, query=f"token={token}".encode())) == 429                       # even the right one
-    assert status(call(g, query=f"token={token}".encode(), client="5.6.7.8")) == 303     # another client is not
+    g = Gate(app, hosts=HostPolicy(own_names=False), token=token, limiter=RateLimiter(per_client=5))
+    codes = [status(call(g, query=f"token=bad{i}".encode())) for i in range(6)]
+    assert codes == [401] * 5 + [429]                                                   # this address is slowed
+    assert status(call(g, query=f"token={token}".encode())) == 303                       # the right one still opens
+    assert status(call(g, query=f"token={token}".encode(), client="5.6.7.8")) == 303
     form = f"token={token}&next=//evil.example/x".encode()
     sent = call(g, "/_ks/login", method="POST", body=form, client="9.9.9.9")
     assert (b"location", b"/") in sent[0]["headers"]                                    # never off the server
+
+
+def test_wrong_tokens_from_many_addresses_lock_nobody_out(monkeypatch):
+    """Issue 42: five wrong tokens from each of ten addresses locked every new login out for a minute."""
+    monkeypatch.setattr("dashboard.gate.TARPIT_S", 0.0)
+    token = "a-long-enough-token"
+    g = Gate(App(), hosts=HostPolicy(own_names=False), token=token)
+    for a in range(10):
+        for i in range(5):
+            assert status(call(g, "/_ks/login", method="POST", body=f"token=bad{i}&next=/".encode(),
+                               client=f"127.0.0.{a + 2}")) == 401
+    sent = call(g, "/_ks/login", method="POST", body=f"token={token}&next=/kernels".encode(), client="127.0.0.12")
+    assert sent[0]["status"] == 303 and (b"location", b"/kernels") in sent[0]["headers"]
+
+
+def test_a_login_whose_next_holds_any_character_redirects():
+    token = "a-long-enough-token"
+    g = Gate(App(), hosts=HostPolicy(own_names=False), token=token)
+    body = "token={}&next={}".format(token, quote("/kernels?run=ab&q=名前 ü")).encode()
+    sent = call(g, "/_ks/login", method="POST", body=body)
+    loc = dict(sent[0]["headers"])[b"location"]
+    assert sent[0]["status"] == 303 and loc.startswith(b"/kernels?run=ab&q=%E5%90%8D")
+    loc.decode("ascii")
+
+
+def test_healthz_is_no_way_around_the_token():
+    app = Html()
+    g = Gate(app, hosts=HostPolicy(own_names=False), token="a-long-enough-token")
+    sent = call(g, "/healthz")
+    assert status(sent) == 401 and b"Streamlit" not in _body(sent) and not app.scopes
+    assert status(call(g, "/_stcore/health")) == 200                      # Streamlit's own health check passes
 
 
 @pytest.mark.parametrize("nxt,out", [("/kernels?run=ab", "/kernels?run=ab"), ("//evil.example", "/"),

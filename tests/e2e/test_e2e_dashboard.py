@@ -507,3 +507,73 @@ def test_token_login_in_a_browser_then_the_app(tmp_path, browser):
         assert other.locator("input[name=token]").count() == 1
         fresh.close()
         ctx.close()
+
+
+def _rss_mib(pid: int) -> float:
+    total = 0.0
+    pids = [pid]
+    try:
+        pids += [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        except OSError:
+            pass
+    return total
+
+
+def test_four_whitespace_bombs_uploaded_at_once_cost_no_memory(tmp_path, browser):
+    """Issue 42: a 194 KB gzip of `{"traceEvents": [` + 190 MiB of spaces + `]}` took the server from 100 MB to
+    809 MB, four at once to 2.18 GB. Four distinct copies uploaded at the same moment: each refused in one line, and
+    the server's memory stays within 300 MB of its start."""
+    import gzip as gz
+    bombs = []
+    for i in range(4):
+        p = tmp_path / f"bomb{i}.json.gz"
+        with gz.GzipFile(p, "wb", compresslevel=9, mtime=i) as f:
+            f.write(b'{"traceEvents": [')
+            for _ in range(190):
+                f.write(b" " * (1 << 20))
+            f.write(b"]}")
+        bombs.append(p)
+    assert all(190_000 < p.stat().st_size < 200_000 for p in bombs)
+    store = tmp_path / "store"
+    proc, url = _start(store, tmp_path)
+    try:
+        b, _ = browser
+        pages = []
+        for _ in bombs:
+            page = _new_page(b)
+            page.goto(f"{url}/upload")
+            page.wait_for_selector(IDLE, timeout=90_000)
+            pages.append(page)
+        import threading
+        start = _rss_mib(proc.pid)
+        peak, stop = [start], threading.Event()
+
+        def sample():                                   # the peak, not what is left after the parses
+            while not stop.is_set():
+                peak[0] = max(peak[0], _rss_mib(proc.pid))
+                time.sleep(0.02)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        for page, p in zip(pages, bombs):
+            page.locator("input[type=file]").set_input_files(str(p))
+        try:
+            for page in pages:
+                err = page.locator("[data-testid=stAlertContentError]")
+                err.wait_for(timeout=120_000)
+                assert "an empty Chrome trace" in err.inner_text() and "Nothing was stored" in err.inner_text()
+        finally:
+            stop.set()
+            sampler.join()
+        assert peak[0] - start < 300, (start, peak[0])
+        assert not (store / "runs").exists() or not any((store / "runs").iterdir())
+        for page in pages:
+            page.context.close()
+    finally:
+        _stop(proc)
