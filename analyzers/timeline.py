@@ -452,10 +452,11 @@ def _temporal_sorted(s: pl.DataFrame, by, all_busy: pl.DataFrame | None = None) 
 
 def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None,
                    share: bool = True) -> pl.DataFrame:
-    """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = total_ns /
-    busy time of all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller
-    has it; null with share=False). Shares of overlapping kernels can add up to more than 1. Sorted by total_ns,
-    largest first."""
+    """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = the time the kernel
+    ran (the union of its own launches' intervals per device: two of its launches at once count once) / busy time of
+    all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller has it; null
+    with share=False): at most 1 by construction. Shares of different kernels that overlap can add up to more than
+    1. Sorted by total_ns, largest first."""
     if not share:
         busy_ns = 0
     elif busy_ns is None:
@@ -464,7 +465,22 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), bu
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
         pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
         d.min().alias("min_ns"), d.max().alias("max_ns")).collect()
-    out = out.with_columns((pl.col("total_ns") / busy_ns if busy_ns else pl.lit(None, pl.Float64)).alias("busy_share"))
+    if busy_ns:
+        # the time each name ran: the union of its own launches per device, from one sort of integer keys (the
+        # names' codes, rank and device packed in one Int64)
+        k = _kinds(gpu_ops, kinds).select(*by, "rank", "device", "start_ns", "end_ns").collect()
+        code = pl.lit(0, pl.Int64)
+        for c in by:
+            code = code * (1 << 20) + pl.col(c).cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.Int64)
+        k = k.with_columns((code * (1 << 24) + pl.col("rank").cast(pl.Int64) * (1 << 12)
+                            + pl.col("device").cast(pl.Int64)).alias("_g")).sort("_g", "start_ns")
+        ran = (k.with_columns(pl.col("end_ns").cum_max().shift(1).over("_g").alias("_pe"))
+               .group_by(list(by)).agg((pl.col("end_ns") - pl.max_horizontal("start_ns", "_pe")).clip(lower_bound=0)
+                                       .sum().alias("_ran")))
+        out = out.join(ran, on=list(by), how="left").with_columns(
+            (pl.col("_ran") / busy_ns).clip(upper_bound=1.0).alias("busy_share")).drop("_ran")
+    else:
+        out = out.with_columns(pl.lit(None, pl.Float64).alias("busy_share"))
     if "name" in by:
         out = out.with_columns(kernel_origin(out["name"]).alias("origin"))
     return out.sort(["total_ns", *by], descending=[True] + [False] * len(by))

@@ -98,6 +98,37 @@ READ_ERRORS = (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError, 
                AttributeError, pl.exceptions.PolarsError, sqlite3.Error, tarfile.TarError, zlib.error, EOFError)
 
 
+def read_problem(e: BaseException, kind: str) -> str:
+    """An exception raised while reading a file as `kind`, said as the problem with the file in user words (the
+    exception's class only with KERNELSCOPE_DEBUG=1, `kernelscope --debug`)."""
+    first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
+    col = re.search(r"column ['`\"]([^'`\"]{1,60})['`\"]", first)
+    where = f" in column {col.group(1)!r}" if col else ""
+    if isinstance(e, RecursionError):
+        what = "nesting too deep: more levels of arrays or objects than any profiler writes"
+    elif isinstance(e, OverflowError):
+        digits = max((len(m) for m in re.findall(r"\d+", str(e))), default=0)
+        what = "a number out of range" + (f" ({digits} digits)" if digits > 18 else "") + \
+            f"{where}: more than a 64-bit value holds"
+    elif isinstance(e, UnicodeDecodeError):
+        what = f"text that is not UTF-8 (byte 0x{e.object[e.start]:02x} at offset {e.start:,})"
+    elif re.search(r"e\+?(1[89]|[2-9]\d|\d{3,})\b", first) or "too large" in first:
+        what = f"a number out of range{where}: more than a 64-bit value holds"
+    elif isinstance(e, pl.exceptions.PolarsError) or "conversion" in first or "could not append" in first:
+        what = f"a value of the wrong type{where} (text where a number belongs, or a list where a value does)"
+    elif isinstance(e, KeyError):
+        what = f"a required field is missing ({first})"
+    elif isinstance(e, sqlite3.Error):
+        what = f"not a readable SQLite database ({first})"
+    elif isinstance(e, (tarfile.TarError, zlib.error, EOFError)):
+        what = f"a corrupt or truncated archive ({first})"
+    else:
+        what = f"a value of an unexpected type or shape ({first})" if first else "a value of an unexpected type or shape"
+    if os.environ.get("KERNELSCOPE_DEBUG") == "1":
+        what += f" [{type(e).__name__}: {first}]"
+    return f"could not be read as {kind}: {what}"
+
+
 def parse_bytes(data: bytes, name: str) -> Parsed:
     """Decompress if needed, recognise, parse and validate (collectors.validate). Raises ArtifactError on any bad
     input, in one line; within collectors.limits' bounds of size, rows, depth and time."""
@@ -115,8 +146,7 @@ def parse_bytes(data: bytes, name: str) -> Parsed:
     except MemoryError:
         raise ArtifactError(name, f"too large to read as {kind} in this process's memory") from None
     except READ_ERRORS as e:
-        first = " ".join((str(e).splitlines() or [""])[0].split())[:200]
-        raise ArtifactError(name, f"could not be read as {kind}: {type(e).__name__}: {first}") from None
+        raise ArtifactError(name, read_problem(e, kind)) from None
 
 
 def read_path(path: str | os.PathLike) -> tuple[bytes, str]:
@@ -177,8 +207,7 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
     except OSError as e:
         raise ArtifactError(str(path), f"cannot read file ({e.strerror or e})") from None
     except READ_ERRORS as e:
-        first = " ".join((str(e).splitlines() or [""])[0].split())[:200]
-        raise ArtifactError(str(path), f"could not be read as {kind}: {type(e).__name__}: {first}") from None
+        raise ArtifactError(str(path), read_problem(e, kind)) from None
 
 
 def _streamed_parser(p: Path, partial: bool = False) -> tuple[str, Callable] | None:

@@ -240,7 +240,39 @@ def _timeline_sound(parsed: Parsed) -> bool:
     return True
 
 
+def _dedupe_gpu_ops(parsed: Parsed) -> None:
+    """Remove GPU op records that appear more than once (same rank, device, stream, kind, name, times and correlation
+    id: one stream cannot run two ops at once, so the second is the same op written twice), with a warning in the
+    run's metadata. The ops come sorted by (rank, device, stream, start) from the launch join, so a repeat is next
+    to its original: one comparison with the previous row, no hashing of a million rows."""
+    g = parsed.tables.get("gpu_ops")
+    if g is None or g.height < 2:
+        return
+    key = [c for c in ("rank", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation") if c in g.columns]
+    same = pl.all_horizontal([(pl.col(c) == pl.col(c).shift(1)).fill_null(False)
+                              if g.schema[c] != pl.String else
+                              (pl.col(c).eq_missing(pl.col(c).shift(1)) & pl.col(c).shift(1).is_not_null())
+                              for c in key])
+    dup = g.select(same.alias("d"))["d"]
+    n = int(dup.sum())
+    if not n:
+        return
+    parsed.tables["gpu_ops"] = g.filter(~dup)
+    meta = parsed.meta
+    meta.setdefault("warnings", []).append(
+        f"{n:,} GPU op records appeared more than once (the same stream, times, name and correlation id) and are "
+        "counted once")
+    from collectors.launches import op_counts
+    k, kl, mc, ms = op_counts(parsed.tables["gpu_ops"])
+    if isinstance(meta.get("counts"), dict):
+        meta["counts"].update(gpu_ops=parsed.tables["gpu_ops"].height, kernels=k, kernels_with_launch=kl,
+                              memcpy=mc, memset=ms)
+    if "item_count" in meta:
+        meta["item_count"] = k
+
+
 def _timeline(parsed: Parsed, name: str) -> None:
+    _dedupe_gpu_ops(parsed)
     if _timeline_sound(parsed):
         return
     for tname in ("gpu_ops", "api_calls", "cpu_ops", "nvtx"):

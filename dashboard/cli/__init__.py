@@ -130,6 +130,9 @@ def app_for(argv: list[str]):
 
 def _main(argv: list[str] | None) -> int:
     argv = ray_argv(list(sys.argv[1:] if argv is None else argv))
+    if "--debug" in argv:              # anywhere on the line: refusals also name the exception behind them
+        argv = [a for a in argv if a != "--debug"]
+        os.environ["KERNELSCOPE_DEBUG"] = "1"
     try:
         app_for(argv)(args=argv, prog_name="kernelscope", standalone_mode=True)
     except SystemExit as e:

@@ -259,8 +259,28 @@ def kineto_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list) or not events:
         return byte_op(rng, d)
-    kind = rng.choice(("field", "field", "field", "args", "delete", "dup", "top", "nest", "reverse", "gpu_field"))
+    kind = rng.choice(("field", "field", "field", "args", "delete", "dup", "top", "nest", "reverse", "gpu_field",
+                       "whitespace", "overlap", "repeat"))
     gpu = [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    if kind == "whitespace":          # a long run of whitespace between two events, or around the array
+        n = rng.choice((5000, 70_000, 1 << 20, 8 << 20))
+        ws = bytes(rng.choice(b" \t\n\r") for _ in range(64)) * (n // 64)
+        raw = json.dumps(doc).encode()
+        at = rng.choice([raw.index(b"[") + 1, raw.rindex(b"]"), raw.find(b"}, {") + 2 if b"}, {" in raw else 1])
+        return raw[:at] + ws + raw[at:], f"whitespace{n}@{at}"
+    if kind in ("overlap", "repeat") and gpu:
+        i = rng.choice(gpu)
+        e = events[i]
+        if kind == "repeat":          # the same record written many times
+            n = rng.choice((1, 49, 500))
+            events[i + 1:i + 1] = [json.loads(json.dumps(e)) for _ in range(n)]
+            return json.dumps(doc, allow_nan=True).encode(), f"repeat_event{i}x{n}"
+        if isinstance(e.get("ts"), (int, float)):       # started far earlier: it overlaps its stream's earlier ops
+            shift = rng.choice((1.0, 1e3, 1e6, 1e9))
+            e["ts"] -= shift
+            if isinstance(e.get("dur"), (int, float)):
+                e["dur"] += shift
+            return json.dumps(doc, allow_nan=True).encode(), f"overlap_event{i}-{shift:g}us"
     i = rng.choice(gpu) if (kind in ("gpu_field", "args") and gpu) else rng.randrange(len(events))
     e = events[i] if isinstance(events[i], dict) else {}
     if kind in ("field", "gpu_field"):
@@ -384,7 +404,19 @@ def bench_op(rng: random.Random, d: bytes) -> tuple[bytes, str]:
         return byte_op(rng, d)
     if not isinstance(doc, dict):
         return byte_op(rng, d)
-    kind = rng.choice(("ceiling", "ceiling", "result", "result", "top", "nest", "gpu", "bigint"))
+    kind = rng.choice(("ceiling", "ceiling", "result", "result", "top", "nest", "gpu", "bigint", "param"))
+    if kind == "param":               # a result's launch parameters: negative, huge, not numbers
+        recs = doc.get("results")
+        if isinstance(recs, list) and recs and isinstance(recs[0], dict):
+            i = rng.randrange(len(recs))
+            params = recs[i].get("params") if isinstance(recs[i].get("params"), dict) else {}
+            key = rng.choice(("smem_static_bytes", "occupancy_pct", "blocks_per_sm", "regs_per_thread", "bytes",
+                              "m", "stride_words", "new_param"))
+            v = rng.choice([-9.22e18, 1e308, -1e30, -1, 2 ** 70, 1e16, "x", None, [1, -1], {"a": -5}])
+            params[key] = v
+            recs[i]["params"] = params
+            return json.dumps(doc, allow_nan=True).encode(), f"results[{i}].params.{key}={str(v)[:12]!r}"
+        kind = "top"
     if kind in ("ceiling", "result"):
         key = "ceilings" if kind == "ceiling" else "results"
         recs = doc.get(key)
