@@ -427,7 +427,8 @@ def _phases(s: pl.DataFrame, ranges: pl.DataFrame, ops, api, cpu, o) -> tuple[li
         slow = []
         if mg and gpu[i] is not None and gpu[i] > WARMUP_FACTOR * mg:
             slow.append(f"GPU time {gpu[i] / mg:.1f}× the steady median")
-        if mh and host[i] is not None and host[i] > WARMUP_FACTOR * mh:
+        if mh and host[i] is not None and host[i] > WARMUP_FACTOR * mh and (not mg or host[i] > mg):
+            # a slow host counts when it could hold the GPU up: its time beyond a steady step's GPU time
             slow.append(f"host time {host[i] / mh:.1f}× the steady median")
         if leading and (slow or reasons[i]):
             phase[i] = "warm-up"

@@ -94,12 +94,16 @@ def test_open_bind_token_gates_websocket_page_and_upload_before_any_work(tmp_pat
         assert page.finished and page.session_id and not page.exceptions
         up = upload_files(srv, [("basic.ncu-rep.gz", (H200_KERNELS / "basic.ncu-rep.gz").read_bytes())], cookie=cookie)
         assert any(kind == "success" for kind, _ in up.alerts), up.alerts
-        # the login form: wrong tokens are rate-limited (5 per client per minute), then even the right one waits
+        # the login form: wrong tokens are rate-limited (5 per client per minute: then 429, slowly), the right one
+        # is never refused (issue 42: wrong tokens from elsewhere locked everyone out)
         codes = [http(srv, "/_ks/login", method="POST", data=f"token=wrong{i}&next=/".encode(),
                       headers={"Content-Type": "application/x-www-form-urlencoded"})[0] for i in range(6)]
         assert codes[:4] == [401] * 4 and codes[5] == 429, codes
-        status, _, headers = http(srv, f"/?token={TOKEN}")
+        status, _, headers = http(srv, "/?token=wrong-again")
         assert status == 429 and int(headers["retry-after"]) > 0
+        assert http(srv, f"/?token={TOKEN}")[0] == 303
+        status, _, _ = http(srv, "/healthz")                    # not Streamlit's health check: the login, no app
+        assert status == 401
         assert srv.alive()
 
 
