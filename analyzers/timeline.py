@@ -478,6 +478,21 @@ RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memc
                     "step_median_ns", "step_p90_ns", "abstains")
 
 
+def _warmup_note(steps, rank: int, window_ns: int | None) -> str:
+    """When warm-up steps take a large part (>= 30 %) of a device's window, the window's shares are mostly theirs:
+    the sentence that says so, with the steady steps' own GPU busy share."""
+    info = steps.rank(rank) if steps is not None else None
+    if not info or not info.get("warmup") or not window_ns or not info.get("steady_count"):
+        return ""
+    w = sum(x["gpu_ns"] or 0 for x in info["warmup"])
+    if w < 0.3 * window_ns:
+        return ""
+    ids = ", ".join(str(x["step"]) for x in info["warmup"])
+    return (f" Warm-up (step{'s' if len(info['warmup']) > 1 else ''} {ids}: {w / 1e6:,.1f} ms of the "
+            f"{window_ns / 1e6:,.1f} ms window) weighs on these shares; in a steady step the GPU is busy "
+            f"{(info['busy_fraction_median'] or 0):.1%} of it.")
+
+
 def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
               launch_floor_ns: float | None = None, cpu_ops: pl.DataFrame | None = None,
               nvtx: pl.DataFrame | None = None, step_pattern: str | None = None,
@@ -533,6 +548,8 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
                   f"{win / 1e6:,.3f} ms: for {(run_ns - win) / 1e6:,.3f} ms the host worked with no GPU op "
                   "running or queued (before the first or after the last one).")
         verdicts.append((v, e))
+    verdicts = [(v, e + _warmup_note(steps, r, w)) for (v, e), r, w in
+                zip(verdicts, devices["rank"].to_list(), devices["window_ns"].to_list())]
     devices = devices.with_columns(pl.Series("bound", [v for v, _ in verdicts], dtype=pl.String),
                                    pl.Series("bound_evidence", [e for _, e in verdicts], dtype=pl.String))
     devices = devices.select(DEVICE_SUMMARY_COLUMNS).sort(list(DEVICE))     # short_gaps: in device_idle

@@ -18,6 +18,7 @@ import polars as pl
 from analyzers import timeline as T
 from analyzers.errors import UnknownName
 from analyzers.timeline import DEFINITIONS
+from analyzers.units import fmt_short
 from collectors.errors import RunNotFound
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
@@ -210,16 +211,17 @@ def steps_blocks(src: Source, view: TimelineView) -> list:
     ms = lambda ns: "—" if ns is None else f"{ns / 1e6:,.3f} ms"  # noqa: E731
     out: list = []
     if info.get("steady_count"):
-        cards = [("time per step", ms(info["step_median_ns"]),
+        cards = [("time per step", fmt_short(info["step_median_ns"], "ns"),
                   f"steady-state median over {info['steady_count']} of {info['step_count']} steps, first to last GPU "
                   f"op each launched; p90 {ms(info['step_p90_ns'])}"),
                  ("GPU busy in a step", f"{100 * (info['busy_fraction_median'] or 0):.1f} %",
                   "union of the step's GPU ops / its time (median)"),
                  ("launch calls per step", f"{info['launches_median']:g}",
-                  f"median; {info['graph_launches_median']:g} graph launches (a graph replay is one call)"),
-                 ("kernels per step", f"{info['kernels_median']:g}", "median")]
+                  f"median; {info['graph_launches_median']:g} graph launches (a graph replay is one call); "
+                  f"{info['kernels_median']:g} kernels per step")]
         out.append(Metrics(cards, lower_is_better=True))
-    lines = [f"Steps from {info['how']}" + (f" (rank {info['rank']})" if len(st.ranks) > 1 else "") + "."]
+    lines = [f"Steps from {info['how']}" + (f" (rank {info['rank']})" if len(st.ranks) > 1 else "")
+             + (f"; {info['kernels_median']:g} kernels per step." if info.get("steady_count") else ".")]
     for w in info.get("warmup", []):
         host = f", {ms(w['host_ns'])} on the host" if w["host_ns"] is not None else ""
         lines.append(f"Warm-up step {w['step']}: {ms(w['gpu_ns'])} on the GPU{host} ({w['reasons']}); kept out of "

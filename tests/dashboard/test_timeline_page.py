@@ -50,7 +50,7 @@ def test_page_rebuilds_from_the_url(store):
     metrics = {m.label: m.value for m in cards(at)}
     assert {k: metrics[k] for k in ("measured run time", "what-if (trace dependencies)", "Amdahl")} == {
         "measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms", "Amdahl": "1.345 ms"}
-    assert metrics["time per step"] == "0.422 ms"           # the steps come first (the story, issue 36)
+    assert metrics["time per step"] == "422 µs"             # the steps come first (the story, issue 36)
 
 
 def test_widget_changes_go_back_to_the_url(store):
@@ -94,7 +94,7 @@ def test_graph_trace_page_says_steps_and_replays_not_launch_delays(store):
     at = _page(run.run_id)
     assert not at.exception
     metrics = {m.label: m.value for m in cards(at)}
-    assert metrics["time per step"] == "0.261 ms" and metrics["launch calls per step"] == "1"
+    assert metrics["time per step"] == "261 µs" and metrics["launch calls per step"] == "1"
     text = _texts(at)
     assert "Steps from CUDA-graph replays (one step each)" in text
     assert "Integrity: all" in text
