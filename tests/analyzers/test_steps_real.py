@@ -115,3 +115,43 @@ def test_profiled_runs_state_their_source(runs):
     for name in ("decode_eager", "decode_compile", "train_step"):
         assert runs[name][1].steps.main["source"] == "sequence"     # prof.step() without a schedule: no ProfilerStep
     assert runs["two_streams"][1].steps.main["source"] == "annotation"   # record_function("iteration_N")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the same programs recorded again with a profiler schedule (ProfilerStep#N ranges) and Nsight Compute on token 8
+# --------------------------------------------------------------------------------------------------------------
+SCHED = H100.parent / "h100_schedule"
+REF_SCHED = json.loads((SCHED / "summary.json").read_text())["workloads"]
+
+
+def _sched(name):
+    p = parse_path(str(SCHED / f"{name}.json.gz"))
+    return p, summarize(p.table("gpu_ops"), p.table("api_calls"), cpu_ops=p.table("cpu_ops"), nvtx=p.table("nvtx"))
+
+
+def test_profiler_steps_of_the_scheduled_recordings():
+    _, s = _sched("decode_graph")
+    info = s.steps.main
+    assert info["source"] == "ProfilerStep" and info["step_count"] == 16
+    assert abs(info["step_median_ns"] / REF_SCHED["decode_graph"]["event_step_median_ns"] - 1) <= 0.10
+    for name in ("decode_eager", "decode_compile"):
+        _, s = _sched(name)
+        info = s.steps.main
+        assert info["source"] == "ProfilerStep"
+        gap = info["step_median_ns"] - REF_SCHED[name]["event_step_median_ns"]
+        assert abs(gap / info["profiler_overhead_median_ns"] - 1) <= PROFILER_TOLERANCE, (name, gap)
+
+
+def test_ncu_on_one_token_joins_its_profiler_step(tmp_path, monkeypatch):
+    """Nsight Compute on the NVTX range token_8/ of the compiled decode (122 launches, --set full) matched to
+    ProfilerStep#8 of the trace of the same program: every launch, in order, once per step."""
+    from collectors.store import Store
+    from dashboard.source import Source
+    monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
+    src = Source(Store(tmp_path / "store"))
+    ncu = parse_path(str(SCHED / "decode_compile_token8.ncu-rep.gz"))
+    trace = parse_path(str(SCHED / "decode_compile.json.gz"))
+    res = src.join(ncu, trace).as_dict()
+    assert res["window_label"] == "ProfilerStep#8" and res["steps"] == 16
+    assert len(res["matched"]) == 122 and not res["unmatched_ncu"]
+    assert all(m["count_per_step"] == 1 for m in res["matched"] if "argmax" in m["name"])
