@@ -101,8 +101,9 @@ def trace_blocks(r: CompareResult) -> list:
                 row["label"] + f"; A {row['a_txt']} → B {row['b_txt']}; {row['status']}", delta)
     story = [Text(" ".join(r.story), "info")] if r.story else []
     first = "step_median_ns" if get["step_median_ns"]["a"] is not None else "run_ns"
+    # three cards (each value whole at 900 px); the table below has every statistic
     return story + [Metrics([card(first), card("launches_per_step" if first == "step_median_ns" else "kernel_count"),
-                             card("gpu_idle_fraction"), card("gpu_busy_ns")], lower_is_better=True),
+                             card("gpu_idle_fraction")], lower_is_better=True),
             Heading("Trace statistics"),
             Table("trace_stats", st, {
                 "label": text("statistic", "analyzers.timeline.summarize of each trace"),
