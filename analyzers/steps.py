@@ -27,6 +27,7 @@ rank. Definitions (README, *Definitions*):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -145,7 +146,7 @@ def sequence_steps(kernels: pl.DataFrame, *, min_steps: int = 3, agree: float = 
     tried: set[tuple[int, int, int]] = set()
     for anchor, occ in occ_all.iter_rows():
         d = [b - a for a, b in zip(occ, occ[1:])]
-        p = max(set(d), key=d.count)
+        p = Counter(d).most_common(1)[0][0]
         if p < 2:
             continue
         run, cur = (0, 0), 0                     # the longest stretch of runs exactly p apart: (first, last) index
@@ -209,11 +210,12 @@ def _assign(t: pl.Series, ranges: pl.DataFrame) -> pl.Series:
     return i0.zip_with(inside, pl.Series([None] * len(t), dtype=pl.Int64))
 
 
-def _count_in(t: pl.Series, ranges: pl.DataFrame) -> list[int]:
-    idx = _assign(t, ranges).drop_nulls()
-    c = idx.value_counts()
-    m = dict(zip(c[c.columns[0]].to_list(), c["count"].to_list()))
-    return [int(m.get(i, 0)) for i in range(ranges.height)]
+def _count_in(t: pl.Series, ranges: pl.DataFrame) -> pl.Series:
+    """How many of the times t lie in each range [start, end) (ranges sorted, not overlapping): two binary searches
+    of the sorted times per range."""
+    ts = t.drop_nulls().cast(pl.Int64).sort()
+    return (ts.search_sorted(ranges["end_ns"].cast(pl.Int64), "left").cast(pl.Int64)
+            - ts.search_sorted(ranges["start_ns"].cast(pl.Int64), "left").cast(pl.Int64))
 
 
 def _find(ops: pl.DataFrame, nvtx: pl.DataFrame, pattern: str | None) -> tuple[pl.DataFrame, str | None, dict | None]:
@@ -278,26 +280,25 @@ def _rank_steps(rank: int, ops: pl.DataFrame, api: pl.DataFrame, cpu: pl.DataFra
     a = api if api is not None and api.height else pl.DataFrame(
         schema={"kind": pl.String, "start_ns": pl.Int64, "name": pl.String})
     hranges = ranges              # the host's side of each step: where its calls, CPU ops and one-time work are
+    n = ranges.height
+    none = pl.Series([None] * n, dtype=pl.Int64)
     if gpu_clock:       # launch calls: those of the step's ops; host range: from its first launch call to the next's
         calls = o.filter(pl.col("launch_api").is_not_null()).group_by("_i").agg(
             pl.col("correlation").n_unique().alias("l"),
             pl.col("correlation").filter(pl.col("launch_api").is_in(_GRAPH)).n_unique().alias("g"))
-        m = {i: (x, y) for i, x, y in calls.iter_rows()}
-        launches = [m.get(i, (0, 0))[0] for i in range(ranges.height)]
-        graphs = [m.get(i, (0, 0))[1] for i in range(ranges.height)]
         hs = ops.select(pl.col("api_start_ns"), pl.col("api_end_ns")).with_columns(_assign(key, ranges).alias("_i")) \
             .drop_nulls().group_by("_i").agg(pl.col("api_start_ns").min().alias("a"), pl.col("api_end_ns").max()
                                              .alias("b"))
-        hm = {i: (x, y) for i, x, y in hs.iter_rows()}
-        starts = [hm.get(i, (None, None))[0] for i in range(ranges.height)]
-        ok = all(x is not None for x in starts) and all(x < y for x, y in zip(starts, starts[1:]))
+        per_step = base.select("_i").join(calls, on="_i", how="left").join(hs, on="_i", how="left").sort("_i")
+        launches, graphs = per_step["l"].fill_null(0), per_step["g"].fill_null(0)
+        starts = per_step["a"]
+        ok = n > 0 and starts.null_count() == 0 and bool((starts.diff().drop_nulls() > 0).all())
         if ok:
-            ends = starts[1:] + [hm[ranges.height - 1][1]]
-            hranges = ranges.with_columns(pl.Series("start_ns", starts, dtype=pl.Int64),
-                                          pl.Series("end_ns", ends, dtype=pl.Int64))
+            ends = pl.concat([starts.slice(1), per_step["b"].slice(n - 1, 1)])
+            hranges = ranges.with_columns(starts.alias("start_ns").cast(pl.Int64), ends.alias("end_ns").cast(pl.Int64))
             events, launcher = _events(a, cpu, hranges)
         else:
-            events, launcher = [None] * ranges.height, [None] * ranges.height
+            events, launcher = none, none
     else:
         ok = True
         launches = _count_in(a.filter(pl.col("kind").is_in(_LAUNCHES))["start_ns"], ranges)
@@ -309,8 +310,8 @@ def _rank_steps(rank: int, ops: pl.DataFrame, api: pl.DataFrame, cpu: pl.DataFra
     s = s.with_columns(
         pl.lit(int(rank), pl.Int64).alias("rank"), host.alias("host_ns"),
         (pl.col("gpu_end_ns") - pl.col("gpu_start_ns")).alias("gpu_ns"),
-        pl.Series("launches", launches, dtype=pl.Int64), pl.Series("graph_launches", graphs, dtype=pl.Int64),
-        pl.Series("events", events, dtype=pl.Int64), pl.Series("_launcher", launcher, dtype=pl.Int64),
+        launches.cast(pl.Int64).alias("launches"), graphs.cast(pl.Int64).alias("graph_launches"),
+        events.cast(pl.Int64).alias("events"), launcher.cast(pl.Int64).alias("_launcher"),
         pl.col("kernels").fill_null(0).cast(pl.Int64), pl.col("other_ops").fill_null(0).cast(pl.Int64))
     s = s.with_columns(
         pl.when(pl.col("gpu_ns") > 0).then(pl.col("busy_ns") / pl.col("gpu_ns")).otherwise(None).alias("busy_fraction"),
@@ -330,16 +331,22 @@ def _rank_steps(rank: int, ops: pl.DataFrame, api: pl.DataFrame, cpu: pl.DataFra
     return s, info
 
 
-def _events(api: pl.DataFrame, cpu: pl.DataFrame | None, ranges: pl.DataFrame) -> tuple[list[int], list[int]]:
+def _events(api: pl.DataFrame, cpu: pl.DataFrame | None, ranges: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
     """Per step: the host events the profiler recorded (runtime calls and CPU ops starting in its host range), and
     among them the Inductor launcher's (CPU ops named triton_*: a Python-level record per compiled kernel)."""
     none = pl.Series(dtype=pl.Int64)
     c = cpu if cpu is not None and cpu.height else None
-    total = [x + y for x, y in zip(_count_in(api["start_ns"], ranges),
-                                   _count_in(c["start_ns"] if c is not None else none, ranges))]
-    launcher = _count_in(c.filter(pl.col("name").str.starts_with("triton_"))["start_ns"] if c is not None else none,
-                         ranges)
+    total = _count_in(api["start_ns"], ranges) + _count_in(c["start_ns"] if c is not None else none, ranges)
+    launcher = _count_in(_named(c, lambda n: n.startswith("triton_"))["start_ns"] if c is not None else none, ranges)
     return total, launcher
+
+
+def _named(df: pl.DataFrame, match) -> pl.DataFrame:
+    """The rows of df whose name `match(name)` holds, the test run once per distinct name (a trace's 600,000 CPU ops
+    have a few hundred)."""
+    names = df["name"].unique().drop_nulls()
+    keep = [n for n in names.to_list() if match(n)]
+    return df.filter(pl.col("name").is_in(keep)) if keep else df.head(0)
 
 
 def _stats(steady: pl.DataFrame, gpu: pl.Series) -> dict:
@@ -372,18 +379,18 @@ def _phases(s: pl.DataFrame, ranges: pl.DataFrame, ops, api, cpu, o) -> tuple[li
         cap = _assign(api.filter(pl.col("name").is_in(_CAPTURE))["start_ns"], ranges).drop_nulls().unique().to_list()
         for i in cap:
             reasons[i].append("CUDA-graph capture")
-        m = api.filter(pl.col("name").str.contains(_MALLOC.pattern))
+        m = _named(api, _MALLOC.search)
         for i, c in zip(*_counts(_assign(m["start_ns"], ranges))):
             reasons[i].append(f"allocator growth ({c} cudaMalloc)")
     if cpu is not None and cpu.height:
-        c = cpu.filter(pl.col("name").str.contains(_COMPILE.pattern) & ~pl.col("name").str.contains(_NOT_COMPILE.pattern))
+        c = _named(cpu, lambda n: bool(_COMPILE.search(n)) and not _NOT_COMPILE.search(n))
         if c.height:
             c = c.with_columns(_assign(c["start_ns"], ranges).alias("_i")).drop_nulls("_i") \
                 .group_by("_i").agg(pl.col("duration_ns").max().alias("d"))
             for i, d in c.iter_rows():
                 reasons[i].append(f"compilation ({d / 1e6:,.1f} ms on the host)")
         # a compiled region that lasts far longer than in the later steps compiled (Dynamo and Inductor run inside it)
-        r = cpu.filter(pl.col("name").str.contains(_REGION))
+        r = _named(cpu, re.compile(_REGION).search)
         if r.height:
             r = r.with_columns(_assign(r["start_ns"], ranges).alias("_i")).drop_nulls("_i") \
                 .group_by("_i").agg(pl.col("duration_ns").max().alias("d")).sort("_i")
@@ -463,3 +470,18 @@ def trace_steps(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, cp
         infos.append(info)
     steps = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
     return TraceSteps(steps, infos, c)
+
+
+def warmup_note(steps, rank: int, window_ns: int | None) -> str:
+    """When warm-up steps take a large part (>= 30 %) of a device's window, the window's shares are mostly theirs:
+    the sentence that says so, with the steady steps' own GPU busy share."""
+    info = steps.rank(rank) if steps is not None else None
+    if not info or not info.get("warmup") or not window_ns or not info.get("steady_count"):
+        return ""
+    w = sum(x["gpu_ns"] or 0 for x in info["warmup"])
+    if w < 0.3 * window_ns:
+        return ""
+    ids = ", ".join(str(x["step"]) for x in info["warmup"])
+    return (f" Warm-up (step{'s' if len(info['warmup']) > 1 else ''} {ids}: {w / 1e6:,.1f} ms of the "
+            f"{window_ns / 1e6:,.1f} ms window) weighs on these shares; in a steady step the GPU is busy "
+            f"{(info['busy_fraction_median'] or 0):.1%} of it.")

@@ -290,10 +290,18 @@ def launch_call_stats(gpu_ops: pl.DataFrame, by=DEVICE) -> pl.DataFrame:
     (launch_latency_*_ns), with queued_kernels / queued_share: kernels whose stream was still busy when their call
     returned (they waited in the queue behind earlier GPU work: the host was ahead of the GPU)."""
     by = list(by)
-    c = launch_calls(gpu_ops, by).group_by(by).agg(
-        pl.len().alias("launch_call_count"), pl.col("graph").sum().alias("graph_launch_count"),
-        pl.col("kernel_count").filter(pl.col("graph")).sum().alias("graph_kernel_count"),
-        pl.col("short").sum().alias("short_calls"))
+    k = _kinds(gpu_ops, ("kernel",)).filter(pl.col("launch_api").is_not_null())
+    graph = pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)
+    # a kernel launched by a call of its own is that call (no grouping of a million rows); graph replays are grouped
+    own = k.filter(~graph).group_by(by).agg(
+        pl.len().alias("_n"), (pl.col("duration_ns") < pl.col("api_duration_ns")).sum().alias("_s")).collect()
+    gr = launch_calls(gpu_ops.filter(pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)), by).group_by(by).agg(
+        pl.len().alias("graph_launch_count"), pl.col("kernel_count").sum().alias("graph_kernel_count"),
+        pl.col("short").sum().alias("_gs"))
+    c = (own.join(gr, on=by, how="full", coalesce=True)
+         .with_columns(pl.col("_n", "_s", "graph_launch_count", "graph_kernel_count", "_gs").fill_null(0))
+         .select(*by, (pl.col("_n") + pl.col("graph_launch_count")).alias("launch_call_count"), "graph_launch_count",
+                 "graph_kernel_count", (pl.col("_s") + pl.col("_gs")).alias("short_calls")))
     c = c.with_columns(pl.when(pl.col("launch_call_count") > 0)
                        .then(pl.col("short_calls") / pl.col("launch_call_count")).otherwise(None)
                        .alias("short_call_share"))
@@ -410,12 +418,13 @@ def _temporal_sorted(s: pl.DataFrame, by, all_busy: pl.DataFrame | None = None) 
 
 
 def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None,
-                   share: bool = True) -> pl.DataFrame:
+                   share: bool = True, overlapping: bool = True) -> pl.DataFrame:
     """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = the time the kernel
     ran (the union of its own launches' intervals per device: two of its launches at once count once) / busy time of
     all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller has it; null
     with share=False): at most 1 by construction. Shares of different kernels that overlap can add up to more than
-    1. Sorted by total_ns, largest first."""
+    1. overlapping=False (the caller knows no two kernels of a device overlap): the time a kernel ran is its total.
+    Sorted by total_ns, largest first."""
     if not share:
         busy_ns = 0
     elif busy_ns is None:
@@ -424,7 +433,9 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), bu
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
         pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
         d.min().alias("min_ns"), d.max().alias("max_ns")).collect()
-    if busy_ns:
+    if busy_ns and not overlapping:
+        out = out.with_columns((pl.col("total_ns") / busy_ns).clip(upper_bound=1.0).alias("busy_share"))
+    elif busy_ns:
         # the time each name ran: the union of its own launches per device, from one sort of integer keys (the
         # names' codes, rank and device packed in one Int64)
         k = _kinds(gpu_ops, kinds).select(*by, "rank", "device", "start_ns", "end_ns").collect()
@@ -478,19 +489,13 @@ RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memc
                     "step_median_ns", "step_p90_ns", "abstains")
 
 
-def _warmup_note(steps, rank: int, window_ns: int | None) -> str:
-    """When warm-up steps take a large part (>= 30 %) of a device's window, the window's shares are mostly theirs:
-    the sentence that says so, with the steady steps' own GPU busy share."""
-    info = steps.rank(rank) if steps is not None else None
-    if not info or not info.get("warmup") or not window_ns or not info.get("steady_count"):
-        return ""
-    w = sum(x["gpu_ns"] or 0 for x in info["warmup"])
-    if w < 0.3 * window_ns:
-        return ""
-    ids = ", ".join(str(x["step"]) for x in info["warmup"])
-    return (f" Warm-up (step{'s' if len(info['warmup']) > 1 else ''} {ids}: {w / 1e6:,.1f} ms of the "
-            f"{window_ns / 1e6:,.1f} ms window) weighs on these shares; in a steady step the GPU is busy "
-            f"{(info['busy_fraction_median'] or 0):.1%} of it.")
+def _kernels_overlap(gpu_ops: pl.DataFrame, temporal: pl.DataFrame) -> bool:
+    """Whether any two kernels of a device overlap: their durations add up to more than their union (the temporal
+    breakdown's compute + communication)."""
+    total = _kinds(gpu_ops, ("kernel",)).group_by(DEVICE).agg(pl.col("duration_ns").sum().alias("_t")).collect()
+    u = temporal.select(*DEVICE, (pl.col("compute_ns") + pl.col("communication_ns")).alias("_u"))
+    j = total.join(u, on=list(DEVICE), how="left")
+    return bool(j.select((pl.col("_t") > pl.col("_u").fill_null(0)).any()).item()) if j.height else False
 
 
 def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
@@ -510,7 +515,7 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     place these numbers are computed: the ops are sorted once per device and once per stream, and every interval
     quantity comes from those scans."""
     from analyzers.integrity import abstain_reason, check_trace
-    from analyzers.steps import trace_steps
+    from analyzers.steps import trace_steps, warmup_note
     dev_sorted = _narrow(gpu_ops, DEVICE)
     util = _utilization_sorted(dev_sorted, DEVICE)
     launch = launch_stats(gpu_ops)
@@ -548,7 +553,7 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
                   f"{win / 1e6:,.3f} ms: for {(run_ns - win) / 1e6:,.3f} ms the host worked with no GPU op "
                   "running or queued (before the first or after the last one).")
         verdicts.append((v, e))
-    verdicts = [(v, e + _warmup_note(steps, r, w)) for (v, e), r, w in
+    verdicts = [(v, e + warmup_note(steps, r, w)) for (v, e), r, w in
                 zip(verdicts, devices["rank"].to_list(), devices["window_ns"].to_list())]
     devices = devices.with_columns(pl.Series("bound", [v for v, _ in verdicts], dtype=pl.String),
                                    pl.Series("bound_evidence", [e for _, e in verdicts], dtype=pl.String))
@@ -584,5 +589,6 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
         "abstains": abstain,
     }
     return TimelineSummary(devices, run, launch_floor_ns, launch=launch, idle_categories=stream_idle,
-                           temporal=temporal, launch_bound=lb, kernels=kernel_summary(gpu_ops, busy_ns=busy),
+                           temporal=temporal, launch_bound=lb,
+                           kernels=kernel_summary(gpu_ops, busy_ns=busy, overlapping=_kernels_overlap(gpu_ops, temporal)),
                            device_idle=dev_idle, launch_calls=calls, steps=steps, integrity=integrity)

@@ -241,18 +241,17 @@ def _timeline_sound(parsed: Parsed) -> bool:
 
 
 def _dedupe_gpu_ops(parsed: Parsed) -> None:
-    """Remove GPU op records that appear more than once (same rank, device, stream, kind, name, times and correlation
-    id: one stream cannot run two ops at once, so the second is the same op written twice), with a warning in the
+    """Remove GPU op records that appear more than once (same rank, device, stream, times and correlation id: one
+    stream cannot run two ops at once, so the second is the same op written twice), with a warning in the
     run's metadata. The ops come sorted by (rank, device, stream, start) from the launch join, so a repeat is next
     to its original: one comparison with the previous row, no hashing of a million rows."""
     g = parsed.tables.get("gpu_ops")
     if g is None or g.height < 2:
         return
-    key = [c for c in ("rank", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation") if c in g.columns]
-    same = pl.all_horizontal([(pl.col(c) == pl.col(c).shift(1)).fill_null(False)
-                              if g.schema[c] != pl.String else
-                              (pl.col(c).eq_missing(pl.col(c).shift(1)) & pl.col(c).shift(1).is_not_null())
-                              for c in key])
+    # integer columns only: one stream cannot hold two ops with the same times, so these make the same record
+    key = [c for c in ("rank", "device", "stream", "start_ns", "end_ns", "correlation") if c in g.columns]
+    same = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)).fill_null(False) for c in key]) \
+        & (pl.int_range(pl.len()) > 0)
     dup = g.select(same.alias("d"))["d"]
     n = int(dup.sum())
     if not n:

@@ -107,7 +107,9 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "top_kernels": rows(s.kernels.head(20)),
         "device_idle": rows(s.device_idle),
         "launch_calls": rows(s.launch_calls),
-        "steps": rows(s.steps.steps) if s.steps is not None and s.steps.steps.height else [],
+        # one row per step, written chunk by chunk like the kernels (29,040 steps are no list of Python dicts)
+        "steps": Rows(s.steps.steps, pl.int_range(s.steps.steps.height, dtype=pl.UInt32, eager=True),
+                      list(s.steps.steps.columns)) if s.steps is not None and s.steps.steps.height else [],
         "step_summary": [_step_summary(r, s.steps.profiler_ns_per_event) for r in s.steps.ranks]
         if s.steps is not None else [],
         "integrity": s.integrity or [],
