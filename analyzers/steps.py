@@ -141,10 +141,20 @@ def sequence_steps(kernels: pl.DataFrame, *, min_steps: int = 3, agree: float = 
     k = kernels.sort("start_ns")
     ids = k["name"].cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.Int64)
     f = pl.DataFrame({"id": ids, "i": pl.int_range(n, eager=True)})
-    occ_all = f.group_by("id", maintain_order=True).agg(pl.col("i")).filter(pl.col("i").list.len() >= min_steps)
+    # candidates: the kernels that run most often with a period of 2 or more, their occurrences read one at a time
+    # (a million kernels are never a million Python integers)
+    srt = f.sort("id", "i")
+    srt = srt.with_columns(pl.when(pl.col("id") == pl.col("id").shift(1))
+                           .then(pl.col("i") - pl.col("i").shift(1)).alias("d"))
+    stats = (srt.with_row_index("_r").group_by("id", maintain_order=True)
+             .agg(pl.len().alias("c"), pl.col("_r").first().alias("at"),
+                  pl.col("d").drop_nulls().mode().min().alias("p")))
+    cands = stats.filter((pl.col("c") >= min_steps) & (pl.col("p") >= 2) & (pl.col("p") <= n // min_steps))
+    col = srt["i"]
     best = None
     tried: set[tuple[int, int, int]] = set()
-    for anchor, occ in occ_all.iter_rows():
+    for anchor, c, at, _ in cands.iter_rows():
+        occ = col.slice(at, c).to_list()
         d = [b - a for a, b in zip(occ, occ[1:])]
         p = Counter(d).most_common(1)[0][0]
         if p < 2:
