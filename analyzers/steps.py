@@ -127,7 +127,7 @@ def _ranges(nvtx: pl.DataFrame, pattern: str | None) -> tuple[pl.DataFrame, str 
 
 
 def sequence_steps(kernels: pl.DataFrame, *, min_steps: int = 3, agree: float = 0.95,
-                   max_kernels: int = 5_000_000) -> tuple[pl.DataFrame, dict | None]:
+                   max_kernels: int = 5_000_000, anchor_name: str | None = None) -> tuple[pl.DataFrame, dict | None]:
     """Steps from a repeated kernel sequence (kernels of one device: name, start_ns, end_ns). A candidate anchor is
     a kernel that runs at least `min_steps` times; its period p (>= 2 kernels) is the distance between its runs
     that occurs most. Over the longest stretch where it runs exactly every p kernels, the names must repeat at that
@@ -150,6 +150,10 @@ def sequence_steps(kernels: pl.DataFrame, *, min_steps: int = 3, agree: float = 
              .agg(pl.len().alias("c"), pl.col("_r").first().alias("at"),
                   pl.col("d").drop_nulls().mode().min().alias("p")))
     cands = stats.filter((pl.col("c") >= min_steps) & (pl.col("p") >= 2) & (pl.col("p") <= n // min_steps))
+    if anchor_name is not None:
+        code = k["name"].cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.Int64).filter(
+            k["name"].cast(pl.String) == anchor_name).head(1).to_list()
+        cands = cands.filter(pl.col("id").is_in(code))
     col = srt["i"]
     best = None
     tried: set[tuple[int, int, int]] = set()

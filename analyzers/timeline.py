@@ -418,12 +418,13 @@ def _temporal_sorted(s: pl.DataFrame, by, all_busy: pl.DataFrame | None = None) 
 
 
 def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), busy_ns: int | None = None,
-                   share: bool = True, overlapping: bool = True) -> pl.DataFrame:
+                   share: bool = True, overlapping: bool | None = True) -> pl.DataFrame:
     """Per kernel name: count, total_ns, mean_ns, median_ns, min_ns, max_ns, and busy_share = the time the kernel
     ran (the union of its own launches' intervals per device: two of its launches at once count once) / busy time of
     all GPU ops of the trace (union over each device, summed over devices; `busy_ns` when the caller has it; null
     with share=False): at most 1 by construction. Shares of different kernels that overlap can add up to more than
-    1. overlapping=False (the caller knows no two kernels of a device overlap): the time a kernel ran is its total.
+    1. overlapping=False (the caller knows no two kernels of a device overlap): the time a kernel ran is its total;
+    None: the union only where a kernel's total exceeds the busy time (a share over 1 would follow), else the total.
     Sorted by total_ns, largest first."""
     if not share:
         busy_ns = 0
@@ -433,6 +434,8 @@ def kernel_summary(gpu_ops: pl.DataFrame, *, kinds=("kernel",), by=("name",), bu
     out = _kinds(gpu_ops, kinds).group_by(list(by)).agg(
         pl.len().alias("count"), d.sum().alias("total_ns"), d.mean().alias("mean_ns"), d.median().alias("median_ns"),
         d.min().alias("min_ns"), d.max().alias("max_ns")).collect()
+    if overlapping is None:              # only a name whose launches add up to more than the busy time needs it
+        overlapping = bool(busy_ns) and out.height > 0 and int(out["total_ns"].max()) > busy_ns
     if busy_ns and not overlapping:
         out = out.with_columns((pl.col("total_ns") / busy_ns).clip(upper_bound=1.0).alias("busy_share"))
     elif busy_ns:
@@ -487,15 +490,6 @@ RUN_SUMMARY_KEYS = ("kernel_count", "kernels_with_launch", "gpu_op_count", "memc
                     "launch_delay_p90_ns", "launch_call_count", "graph_launch_count", "graph_kernel_count",
                     "launch_latency_median_ns", "device_count", "run_ns", "slowest_rank", "delay_outliers",
                     "step_median_ns", "step_p90_ns", "abstains")
-
-
-def _kernels_overlap(gpu_ops: pl.DataFrame, temporal: pl.DataFrame) -> bool:
-    """Whether any two kernels of a device overlap: their durations add up to more than their union (the temporal
-    breakdown's compute + communication)."""
-    total = _kinds(gpu_ops, ("kernel",)).group_by(DEVICE).agg(pl.col("duration_ns").sum().alias("_t")).collect()
-    u = temporal.select(*DEVICE, (pl.col("compute_ns") + pl.col("communication_ns")).alias("_u"))
-    j = total.join(u, on=list(DEVICE), how="left")
-    return bool(j.select((pl.col("_t") > pl.col("_u").fill_null(0)).any()).item()) if j.height else False
 
 
 def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
@@ -590,5 +584,5 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     }
     return TimelineSummary(devices, run, launch_floor_ns, launch=launch, idle_categories=stream_idle,
                            temporal=temporal, launch_bound=lb,
-                           kernels=kernel_summary(gpu_ops, busy_ns=busy, overlapping=_kernels_overlap(gpu_ops, temporal)),
+                           kernels=kernel_summary(gpu_ops, busy_ns=busy, overlapping=None),
                            device_idle=dev_idle, launch_calls=calls, steps=steps, integrity=integrity)
