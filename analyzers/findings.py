@@ -23,7 +23,11 @@ else the spec sheet's; each finding names which. Findings:
 - below the roofline (latency-bound): d - t_bound, the time no throughput bound explains: too few bytes or
   instructions in flight (Little's law: in flight = throughput x latency); cites occupancy and its limiter;
 - grid smaller than one wave: with w = blocks / (blocks per SM x SMs) < 1, only a fraction w of the GPU's
-  block slots is used; estimated loss d x (1 - w).
+  block slots is used; estimated loss d x (1 - w);
+- a short kernel (d < SHORT_KERNEL_NS): its own counters matter less than its launch. Its latency and small-grid
+  findings are replaced by one that says so: the same loss (d - t_bound), and the remedy that helps a kernel of a
+  few microseconds (fuse it with its neighbours, or launch the step as a CUDA graph), since tuning its memory
+  access or occupancy cannot win more than those microseconds while a launch call costs the host about as much.
 
 Estimates overlap (a latency-bound kernel with a small grid counts both); they rank causes, they do not add.
 """
@@ -37,6 +41,19 @@ from analyzers.kernels import TENSOR_RATE
 from analyzers.units import fmt_ns
 
 SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
+#: below this duration a kernel is "short": a launch call (5-20 µs on the host: the chapter's 5 µs, our H100 traces'
+#: median launch calls) costs about as much as the kernel, and its own counters explain little of the time
+SHORT_KERNEL_NS = 5_000.0
+
+
+def share_text(x: float) -> str:
+    """A share as a finding says it: whole percent from 10 %, one decimal below, "< 0.1 %" for less (never a bare
+    "0 %")."""
+    if x >= 0.1:
+        return f"{x:.0%}"
+    if x >= 0.001:
+        return f"{x:.1%}"
+    return "< 0.1 %"
 #: a launch is at its bound when the busiest resource's time is at least this share of its duration
 AT_BOUND = 0.7
 SMEM_MODEL = ("shared memory serves one 128-byte wavefront (32 banks x 4 B) per SM per cycle: "
@@ -238,7 +255,7 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
                            + (f", limited by {lim}" if lim else "") + ").")
                 if occ_a < 0.8 * occ_t:
                     occ_txt += " Achieved is well below theoretical: blocks finish unevenly or the grid is small."
-            add("latency", f"Latency-bound: {res} is only {util:.0%} busy",
+            add("latency", f"Latency-bound: {res} is only {share_text(util)} busy",
                 lambda: f"No throughput limit explains the time: the busiest resource ({res}) would need {fmt_ns(t_bound)} of the "
                 f"{fmt_ns(d)}. The kernel waits on latency: too few bytes or instructions are in flight "
                 f"(Little's law: in flight = throughput × latency).{occ_txt} Raise occupancy (fewer registers or "
@@ -250,17 +267,33 @@ def kernel_findings(row: dict, gpu: GPUSpec, measured: dict[str, tuple[float, st
     if blocks and per_sm and gpu.sm_count:
         wave = blocks / (per_sm * gpu.sm_count)
         if wave < 1:
-            add("small_grid", f"The grid fills {wave:.0%} of one wave",
+            add("small_grid", f"The grid fills {share_text(wave)} of one wave ({blocks:,.0f} blocks)",
                 lambda: f"{blocks:,.0f} blocks for {gpu.sm_count} SMs × {per_sm:.0f} resident blocks each: "
-                f"{1 - wave:.0%} of the block slots stay empty for the whole kernel. Launch more, smaller blocks "
+                f"{share_text(1 - wave)} of the block slots stay empty for the whole kernel. Launch more, smaller blocks "
                 "or split the work (e.g. split-K).",
                 d * (1 - wave), lambda: {"launch__grid_size": f"{blocks:,.0f} blocks",
                                          "blocks per SM (our occupancy calculator)": f"{per_sm:.0f}",
                                          "SMs": f"{gpu.sm_count}"},
                 lambda: "wave = blocks / (blocks per SM × SMs); lost ≈ duration × (1 − wave)")
 
+    # a short kernel: its launch matters more than its counters (module docstring)
+    if d < SHORT_KERNEL_NS and any(f.key in ("latency", "small_grid") for f in out):
+        lat = next((f for f in out if f.key == "latency"), None)
+        lost = lat.lost_ns if lat else max(f.lost_ns for f in out if f.key in ("latency", "small_grid"))
+        out = [f for f in out if f.key not in ("latency", "small_grid")]
+        busy = f"; its busiest resource ({RESOURCE_NAMES[limiter]}) is {share_text(t_bound / d)} busy" if t_bound else ""
+        add("short_kernel", f"Short kernel ({fmt_ns(d)}): the launch dominates",
+            lambda: f"The kernel runs {fmt_ns(d)}{busy}. At this length the time is mostly fixed cost (launch, ramp-up, "
+            "the last wave), and the host's launch call (about 5-20 µs) costs as much or more: tuning its memory access "
+            "or occupancy can win at most these microseconds. What helps: fuse it with its neighbours (torch.compile, a "
+            "hand-fused kernel) or launch the whole step as a CUDA graph; see the Timeline of the same program for "
+            "whether the GPU waits for the host.",
+            lost, lambda: {"duration (gpu__time_duration.sum)": fmt_ns(d)},
+            lambda: f"a kernel shorter than {SHORT_KERNEL_NS / 1e3:g} µs; time lost = duration − max(bounds), as for a "
+            "latency-bound kernel")
+
     # largest estimated loss first; on a tie (e.g. nothing lost) the finding that names the bound comes first
-    out.sort(key=lambda f: (f.lost_ns, f.key in ("at_bound", "latency")), reverse=True)
+    out.sort(key=lambda f: (f.lost_ns, f.key in ("at_bound", "latency", "short_kernel")), reverse=True)
     return out
 
 

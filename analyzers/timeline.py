@@ -40,6 +40,9 @@ KERNEL_WAIT_THRESHOLD_NS = 30_000
 LAUNCH_DELAY_CUTOFF_NS = 100_000   # HTA launch_delay_cutoff = 100 µs
 RUNTIME_CUTOFF_NS = 50_000         # HTA runtime_cutoff = 50 µs
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+#: the idle categories as pages say them (HTA's names stay in the JSON and the CSV)
+IDLE_CATEGORY_WORDS = {"host_wait": "waiting for the host", "kernel_wait": "short gap between kernels",
+                       "other": "other"}
 GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")   # as collectors.launches names them
 _COMM = r"(?i)nccl"
 COMM_PATTERN = _COMM      # collective kernels (NCCL; RCCL keeps the nccl names), as HTA classifies them
@@ -477,6 +480,7 @@ class TimelineSummary:
     launch_calls: pl.DataFrame | None = None      # launch_call_stats per device
     steps: object | None = None                   # analyzers.steps.TraceSteps
     integrity: list | None = None                 # analyzers.integrity.check_trace
+    remedy: dict | None = None                    # analyzers.remedy.step_remedy of the main rank's steady step
 
 
 DEVICE_SUMMARY_COLUMNS = (
@@ -509,6 +513,7 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
     place these numbers are computed: the ops are sorted once per device and once per stream, and every interval
     quantity comes from those scans."""
     from analyzers.integrity import abstain_reason, check_trace
+    from analyzers.remedy import trace_remedy
     from analyzers.steps import trace_steps, warmup_note
     dev_sorted = _narrow(gpu_ops, DEVICE)
     util = _utilization_sorted(dev_sorted, DEVICE)
@@ -582,7 +587,9 @@ def summarize(gpu_ops: pl.DataFrame, api_calls: pl.DataFrame | None = None, *,
         "step_p90_ns": main.get("step_p90_ns"),
         "abstains": abstain,
     }
+    kernels = kernel_summary(gpu_ops, busy_ns=busy, overlapping=None)
     return TimelineSummary(devices, run, launch_floor_ns, launch=launch, idle_categories=stream_idle,
-                           temporal=temporal, launch_bound=lb,
-                           kernels=kernel_summary(gpu_ops, busy_ns=busy, overlapping=None),
-                           device_idle=dev_idle, launch_calls=calls, steps=steps, integrity=integrity)
+                           temporal=temporal, launch_bound=lb, kernels=kernels,
+                           device_idle=dev_idle, launch_calls=calls, steps=steps, integrity=integrity,
+                           remedy=trace_remedy(main, devices, kernels))
+

@@ -102,6 +102,22 @@ def metric_sections() -> dict[str, str]:
     return _section_map
 
 
+_metric_label_map: dict[str, str] | None = None
+
+
+def metric_labels() -> dict[str, str]:
+    """metric name -> the label Nsight Compute's own sections show it with (e.g. sm__inst_executed.avg.per_cycle_active
+    -> "Executed Ipc Active"), from the same label table; metrics no section shows have none."""
+    global _metric_label_map
+    if _metric_label_map is None:
+        out: dict[str, str] = {}
+        for (sec, _body, label), metric in sorted(_labels().items()):
+            if sec and label:
+                out.setdefault(metric, label)
+        _metric_label_map = out
+    return _metric_label_map
+
+
 def _parse_details(rows: list[list[str]], h: int, name: str) -> list[tuple[dict, dict]]:
     header = rows[h]
     idx = {c: i for i, c in enumerate(header)}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import auth, data
+from dashboard import auth, data, ui
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
 
@@ -90,4 +90,7 @@ if "samples_checked" not in st.session_state:
     if n:
         st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")
 
+# the page's layout at any width: less empty space above the title, a narrower sidebar on a laptop-sized window
+# (at 900 px Streamlit's 300-px sidebar left the page 520 px), and room for a table's full width
+st.html(f"<style>{ui.PAGE_CSS}</style>")
 st.navigation(pages).run()

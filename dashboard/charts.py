@@ -60,12 +60,12 @@ LEVEL_COLORS = {"L1/shared": "#009E73", "L2": "#E69F00", "DRAM": "#0072B2"}
 
 
 def hierarchical_roofline(points: pl.DataFrame, roofs: list[dict], *, unit: str, title: str,
-                          height: int = 380) -> alt.LayerChart:
+                          height: int = 380, selected: str | None = None) -> alt.LayerChart:
     """A hierarchical roofline (analyzers.roofline.Roofline): each launch at every memory level it has bytes at,
     against the memory roofs (slanted, one per level) and the compute roofs (flat).
 
     points: launch, kernel, level, intensity, rate (per second), duration_us, work; roofs: label, kind (memory |
-    compute), level, value, measured."""
+    compute), level, value, measured. `selected`: a launch id whose points are ringed (the launch the page shows)."""
     ensure_theme()
     per = "FLOP" if unit == "FLOP" else "warp inst"
     xs = [x for x in points["intensity"].to_list() if x and x > 0] if points.height else []
@@ -111,6 +111,11 @@ def hierarchical_roofline(points: pl.DataFrame, roofs: list[dict], *, unit: str,
                      alt.Tooltip("work:N"), alt.Tooltip("intensity:Q", format=".3g", title=f"{per}/byte"),
                      alt.Tooltip("rate_per_s:Q", format=".3s", title=f"{per}/s"),
                      alt.Tooltip("duration_us:Q", format=",.2f", title="duration [µs]")]))
+        sel = pts.filter(pl.col("launch") == str(selected)) if selected is not None else pts.head(0)
+        if sel.height:
+            layers.append(alt.Chart(sel).mark_point(size=260, filled=False, strokeWidth=2.5, color="#d62728").encode(
+                x=x, y=y, tooltip=[alt.Tooltip("launch:N", title="selected launch"), alt.Tooltip("kernel:N"),
+                                   alt.Tooltip("level:N")]))
     return alt.layer(*layers).resolve_scale(color="independent", fill="independent", shape="independent").properties(
         title=title, height=height)
 
@@ -177,6 +182,18 @@ def fraction_bars(df: pl.DataFrame, *, x: str, x_title: str, group: str, group_t
         color=alt.Color(f"{group}:N", title=group_title),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{value}:Q", format=".1f", title=value_title)],
     ).properties(title=title, height=MIN_HEIGHT)
+
+
+def sol_bars(df: pl.DataFrame) -> alt.Chart:
+    """Speed of Light per kernel: SM and DRAM throughput as % of peak (columns kernel, side, pct, order)."""
+    return alt.Chart(df).mark_bar().encode(
+        y=alt.Y("kernel:N", sort=alt.EncodingSortField("order"), title=None, axis=alt.Axis(labelLimit=260)),
+        yOffset="side:N",
+        x=alt.X("pct:Q", title="% of peak (ncu Speed of Light)", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("side:N", title=None, sort=["SM throughput", "DRAM throughput"]),
+        tooltip=["kernel", "side", alt.Tooltip("pct:Q", format=".1f", title="% of peak")],
+    ).properties(title="Speed of Light of the kernels with the most time",
+                 height=max(260, 26 * df["kernel"].n_unique()))
 
 
 def stall_bars(reasons: pl.DataFrame) -> alt.Chart:

@@ -83,8 +83,8 @@ SHARE_CSS = """
 .ks-share { display: flex; gap: 4px; }
 .ks-share input { flex: 1; min-width: 0; font: 12px monospace; padding: 6px; border: 1px solid #d1d5db;
   border-radius: 4px; background: #f9fafb; color: #111827; }
-.ks-share button { border: 1px solid #d1d5db; border-radius: 4px; background: #fff; cursor: pointer; font-size: 12px;
-  padding: 0 8px; }
+.ks-share button { border: 1px solid #d1d5db; border-radius: 4px; background: #fff; color: #111827; cursor: pointer;
+  font-size: 12px; padding: 0 8px; }
 """
 
 

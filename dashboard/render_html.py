@@ -46,8 +46,8 @@ CARDS_CSS = """
 .ks-card { min-width: 0; padding: 4px 0; }
 .ks-card .ks-l { display: flex; align-items: center; gap: 6px; font-size: 14px; }
 .ks-card .ks-lt, .ks-q .ks-qm { opacity: .75; }
-.ks-card .ks-v { font-size: 36px; line-height: 1.25; padding-bottom: 4px; white-space: nowrap; overflow: hidden;
-  text-overflow: ellipsis; }
+.ks-card .ks-v { font-size: clamp(24px, 2.4vw, 36px); line-height: 1.2; padding-bottom: 4px; white-space: normal;
+  overflow-wrap: normal; }
 .ks-card .ks-d { display: inline-block; font-size: 14px; padding: 0 7px; border-radius: 8px; }
 .ks-card .ks-d.good { color: #158237; background: rgba(33, 195, 84, .1); }
 .ks-card .ks-d.bad { color: #e0252a; background: rgba(255, 43, 43, .09); }
@@ -61,14 +61,16 @@ CARDS_CSS = """
 .ks-q .ks-tip code { background: rgba(255, 255, 255, .12); color: inherit; }
 .ks-q:hover .ks-tip, .ks-q:focus .ks-tip { display: block; }
 @media (max-width: 640px) { .ks-cards { grid-template-columns: 1fr !important; } }
+@media (prefers-color-scheme: dark) { .ks-card .ks-d.good { color: #3dd56d; } .ks-card .ks-d.bad { color: #ff6c6c; } }
 """
 
 
 def cards_html(b: Metrics) -> str:
     """A Metrics block as one HTML grid of cards: label (its help as a tooltip on the "?", also when focused), the
-    value, and the change coloured as st.metric colours it (a change written with a leading "-" is down; down is
-    good where lower is better). Three cards a row when there are more than five, else all in one row; one a row on
-    a narrow screen. Everything is escaped; the help's markdown is rendered (md_to_html)."""
+    value, and the change coloured as st.metric colours it (a change written with a leading "-" or "−" is down;
+    down is good where lower is better). As many cards a row as fit at 190 px or more each (at most three when
+    there are more than five); a value never clipped: a card too narrow for it wraps it at its spaces. Everything
+    is escaped; the help's markdown is rendered (md_to_html)."""
     per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
     cards = []
     for label, value, help_, *delta in b.items:
@@ -77,12 +79,13 @@ def cards_html(b: Metrics) -> str:
                f'<span class="ks-qm">?</span><span class="ks-tip">{md_to_html(help_)}</span></span>' if help_ else "")
         change = ""
         if d:
-            down = str(d).startswith("-")
+            down = str(d).startswith(("-", "−"))
             good = down == b.lower_is_better
             change = f'<div class="ks-d {"good" if good else "bad"}">{"↓" if down else "↑"} {html.escape(str(d))}</div>'
         cards.append(f'<div class="ks-card"><div class="ks-l"><span class="ks-lt">{html.escape(str(label))}</span>'
                      f'{tip}</div><div class="ks-v">{html.escape(str(value))}</div>{change}</div>')
-    return (f'<div class="ks-cards" style="grid-template-columns: repeat({per_row}, minmax(0, 1fr))">'
+    return (f'<div class="ks-cards" style="grid-template-columns: repeat(auto-fit, minmax(max(190px, '
+            f'calc((100% - {16 * (per_row - 1)}px) / {per_row})), 1fr))">'
             + "".join(cards) + "</div>")
 
 

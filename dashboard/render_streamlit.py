@@ -57,9 +57,18 @@ def _runs(blocks):
             yield b
 
 
+def _dark() -> bool:
+    """Whether the browser shows Streamlit's dark theme (it follows the OS's preference; st.context.theme)."""
+    try:
+        return getattr(st.context.theme, "type", None) == "dark"
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def render_streamlit(blocks, container=None) -> None:
-    """Draw blocks (a Report or a list of blocks) with Streamlit; charts keep the kernelscope theme."""
-    ensure_theme()
+    """Draw blocks (a Report or a list of blocks) with Streamlit; charts keep the kernelscope theme (its dark
+    variant on a dark page)."""
+    ensure_theme(_dark())
     st_ = container or st
     if isinstance(blocks, Report):
         blocks = blocks.blocks

@@ -39,11 +39,30 @@ def _theme() -> dict:
     }
 
 
+def _dark_theme() -> dict:
+    """The same look on Streamlit's dark theme (the OS's dark preference): a transparent background, light text and
+    grid lines that read on #0e1117."""
+    t = _theme()
+    c = t["config"]
+    c["background"] = "transparent"
+    c["title"]["color"] = "#e6e8ec"
+    c["axis"].update({"titleColor": "#c9ced6", "labelColor": "#c9ced6", "gridColor": "#31333f",
+                      "domainColor": "#6b7280", "tickColor": "#6b7280"})
+    c["legend"].update({"labelColor": "#c9ced6", "titleColor": "#c9ced6"})
+    c["range"] = {"category": [x if x != "#000000" else "#e6e8ec" for x in PALETTE]}
+    c["header"] = {"labelColor": "#c9ced6", "titleColor": "#c9ced6"}
+    return t
+
+
 alt.theme.register("kernelscope", enable=True)(_theme)
+alt.theme.register("kernelscope-dark", enable=False)(_dark_theme)
 CHART_THEME = "kernelscope"
+DARK_CHART_THEME = "kernelscope-dark"
 
 
-def ensure_theme() -> None:
-    """Enable the theme (tests or other code may have switched it)."""
-    if alt.theme.active != CHART_THEME:
-        alt.theme.enable(CHART_THEME)
+def ensure_theme(dark: bool = False) -> None:
+    """Enable the theme (tests or other code may have switched it); `dark`: the dark variant, for a page drawn on
+    Streamlit's dark theme (the HTML export stays light)."""
+    want = DARK_CHART_THEME if dark else CHART_THEME
+    if alt.theme.active != want:
+        alt.theme.enable(want)

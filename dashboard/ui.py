@@ -11,6 +11,16 @@ from dashboard.reports.common import REPEATABLE
 
 TOKEN_PARAM = "token"
 
+#: CSS for every page (dashboard/app.py): the main column starts near the top; below 1,100 px the sidebar narrows
+#: to 220 px and the page's side padding shrinks, so a 900-px window keeps about 640 px for tables and cards
+PAGE_CSS = """
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+@media (max-width: 1100px) {
+  section[data-testid="stSidebar"] { width: 220px !important; min-width: 220px !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 1.25rem; padding-right: 1.25rem; }
+}
+"""
+
 
 def params() -> dict:
     """The current query parameters (last value of each; every value of a repeatable one, as a list), without

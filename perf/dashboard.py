@@ -24,7 +24,7 @@ Targets (issue 13): Kernels < 1.5 s cold, every page < 1.0 s warm.
 --timeline-ops N (with --browser): a PyTorch profiler trace with about N timeline events (the real H200 trace
 sample_traces/h200/torch_ffn/ffn_M1_eager.json.gz replicated by perf/trace_ingest.build_kineto, 402 events per
 copy: kernels, CUDA API calls, CPU ops) is ingested (not timed), and the Timeline page measured: first paint =
-navigation until the timeline canvas has painted (cold: first visit; warm: reload); zoom = a mouse-wheel zoom at
+navigation until the timeline canvas has painted (cold: first visit; warm: reload); zoom = a ctrl+wheel zoom at
 the canvas until the view the browser redrew at once has been replaced by the server's finer data for that window
 (the 150 ms the canvas waits for the wheel to settle included), median and worst of several zooms from the whole
 trace down to single events. Targets: first paint < 2 s, zoom < 0.5 s.
@@ -382,8 +382,10 @@ def timeline_times(page, target: str, events: int) -> dict:
         page.mouse.move(x, box["y"] + 40)
         before = page.locator(".ks-tl").get_attribute("data-window")
         t0 = time.perf_counter()
+        page.keyboard.down("Control")            # ctrl+wheel zooms; the plain wheel scrolls the page
         for _ in range(4):
             page.mouse.wheel(0, -200)
+        page.keyboard.up("Control")
         page.wait_for_function(
             "(b) => { const t = document.querySelector('.ks-tl'); return t.dataset.window !== b && "
             "t.dataset.view === t.dataset.window; }", arg=before, timeout=30_000, polling=5)

@@ -113,6 +113,7 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "step_summary": [_step_summary(r, s.steps.profiler_ns_per_event) for r in s.steps.ranks]
         if s.steps is not None else [],
         "integrity": s.integrity or [],
+        "remedy": s.remedy,
         "definitions": DEFINITIONS,
         "kernels": kern,
     }
@@ -166,6 +167,9 @@ def step_lines(rep: dict) -> list[str]:
                        f"host events per step (about {r['profiler_ns_per_event'] / 1e3:g} µs each) = {ms(ov)} of the "
                        f"{ms(r['host_median_ns'])} host time per step ({ov / r['host_median_ns']:.0%}); the host is "
                        f"the bottleneck, so the un-profiled step is about {ms(max(0.0, r['step_median_ns'] - ov))}")
+    from analyzers.remedy import remedy_sentence
+    if rep.get("remedy"):
+        out.append(remedy_sentence(rep["remedy"]))
     return out
 
 

@@ -77,15 +77,62 @@ class Table:
             frame = frame.head(upto)
         rows = [[safe_link(v) if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
                 for r in frame.select(cols).iter_rows()]
+        kinds = {c: column_class(c, self.cols[c], [row[i] for row in rows]) for i, c in enumerate(cols)}
+        titles: dict[str, list] = {}
+        for i, c in enumerate(cols):
+            if kinds[c] == "name":
+                full = [row[i] for row in rows]
+                short = [shorten(v) for v in full]
+                if short != full:
+                    titles[c] = full
+                    for row, v in zip(rows, short):
+                        row[i] = v
         return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
                              "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),
-                             "wide": c in ("kernel", "top_finding"), "link": self.cols[c].kind == "link",
+                             "cls": kinds[c], "link": self.cols[c].kind == "link",
                              "link_text": self.cols[c].link_text or ""} for c in cols],
-                "rows": rows, "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
+                "rows": rows, "titles": titles,
+                "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
                 "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
                 "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
                 "height": self.height or (460 if total > 12 else None), "name": self.name, "total": total,
                 "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols}}
+
+
+#: the longest name a table cell shows; a longer one keeps its head and its tail (where kernels that share a
+#: prefix differ: `…_where_0`, `…, 4, 1, 0>`) around an ellipsis, with the full name on hover
+NAME_CHARS = 56
+#: column keys that hold a name (kernel, file, GPU, case): one line, shortened, the full text on hover
+NAME_KEYS = re.compile(r"(^|_)(kernel|name|names|source|file|signature|case|op|metric|sass|where|trace)(_|$)",
+                       re.IGNORECASE)
+#: a text column whose longest cell is at most this long stays on one line (a verdict, a date); longer text wraps at
+#: its spaces
+SHORT_TEXT = 24
+
+
+def shorten(v: str, n: int = NAME_CHARS) -> str:
+    """A long name as a table shows it: head … tail, about n characters; short names unchanged."""
+    v = str(v)
+    if len(v) <= n:
+        return v
+    tail = max(12, n // 3)
+    return v[: n - tail - 1].rstrip() + "…" + v[-tail:].lstrip()
+
+
+def column_class(key: str, col: "Col", cells: list) -> str:
+    """How a column's cells lay out (dashboard/static/table.css): "num" (right-aligned, one line), "name" (one line,
+    shortened with an ellipsis, the full text on hover), "prose" (wrapped at spaces, never inside a word, with a
+    minimum width: sentences, GPU names) or "" (short text on one line)."""
+    if col.kind == "number":
+        return "num"
+    if col.kind == "link":
+        return ""
+    if "gpu" in key.lower():          # GPU names wrap at their spaces: "NVIDIA H100 SXM" and "… PCIe" differ at the end
+        return "prose"
+    if NAME_KEYS.search(key):
+        return "name"
+    longest = max((len(str(v)) for v in cells), default=0)
+    return "prose" if longest > SHORT_TEXT else ""
 
 
 @dataclass

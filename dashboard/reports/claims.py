@@ -9,7 +9,7 @@ from dashboard.reports.blocks import Heading, Report, Table, Text, text
 from dashboard.reports.common import param_list, plain_cols
 from dashboard.source import Source
 
-CLAIMS_INTRO = ("Numbers, names and code from a self-described internal “whitepaper” (seed 002), each put through "
+CLAIMS_INTRO = ("Numbers, names and code from a self-described internal “whitepaper”, each put through "
                 "generic checks — units, physical peaks, code that can run, internal consistency, citations that can be "
                 "checked — against the GPU registry, the textbook case models and cited evidence. The verdict is the "
                 "most severe check's, computed, never written down: above-peak, unit-error, refuted, "
@@ -44,7 +44,7 @@ def claims_table(shown: list, total: int, chosen: list[str]) -> Table:
 
 
 def claim_detail(c) -> list:
-    out: list = [Heading(c.id), Text(f"> {c.text}\n\n{c.gloss} ({c.where} of seed 002)"),
+    out: list = [Heading(c.id), Text(f"> {c.text}\n\n{c.gloss} ({c.where} of the whitepaper)"),
                  Text(f"**{c.verdict}** — {c.explanation}")]
     if c.measurement:
         out.append(Text(f"Measurable on your GPU with {c.measurement.kind} `{c.measurement.name}`: "

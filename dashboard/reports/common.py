@@ -60,9 +60,14 @@ def notes_blocks(meta: dict, extra_warnings: list[str] | tuple = ()) -> list[Tex
     return out
 
 
+#: what each kind of run is, in the words of the tools that made it (run pickers, the runs table)
+KIND_WORDS = {"ncu": "Nsight Compute", "kineto": "PyTorch trace", "nsys": "Nsight Systems",
+              "bench": "microbenchmarks"}
+
+
 def run_label(run: Run) -> str:
     gpu = run.meta.get("gpu_name") or "unknown GPU"
-    return f"{run.run_id} — {run.source_name} ({run.kind}, {gpu})"
+    return f"{run.run_id} — {run.source_name} ({KIND_WORDS.get(run.kind, run.kind)}, {gpu})"
 
 
 def runs_table(runs: list[Run], name: str = "runs") -> Table:
@@ -71,7 +76,8 @@ def runs_table(runs: list[Run], name: str = "runs") -> Table:
         info = r.info
         rows.append({
             "open": link(PAGE_FOR_KIND.get(r.kind, "runs"), run=r.run_id),
-            "run_id": r.run_id, "kind": r.kind, "source_name": info.source_name, "gpu_name": info.gpu_name,
+            "run_id": r.run_id, "kind": KIND_WORDS.get(r.kind, r.kind), "source_name": info.source_name,
+            "gpu_name": info.gpu_name,
             "items": info.item_count, "item_label": info.item_label,
             "size_mib": info.size_bytes / 2**20, "warnings": " · ".join(info.warnings) or None,
             "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -13,6 +13,7 @@ import polars as pl
 from analyzers.findings import kernel_findings
 from analyzers.gpus import GPUSpec
 from analyzers.units import MISSING, fmt_bytes, fmt_ns, fmt_pct, fmt_rate
+from collectors.ncu import metric_labels
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Table, Text, code, num, text
 from dashboard.source import Source
@@ -37,8 +38,12 @@ def _n(v, fmt: str = "{:.0f}") -> str:
 
 def key_numbers(row: dict) -> Metrics:
     smem = (row.get("smem_static_bytes") or 0) + (row.get("smem_dynamic_bytes") or 0)
+    sol = " / ".join(MISSING if row.get(k) is None else f"{row[k]:.0f} %" for k in ("sm_throughput_pct",
+                                                                                       "dram_throughput_pct"))
     return Metrics([
         ("duration", fmt_ns(row["duration_ns"]), "gpu__time_duration.sum"),
+        ("Speed of Light: SM / DRAM", sol, "sm__throughput and gpu__dram_throughput "
+         ".avg.pct_of_peak_sustained_elapsed (ncu counters): how busy the SMs' busiest unit and DRAM were, % of peak"),
         ("DRAM", MISSING if row.get("dram_bandwidth_gbps") is None else fmt_rate(row["dram_bandwidth_gbps"] * 1e9, "B/s"),
          f"{_pct(row.get('dram_peak_fraction'))} of the spec peak; bytes {fmt_bytes(row.get('dram_bytes'))}"),
         ("FP32", MISSING if row.get("fp32_tflops") is None else fmt_rate(row["fp32_tflops"] * 1e12, "FLOP/s"),
@@ -103,13 +108,19 @@ def metric_blocks(src: Source, view) -> list:
         return []
     blocks: list = [Heading(f"Every metric of launch {view.kernel}", 3)]
     metrics = src.launch_metrics(view.run.run_id, view.kernel)
+    labels = metric_labels()
+    metrics = metrics.with_columns(pl.col("metric").replace_strict(labels, default=None, return_dtype=pl.String)
+                                   .alias("label"))
     if view.q:
         metrics = metrics.filter(pl.col("metric").str.contains(view.q, literal=True)
-                                 | pl.col("section").fill_null("").str.contains(view.q, literal=True))
-    metrics = metrics.sort(pl.col("section").is_null(), "section", "metric").with_columns(
-        pl.col("section").fill_null("(no section: a raw counter)"))
-    blocks.append(Table("metrics", metrics.select("section", "metric", "value", "unit", "text"), {
+                                 | pl.col("section").fill_null("").str.contains(view.q, literal=True)
+                                 | pl.col("label").fill_null("").str.to_lowercase().str.contains(view.q.lower(),
+                                                                                                 literal=True))
+    metrics = metrics.sort(pl.col("section").is_null(), "section", pl.col("label").is_null(), "label", "metric") \
+        .with_columns(pl.col("section").fill_null("(no section: a raw counter)"))
+    blocks.append(Table("metrics", metrics.select("section", "label", "metric", "value", "unit", "text"), {
         "section": text("section", "the Nsight Compute section that shows it"),
+        "label": text("label", "how Nsight Compute's section labels it"),
         "metric": text("metric (ncu name)"), "value": num("value", help="in base units (ns, bytes, percent)"),
         "unit": text("unit"), "text": text("text value")},
         caption=f"{metrics.height} metrics" + (f" matching {code(view.q)}" if view.q else ""), height=400))

@@ -1,7 +1,9 @@
-"""Kernels: one Nsight Compute run (?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC
-&show=detail|charts|metrics).
+"""Kernels: one Nsight Compute run (?run=RUN&by=kernel|launch&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP
+&find=TEXT&q=METRIC&show=detail|charts|metrics).
 
-A table of the launches in column groups that fit a laptop screen (a click on a row selects it, on a header sorts
+The run's story first (its kernel time, how much of it the findings say can be won, the Speed-of-Light split and
+the kernels that cost the most), then one row per kernel (analyzers.kernel_groups: launches grouped by name and
+launch configuration; ?by=launch lists every launch) in column groups that fit a laptop screen (a click on a row selects it, on a header sorts
 by it; both go into the URL), a search over the full kernel names, the launch's detail (dashboard.reports
 .kernel_detail), and the run's charts: hierarchical FLOP and instruction rooflines, bandwidth and occupancy. Every
 number comes from `Source.ncu(run)` (analyzers.ncu_run) and analyzers.roofline; this module only chooses, scales
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from analyzers.gpus import GPUSpec
+from analyzers.kernel_groups import group_of, kernel_groups, run_story, story_sentence
 from analyzers.kernels import missing_groups
 from analyzers.ncu_run import NcuAnalysis
 from analyzers.roofline import flop_roofline, instruction_roofline
@@ -46,6 +49,13 @@ DISPLAY = {
     "global_ld_coalescing_ratio": ("global_ld_coalescing_ratio", None),
     "registers_per_thread": ("registers_per_thread", None), "block_size": ("block_size", None),
     "grid_size": ("grid_size", None),
+    "sm_pct": ("sm_throughput_pct", None), "mem_pct": ("dram_throughput_pct", None),
+}
+#: the same, of one row per kernel (analyzers.kernel_groups): totals, and time-weighted means of the rates
+GROUP_DISPLAY = {
+    **{k: v for k, v in DISPLAY.items() if k not in ("duration_us", "lost_us")},
+    "duration_us": ("median_ns", 1e-3), "launches": ("launches", None), "total_us": ("total_ns", 1e-3),
+    "share_pct": ("share", 100), "lost_us": ("lost_total_ns", 1e-3),
 }
 
 KERNEL_COLS: dict[str, Col] = {
@@ -77,16 +87,36 @@ KERNEL_COLS: dict[str, Col] = {
     "global_ld_coalescing_ratio": num("coalescing ratio", "×", "%.2f", "sectors per request / ideal (1 = coalesced)"),
     "registers_per_thread": num("registers/thread", "regs"), "block_size": num("block", "threads"),
     "grid_size": num("grid", "blocks"),
+    "sm_pct": num("SM throughput", "% of peak", "%.0f", "sm__throughput.avg.pct_of_peak_sustained_elapsed: Nsight Compute's "
+                  "Speed of Light, compute side (the busiest SM pipeline or unit)"),
+    "mem_pct": num("DRAM throughput", "% of peak", "%.0f", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed: "
+                   "Nsight Compute's Speed of Light, DRAM side"),
+    "config": text("grid · block", "launch configuration: blocks in the grid · threads in a block (x×y×z where "
+                                   "y or z is not 1)"),
+    "launches": num("launches", help="launches of this kernel (same name, template arguments, grid and block)"),
+    "total_us": num("total", "µs", "%.1f", "Σ gpu__time_duration.sum over its launches (ncu counter)"),
+    "share_pct": num("share", "%", "%.1f", "its total / the run's total kernel time (the profiled "
+                     "launches)"),
     "flag": text("implausible", "what cannot be right for this GPU (analyzers.plausibility): a rate above the spec "
                                 "peak, a launch the GPU cannot run; the launch's other numbers are suspect too"),
 }
+#: one row per kernel: the time columns that differ from a launch's (the median duration, the lost time summed)
+GROUP_COLS = {**KERNEL_COLS,
+              "duration_us": num("median", "µs", "%.2f", "median gpu__time_duration.sum of its launches"),
+              "lost_us": num("est. lost", "µs", "%.1f", "the biggest finding's estimate, summed over the launches")}
 SORT_KEYS = tuple(KERNEL_COLS)
 _ALWAYS = ("id", "kernel", "duration_us")
+_ALWAYS_GROUP = ("kernel", "config", "launches", "total_us", "share_pct", "duration_us")
+#: the summary columns of one row per kernel (the rates per resource are in the other column groups)
+SUMMARY_PER_KERNEL = ("top_finding", "lost_us", "sm_pct", "mem_pct")
+#: ?by=: one row per kernel (default) or per launch
+BY = {"kernel": "Kernels", "launch": "Launches"}
 #: what the page shows below the table (?show=…); the export has all of them
 SECTIONS = {"detail": "Launch detail", "charts": "Rooflines & charts", "metrics": "Every metric"}
 #: column groups (each fits a 1,440-px screen beside the sidebar): name -> (label, columns after id, kernel, duration)
 COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "summary": ("Summary", ("top_finding", "lost_us", "dram_pct_spec", "tensor_pct_spec", "achieved_occupancy_pct")),
+    "summary": ("Summary", ("top_finding", "lost_us", "sm_pct", "mem_pct", "dram_pct_spec", "tensor_pct_spec",
+                            "achieved_occupancy_pct")),
     "memory": ("Memory", ("dram_gbps", "dram_pct_spec", "dram_pct_measured", "ai", "global_ld_sectors_per_request",
                           "global_ld_ideal_sectors_per_request", "global_ld_coalescing_ratio")),
     "compute": ("Compute", ("fp32_tflops", "tensor_tflops", "tensor_type", "tensor_pct_spec", "ai")),
@@ -97,15 +127,23 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def display_frame(a: NcuAnalysis) -> pl.DataFrame:
-    """The analysis' kernel table in display units (µs, %), plus the columns the charts and the detail need."""
-    k = a.kernels
+def display_frame(a: NcuAnalysis, by: str = "launch") -> pl.DataFrame:
+    """The analysis' kernel table in display units (µs, %), plus the columns the charts and the detail need; with
+    by="kernel", one row per kernel (analyzers.kernel_groups)."""
+    k = a.kernels if by == "launch" else kernel_groups(a.kernels)
+    spec = DISPLAY if by == "launch" else GROUP_DISPLAY
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
-             for name, (src, scale) in DISPLAY.items()]
+             for name, (src, scale) in spec.items() if src in k.columns]
     keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
-    return k.select(*shown, *[c for c in keep if c not in DISPLAY],
+    def dims(p: str) -> pl.Expr:
+        x, y, z = (pl.col(f"{p}_{a}").cast(pl.String) for a in "xyz")
+        return pl.when((pl.col(f"{p}_y") == 1) & (pl.col(f"{p}_z") == 1)).then(x).otherwise(
+            pl.concat_str([x, y, z], separator="×"))
+    config = (pl.concat_str([dims("grid"), dims("block")], separator=" · ") if all(
+        f"{p}_{a}" in k.columns for p in ("grid", "block") for a in "xyz") else pl.lit(None, pl.String)).alias("config")
+    return k.select(*shown, *[c for c in keep if c not in spec], config,
                     pl.col("flags").list.join("; ").replace("", None).alias("flag")).with_columns(
         # a share of the tensor peak means something only for a launch that used the tensor cores
         tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_pct_spec")))
@@ -123,11 +161,18 @@ class KernelsView:
     show: str = "detail"
     problems: list[str] = field(default_factory=list)
     trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
-    trace: str | None = None          # ?trace=RUN: the timeline of the same program (default: found by the join)
+    by: str = "kernel"                # one row per kernel, or per launch
+
+    @property
+    def default_sort(self) -> tuple[str, bool]:
+        return ("id", False) if self.by == "launch" else ("total_us", True)
 
     def params(self) -> dict:
-        return {"run": self.run.run_id if self.run else None, "kernel": self.kernel,
-                "sort": None if self.sort == "id" else self.sort, "desc": "1" if self.desc else None,
+        plain = (self.sort, self.desc) == self.default_sort
+        # ?desc: launches sort ascending unless desc=1; kernels descending unless desc=0
+        desc = ("1" if self.desc else None) if self.by == "launch" else (None if self.desc else "0")
+        return {"run": self.run.run_id if self.run else None, "by": None if self.by == "kernel" else self.by,
+                "kernel": self.kernel, "sort": None if plain else self.sort, "desc": None if plain else desc,
                 "q": self.q or None, "find": self.find or None, "cols": None if self.cols == "summary" else self.cols,
                 "show": None if self.show == "detail" else self.show, "trace": self.trace}
 
@@ -160,10 +205,22 @@ def resolve(src: Source, params: dict) -> KernelsView:
             kernel = None
         if kernel is None and ids:
             kernel = ids[0]
-    sort = params.get("sort") or "id"
+            if (params.get("by") or "kernel") == "kernel":      # the kernel with the most time: the table's first row
+                top = kernel_groups(src.ncu(run).kernels).head(1)["id"].to_list()
+                kernel = top[0] if top else kernel
+    by = params.get("by") or "kernel"
+    if by not in BY:
+        problems.append(f"Unknown row kind {code(by)} (kernel or launch); one row per kernel.")
+        by = "kernel"
+    sort = params.get("sort")
+    desc = (params.get("desc") in ("1", "true", "yes")) if by == "launch" else \
+        (params.get("desc") not in ("0", "false", "no"))
+    if sort is None:
+        sort = "id" if by == "launch" else "total_us"
     if sort not in SORT_KEYS:
-        problems.append(f"Unknown sort column {code(sort)}; sorted by launch id.")
-        sort = "id"
+        problems.append(f"Unknown sort column {code(sort)}; sorted by " + ("launch id." if by == "launch" else
+                                                                             "total time."))
+        sort, desc = ("id", False) if by == "launch" else ("total_us", True)
     cols = params.get("cols") or "summary"
     if cols not in COLUMN_GROUPS:
         problems.append(f"Unknown column group {code(cols)}; showing the summary.")
@@ -172,9 +229,9 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if show not in SECTIONS:
         problems.append(f"Unknown section {code(show)}; showing the launch detail.")
         show = "detail"
-    return KernelsView(run, kernel, sort, params.get("desc") in ("1", "true", "yes"), params.get("q") or "",
+    return KernelsView(run, kernel, sort, desc, params.get("q") or "",
                        params.get("find") or "", cols, show, problems,
-                       params.get("trace") or None)
+                       params.get("trace") or None, by)
 
 
 def gpu_caption(gpu: GPUSpec, measured: dict) -> str:
@@ -209,20 +266,37 @@ def missing_warnings(a: NcuAnalysis) -> list[Text]:
 
 
 def launches_table(a: NcuAnalysis, view: KernelsView) -> Table:
-    frame = display_frame(a)
+    """The run's kernels (one row each, ?by=kernel) or launches (?by=launch) in the chosen column group."""
+    per_kernel = view.by == "kernel"
+    frame = display_frame(a, view.by)
     if view.find:
         frame = frame.filter(find_filter(view.find))
-    group = [*_ALWAYS, *COLUMN_GROUPS[view.cols][1]]
+    extra = COLUMN_GROUPS[view.cols][1]
+    if per_kernel and view.cols == "summary":
+        extra = SUMMARY_PER_KERNEL
+    group = [*(_ALWAYS_GROUP if per_kernel else _ALWAYS), *extra]
+    group = list(dict.fromkeys(group))
     if view.sort not in group:
         group.append(view.sort)
-    cols = {c: KERNEL_COLS[c] for c in group if c != "dram_pct_measured" or a.measured.get("dram")}
-    shown = frame.sort(view.sort, descending=view.desc, nulls_last=True)
-    return Table("kernels", shown, cols, select="id", sort=view.sort, desc=view.desc, selected=view.kernel,
-                 full="raw_name" if "raw_name" in shown.columns else "kernel_name", height=min(460, 40 + 30 * max(shown.height, 1)),
-                 caption=f"{shown.height} of {a.kernels.height} launches"
-                 + (f" matching {code(view.find)}" if view.find else "") + f"; sorted by "
-                 f"{KERNEL_COLS[view.sort].header}{' (descending)' if view.desc else ''}. Click a row to open its "
-                 "detail below, a header to sort by it (both go into the URL).")
+    labels = GROUP_COLS if per_kernel else KERNEL_COLS
+    cols = {c: labels[c] for c in group if (c != "dram_pct_measured" or a.measured.get("dram")) and c in frame.columns}
+    sort = view.sort if view.sort in frame.columns else "id"
+    shown = frame.sort(sort, descending=view.desc, nulls_last=True)
+    selected = view.kernel
+    if per_kernel:
+        groups = kernel_groups(a.kernels)
+        selected = group_of(groups, view.kernel)
+        what = (f"{shown.height} of {groups.height} kernels ({a.kernels.height} launches grouped by name, template "
+                "arguments, grid and block; *Rows: Launches* lists each launch)")
+    else:
+        what = f"{shown.height} of {a.kernels.height} launches"
+    return Table("kernels", shown, cols, select="id", sort=sort, desc=view.desc, selected=selected,
+                 full="raw_name" if "raw_name" in shown.columns else "kernel_name",
+                 height=min(460, 40 + 30 * max(shown.height, 1)),
+                 caption=what + (f" matching {code(view.find)}" if view.find else "") + f"; sorted by "
+                 f"{labels[sort].header}{' (descending)' if view.desc else ''}. Click a row to open "
+                 + ("its longest launch" if per_kernel else "its detail") + " below, a header to sort by it (both go "
+                 "into the URL).")
 
 
 def over_peak_text(a: NcuAnalysis, launch: int | None = None) -> list[Text]:
@@ -252,17 +326,23 @@ def overview(src: Source, view: KernelsView) -> Report:
                      + "; ".join(f["flags"]) + ". Its findings and rates are shown but should not be trusted.",
                      "error"))
     dram = _sum_or_missing(frame["dram_bytes"])
-    lost = _sum_or_missing(frame["lost_us"])
+    story = run_story(a.kernels)
+    pct = lambda v: "—" if v is None else f"{v:.0f} %"  # noqa: E731
     rep.add(Metrics([
-        ("launches", f"{frame.height}", None),
-        ("kernel time", fmt_ns(frame["duration_ns"].sum()), "sum of gpu__time_duration.sum"),
-        ("DRAM traffic", fmt_bytes(dram), "dram__bytes_read.sum + dram__bytes_write.sum"
-         + ("" if dram is not None else " — not in this report")),
-        ("est. time lost (biggest finding each)", fmt_ns(None if lost is None else lost * 1e3),
-         "sum over launches of the biggest finding's estimate" + ("" if lost is not None else " — no findings: the "
-                                                                 "counters they need are not in this report")),
+        ("kernels", f"{story['kernels']:,}", f"{story['launches']:,} profiled launches, grouped by name, template "
+                                             "arguments, grid and block"),
+        ("kernel time", fmt_ns(story["kernel_ns"]), "sum of gpu__time_duration.sum"),
+        ("can be won (est.)", "—" if story["lost_ns"] is None else
+         f"{fmt_ns(story['lost_ns'])} ({story['lost_share']:.0%})",
+         "sum over launches of the biggest finding's estimate (analyzers.findings), capped at the kernel time"
+         + ("" if story["lost_ns"] is not None else " — no findings: the counters they need are not in this report")),
+        ("Speed of Light: SM / DRAM", f"{pct(story['sm_pct'])} / {pct(story['dram_pct'])}",
+         "time-weighted over the launches: sm__throughput and gpu__dram_throughput .avg.pct_of_peak_sustained_elapsed "
+         "(ncu counters)"),
     ]))
-    rep.add(Heading("Launches"), launches_table(a, view), *over_peak_text(a))
+    rep.add(Text(story_sentence(story) + (f" DRAM traffic {fmt_bytes(dram)} (dram__bytes_read.sum + "
+                                          "dram__bytes_write.sum)." if dram is not None else ""), "info"))
+    rep.add(Heading(BY[view.by]), launches_table(a, view), *over_peak_text(a))
     join_problems: list[str] = []
     trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
     rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
@@ -275,14 +355,27 @@ def chart_blocks(src: Source, view: KernelsView) -> list:
         return []
     a = src.ncu(view.run)
     frame = display_frame(a)
-    out: list = [Heading("Rooflines")]
+    out: list = []
+    g = display_frame(a, "kernel").head(12)
+    sol = g.select("kernel", pl.int_range(pl.len()).alias("order"), pl.col("sm_pct").alias("SM throughput"),
+                   pl.col("mem_pct").alias("DRAM throughput")) if "sm_pct" in g.columns and "mem_pct" in g.columns else None
+    if sol is not None and sol.height:
+        sol = sol.unpivot(index=["kernel", "order"], variable_name="side", value_name="pct").drop_nulls("pct")
+        if sol.height:
+            out += [Heading("Speed of Light"), Chart("sol", charts.sol_bars(sol),
+                    "The kernels with the most time (one bar pair each, time-weighted over their launches): how busy "
+                    "the SMs and DRAM were, % of peak (ncu's sm__throughput and gpu__dram_throughput). Both low: the "
+                    "kernel waits on latency or is too short to fill the GPU.")]
+    out.append(Heading("Rooflines"))
     fr = flop_roofline(a.kernels, a.gpu, a.measured)
     if fr.points.height:
         out.append(Chart("roofline", charts.hierarchical_roofline(
-            fr.points, fr.roofs, unit="FLOP", title="Hierarchical roofline: FLOP/s vs FLOP per byte at L1, L2, DRAM"),
+            fr.points, fr.roofs, unit="FLOP", title="Hierarchical roofline: FLOP/s vs FLOP per byte at L1, L2, DRAM",
+            selected=view.kernel),
             "One point per launch and memory level (L1/shared, L2, DRAM), joined by a grey line; roofs: the level's "
             "bandwidth (slanted; spec or ncu peak dashed, measured solid) and FP32 / BF16-tensor peaks (flat). "
-            "A point's FLOP are FP32 + tensor-core FLOP (TF32 runs at ½ of the BF16 roof, FP8 at 2×)."
+            "A point's FLOP are FP32 + tensor-core FLOP (TF32 runs at ½ of the BF16 roof, FP8 at 2×). The launch "
+            f"shown above (launch {view.kernel}) is ringed in red."
             + (f" Launches with no FLOP counted ({', '.join(map(str, fr.not_drawn))}) are on the instruction roofline "
                "below." if fr.not_drawn else "")))
     else:
@@ -291,7 +384,7 @@ def chart_blocks(src: Source, view: KernelsView) -> list:
     if ir.points.height:
         out.append(Chart("instruction_roofline", charts.hierarchical_roofline(
             ir.points, ir.roofs, unit="warp instructions",
-            title="Instruction roofline: every launch, warp instructions/s vs per byte"),
+            title="Instruction roofline: every launch, warp instructions/s vs per byte", selected=view.kernel),
             "Every launch, also copies and transposes with no FLOP: warp instructions executed "
             "(smsp__inst_executed.sum) per second against the issue rate (SMs × 4 × SM clock) and per byte moved at "
             "each level against that level's bandwidth (Ding & Williams' instruction roofline)."

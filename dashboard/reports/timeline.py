@@ -17,6 +17,7 @@ import polars as pl
 
 from analyzers import timeline as T
 from analyzers.errors import UnknownName
+from analyzers.remedy import remedy_sentence
 from analyzers.timeline import DEFINITIONS
 from analyzers.units import fmt_short
 from collectors.errors import RunNotFound
@@ -219,7 +220,15 @@ def steps_blocks(src: Source, view: TimelineView) -> list:
                  ("launch calls per step", f"{info['launches_median']:g}",
                   f"median; {info['graph_launches_median']:g} graph launches (a graph replay is one call); "
                   f"{info['kernels_median']:g} kernels per step")]
+        rem = s.remedy if info is st.main else None
+        if rem:
+            label = {"estimate": "with a CUDA graph (model)", "upper bound": "with no gaps (bound)"}.get(
+                rem["kind"], "top kernel 2× faster (model)")
+            value = ("≥ " if rem["kind"] == "upper bound" else "≈ ") + fmt_short(rem["predicted_step_ns"], "ns")
+            cards.append((label, value, remedy_sentence(rem), "−" + fmt_short(rem["gain_ns"], "ns")))
         out.append(Metrics(cards, lower_is_better=True))
+        if rem:
+            out.append(Text(remedy_sentence(rem), "info"))
     lines = [f"Steps from {info['how']}" + (f" (rank {info['rank']})" if len(st.ranks) > 1 else "")
              + (f"; {info['kernels_median']:g} kernels per step." if info.get("steady_count") else ".")]
     for w in info.get("warmup", []):
@@ -370,12 +379,16 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
         t0 = int(g["start_ns"].min())
         pts = sg.sort("gap_ns", descending=True).head(MAX_POINTS).select(
             pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream"),
-            ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"), (pl.col("gap_ns") / 1e3).alias("gap_us"), "category",
+            ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"), (pl.col("gap_ns") / 1e3).alias("gap_us"),
+            pl.col("category").replace_strict(T.IDLE_CATEGORY_WORDS, default=pl.col("category")),
             pl.col("next_name").str.slice(0, 80).alias("next op"))
         cats = (tr.summary.idle_categories if view.device == "all" else T.idle_categories(g)).with_columns(pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
-                                                 (pl.col("idle_ns") / 1e3).alias("idle_us"))
-        out += [Chart("idle_gaps", charts.idle_gaps(pts, list(T.IDLE_CATEGORIES))),
-                Chart("idle_categories", charts.idle_category_bars(cats, list(T.IDLE_CATEGORIES)),
+                                                 (pl.col("idle_ns") / 1e3).alias("idle_us"),
+                                                 pl.col("category").replace_strict(T.IDLE_CATEGORY_WORDS,
+                                                                                   default=pl.col("category")))
+        words = [T.IDLE_CATEGORY_WORDS[c] for c in T.IDLE_CATEGORIES]
+        out += [Chart("idle_gaps", charts.idle_gaps(pts, words)),
+                Chart("idle_categories", charts.idle_category_bars(cats, words),
                       "Idle categories: " + DEFINITIONS["idle_categories"] + ".")]
     else:
         out.append(Text("No idle gaps between ops on any stream.", "info"))

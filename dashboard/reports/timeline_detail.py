@@ -77,8 +77,8 @@ def _with_bounds(src: Source, view, gpu_ops: pl.DataFrame, marks: pl.DataFrame) 
     marks = m.join(b, on="_i", how="left", maintain_order="left").drop("_i")
     legend = {"names": list(BOUNDS), "meanings": bound_meanings(), "ncu_run": ncu_run.run_id,
               "ncu_source": ncu_run.source_name,
-              "source": "the Nsight Compute counters of the kernel's matched launch (analyzers.findings.bound_of; "
-                        "launch: analyzers.join)"}
+              "source": "the Nsight Compute counters of the kernel's matched launch (its busiest resource, or latency; "
+                        "launch: a kernel shorter than its launch call)"}
     return marks, legend
 
 

@@ -1,6 +1,8 @@
 // Kernelscope timeline: a canvas view of a trace's tracks (CUDA streams, CPU threads, NVTX ranges per rank),
-// drawn from a binary payload (dashboard/timeline_payload.py). Zoom: mouse wheel or W/S; pan: drag, shift+wheel
-// or A/D; double-click zooms in. The view redraws at once from the data it has; when it settles the component
+// drawn from a binary payload (dashboard/timeline_payload.py). As in Perfetto: the plain mouse wheel scrolls the
+// page; ctrl/⌘+wheel or W/S zoom (never beyond the trace: zoomed out, the view is the whole trace); pan: drag,
+// shift+wheel, a sideways swipe or A/D; double-click zooms in. The canvas is at least half the window's height; the
+// colour legend folds away. Colours follow the OS's light or dark preference. The view redraws at once from the data it has; when it settles the component
 // asks the server for the new window (level of detail: merged marks become single events as you zoom in).
 // A click on an event selects it (the page shows its detail). Kernels are coloured by name, or, when the payload
 // carries a legend (an Nsight Compute run of the same program is joined), by their ncu-derived bound: the colour
@@ -165,11 +167,27 @@ function legend(st) {
   box.hidden = !lg || st.color !== "bound";
   st.box.dataset.color = st.color;
   if (!lg) { box.innerHTML = ""; return; }
-  box.innerHTML = `<div class="ks-tl-lg-head">Kernels coloured by their bound from ${esc(lg.source)}, in the ` +
+  const open = st.legendOpen ? " open" : "";
+  box.innerHTML = `<details${open}><summary>` + lg.names.map(b =>
+      `<span class="ks-sw" style="background:${BOUND_COLORS[b]}"></span>${esc(BOUND_LABELS[b] || b)}`).join(" · ") +
+    ` <span class="ks-tl-lg-more">(what the colours mean)</span></summary>` +
+    `<div class="ks-tl-lg-head">Kernels coloured by their bound from ${esc(lg.source)}, in the ` +
     `Nsight Compute run <code>${esc(lg.ncu_source)}</code> (${esc(lg.ncu_run)}) of the same program; a click on a ` +
     "kernel opens its ncu detail below.</div><ul>" + lg.names.map(b =>
       `<li data-bound="${esc(b)}"><span class="ks-sw" style="background:${BOUND_COLORS[b]}"></span>` +
-      `<b>${esc(BOUND_LABELS[b] || b)}</b> — ${esc((lg.meanings || {})[b] || "")}</li>`).join("") + "</ul>";
+      `<b>${esc(BOUND_LABELS[b] || b)}</b> — ${esc((lg.meanings || {})[b] || "")}</li>`).join("") + "</ul></details>";
+  box.querySelector("details").addEventListener("toggle", e => { st.legendOpen = e.target.open; });
+}
+
+// canvas colours of the light and the dark scheme (the OS's preference, as the page's CSS follows it)
+const THEMES = {
+  light: {axisBg: "#f9fafb", grid: "#e5e7eb", axisText: "#374151", group: "#111827", label: "#374151", sel: "#111827",
+          edge: "#d1d5db"},
+  dark: {axisBg: "#1f2229", grid: "#3a3d46", axisText: "#c9ced6", group: "#f3f4f6", label: "#c9ced6", sel: "#f9fafb",
+         edge: "#4b5060"},
+};
+function theme() {
+  return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? THEMES.dark : THEMES.light;
 }
 
 function xOf(st, t, w) { const v = st.view; return LABEL_W + (t - v.t0) / (v.t1 - v.t0) * (w - LABEL_W); }
@@ -178,7 +196,9 @@ function tOf(st, x, w) { const v = st.view; return v.t0 + (x - LABEL_W) / (w - L
 function draw(st) {
   if (!st.payload) return;
   const t_start = performance.now();
-  const cv = st.canvas, w = Math.max(st.box.clientWidth || 900, 400), h = st.height;
+  const cv = st.canvas, w = Math.max(st.box.clientWidth || 900, 400);
+  const h = Math.max(st.height, Math.round((window.innerHeight || 800) * 0.5));   // at least half the window
+  const T = theme();
   const dpr = window.devicePixelRatio || 1;
   if (cv.width !== Math.round(w * dpr) || cv.height !== Math.round(h * dpr)) {
     cv.width = Math.round(w * dpr); cv.height = Math.round(h * dpr);
@@ -190,9 +210,9 @@ function draw(st) {
   g.font = "11px " + (st.payload.head.font || "sans-serif");
   const {head, arr} = st.payload, v = st.view, span = v.t1 - v.t0;
   // axis
-  g.fillStyle = "#f9fafb"; g.fillRect(0, 0, w, AXIS_H);
+  g.fillStyle = T.axisBg; g.fillRect(0, 0, w, AXIS_H);
   const step = niceStep(span, Math.max(2, (w - LABEL_W) / 110));
-  g.strokeStyle = "#e5e7eb"; g.fillStyle = "#374151"; g.textBaseline = "middle";
+  g.strokeStyle = T.grid; g.fillStyle = T.axisText; g.textBaseline = "middle";
   for (let t = Math.ceil(v.t0 / step) * step; t <= v.t1; t += step) {
     const x = xOf(st, t, w);
     g.beginPath(); g.moveTo(x, AXIS_H - 6); g.lineTo(x, h); g.stroke();
@@ -200,14 +220,14 @@ function draw(st) {
   }
   // rows
   for (const grp of st.groups) {
-    g.fillStyle = "#111827"; g.font = "600 12px " + (head.font || "sans-serif");
+    g.fillStyle = T.group; g.font = "600 12px " + (head.font || "sans-serif");
     g.fillText(grp.label, 6, grp.y + GROUP_H / 2);
   }
   g.font = "11px " + (head.font || "sans-serif");
   const x0 = LABEL_W, x1 = w;
   for (const r of st.rows) {
     if (r.depth === 0) {
-      g.fillStyle = "#374151";
+      g.fillStyle = T.label;
       g.fillText(r.track.label.slice(0, 30), 10, r.y + ROW_H / 2);
     }
     // binary search the first mark that may be visible
@@ -235,14 +255,14 @@ function draw(st) {
         g.restore();
       }
       if (st.sel && arr.row[i] === st.sel.row && head.srcs[arr.src[i]] === st.sel.src) {
-        g.strokeStyle = "#111827"; g.lineWidth = 2; g.strokeRect(xa - 1, r.y - 1, xb - xa + 2, ROW_H + 2);
-        g.lineWidth = 1; g.strokeStyle = "#e5e7eb";
+        g.strokeStyle = T.sel; g.lineWidth = 2; g.strokeRect(xa - 1, r.y - 1, xb - xa + 2, ROW_H + 2);
+        g.lineWidth = 1; g.strokeStyle = T.grid;
         drawFlow(st, g, i, r, w);
       }
     }
   }
   if (st.hover >= 0 && st.hoverRow) drawFlow(st, st.canvas.getContext("2d"), st.hover, st.hoverRow, w);
-  g.strokeStyle = "#d1d5db"; g.beginPath(); g.moveTo(LABEL_W - 0.5, 0); g.lineTo(LABEL_W - 0.5, h); g.stroke();
+  g.strokeStyle = T.edge; g.beginPath(); g.moveTo(LABEL_W - 0.5, 0); g.lineTo(LABEL_W - 0.5, h); g.stroke();
   st.paints += 1;
   st.lastPaintMs = performance.now() - t_start;
   st.box.dataset.paints = String(st.paints);
@@ -261,10 +281,11 @@ function drawFlow(st, g, i, row, w) {
   const src = st.rows[ri];
   const xa = xOf(st, arr.link_end[i], w), ya = src.y + ROW_H / 2;
   const xb = xOf(st, arr.start[i], w), yb = row.y + ROW_H / 2;
+  const T = theme();
   g.save(); g.beginPath(); g.rect(LABEL_W, 0, w - LABEL_W, st.height); g.clip();
-  g.strokeStyle = "#111827"; g.lineWidth = 1.2;
+  g.strokeStyle = T.sel; g.lineWidth = 1.2;
   g.beginPath(); g.moveTo(xa, ya); g.bezierCurveTo(xa + 20, ya, xb - 20, yb, xb, yb); g.stroke();
-  g.fillStyle = "#111827"; g.beginPath(); g.arc(xb, yb, 2.5, 0, 6.3); g.fill();
+  g.fillStyle = T.sel; g.beginPath(); g.arc(xb, yb, 2.5, 0, 6.3); g.fill();
   g.restore();
 }
 
@@ -329,9 +350,10 @@ function zoom(st, factor, at) {
 }
 
 function clamp(t0, t1, end) {
-  const span = Math.min(t1 - t0, end * 1.02 + 1);
-  if (t0 < -0.01 * end) { t0 = -0.01 * end; t1 = t0 + span; }
-  if (t1 > end * 1.01) { t1 = end * 1.01; t0 = t1 - span; }
+  // the view stays inside the trace [0, end]: zoomed out as far as it goes, it is the whole trace
+  const span = Math.min(t1 - t0, end);
+  if (t0 < 0) { t0 = 0; t1 = span; }
+  if (t1 > end) { t1 = end; t0 = Math.max(0, end - span); }
   return {t0, t1: Math.max(t1, t0 + 1)};
 }
 
@@ -340,10 +362,12 @@ function attach(st) {
   let drag = null;
   cv.addEventListener("wheel", e => {
     if (!st.payload) return;
+    const sideways = e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY);
+    if (!sideways && !e.ctrlKey && !e.metaKey) return;     // the plain wheel scrolls the page
     e.preventDefault();
     const w = cv.clientWidth, rect = cv.getBoundingClientRect();
     const v = st.view, span = v.t1 - v.t0;
-    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+    if (sideways) {
       const d = (e.shiftKey ? e.deltaY : e.deltaX) / (w - LABEL_W) * span;
       st.view = clamp(v.t0 + d, v.t1 + d, st.payload.head.end);
     } else {

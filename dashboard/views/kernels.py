@@ -2,7 +2,7 @@
 by it), a search over the full names, the selected launch's detail (findings, source hot spots, textbook cases,
 every metric) and the run's rooflines and charts.
 
-URL: ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC_FILTER
+URL: ?run=RUN&by=kernel|launch&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC_FILTER
 """
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ def _on_sort():
         st.query_params["sort"] = ev["key"]
         if ev.get("desc"):
             st.query_params["desc"] = "1"
+        elif (st.query_params.get("by") or "kernel") == "kernel":   # one row per kernel sorts descending by default
+            st.query_params["desc"] = "0"
         elif "desc" in st.query_params:
             del st.query_params["desc"]
 
@@ -49,10 +51,16 @@ def _on_select():
         st.query_params["kernel"] = str(ev)
 
 
-c1, c2 = st.columns([2, 3])
+story = st.container()      # the run's story (filled below) comes before the controls of the table
+c0, c1 = st.columns([1, 2])
+by = c0.segmented_control("Rows", list(page.BY), default=view.by, format_func=page.BY.get, required=True,
+                          key="kernels_by", help="One row per kernel (its launches grouped by name, template "
+                          "arguments, grid and block), or one per launch") or "kernel"
+if by != view.by:
+    view = page.resolve(src, {**view.params(), "by": by, "sort": None, "desc": None})
 view.find = c1.text_input("Find a kernel (full name, regex)", value=view.find, placeholder="e.g. transpose|<32>")
 groups = list(page.COLUMN_GROUPS)
-view.cols = c2.segmented_control("Columns", groups, default=view.cols, format_func=lambda g: page.COLUMN_GROUPS[g][0],
+view.cols = st.segmented_control("Columns", groups, default=view.cols, format_func=lambda g: page.COLUMN_GROUPS[g][0],
                                  required=True, key="kernels_cols") or "summary"
 traces = [""] + [r.run_id for r in src.runs(TRACE_KINDS)]
 tlabels = {r.run_id: run_label(r) for r in src.runs(TRACE_KINDS)}
@@ -71,7 +79,7 @@ if overview.subtitle:
     st.caption(overview.subtitle)
 table = next(b for b in overview.blocks if isinstance(b, Table) and b.name == "kernels")
 i = overview.blocks.index(table)
-render_streamlit(overview.blocks[:i])
+render_streamlit(overview.blocks[:i], story)
 components.table(table.cells(components.table_rows_wanted("kernels_table")), key="kernels_table", on_sort=_on_sort,
                  on_select=_on_select)
 render_streamlit([Text(table.caption, "caption")] if table.caption else [])

@@ -6,6 +6,7 @@ import streamlit as st
 from dashboard import data, ui
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import runs as page
+from dashboard.reports.common import KIND_WORDS
 
 src = data.source()
 qp = ui.params()
@@ -15,7 +16,7 @@ kinds = sorted({r.kind for r in runs} | ({qp["kind"]} if qp.get("kind") else set
 gpus = sorted({r.meta.get("gpu_name") for r in runs if r.meta.get("gpu_name")} | ({qp["gpu"]} if qp.get("gpu") else set()))
 c1, c2 = st.columns(2)
 kind = c1.selectbox("Kind", [""] + kinds, index=([""] + kinds).index(qp.get("kind") or ""),
-                    format_func=lambda k: k or "all kinds")
+                    format_func=lambda k: KIND_WORDS.get(k, k) if k else "all kinds")
 gpu = c2.selectbox("GPU", [""] + gpus, index=([""] + gpus).index(qp.get("gpu") or ""),
                    format_func=lambda g: g or "all GPUs")
 state = {"kind": kind, "gpu": gpu}

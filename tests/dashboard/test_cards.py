@@ -2,7 +2,7 @@
 the exports, with what st.metric showed: label, value, help as a tooltip, the change and its colour."""
 from __future__ import annotations
 
-from dashboard.render_html import cards_html, render_html
+from dashboard.render_html import CARDS_CSS, cards_html, render_html
 from dashboard.reports.blocks import Metrics, Report
 from tests.dashboard.helpers import parse_cards
 
@@ -31,10 +31,14 @@ def test_lower_is_better_turns_the_colours_round():
     assert "↓ -0.885 ms" in cards_html(Metrics(ITEMS)) and "↑ +12.0 %" in cards_html(Metrics(ITEMS))
 
 
-def test_rows_of_three_above_five_cards_else_one_row():
-    assert "repeat(3, minmax(0, 1fr))" in cards_html(Metrics([(str(i), "1", None) for i in range(6)]))
-    assert "repeat(5, minmax(0, 1fr))" in cards_html(Metrics([(str(i), "1", None) for i in range(5)]))
-    assert "repeat(1, minmax(0, 1fr))" in cards_html(Metrics([("a", "1", None)]))
+def test_rows_of_three_above_five_cards_else_one_row_each_at_least_190_px():
+    """Cards wrap onto more rows rather than shrink below 190 px (a value is never clipped): at most three a row
+    above five cards, else all in one row when the page is wide enough."""
+    assert "minmax(max(190px, calc((100% - 32px) / 3)), 1fr)" in cards_html(Metrics([(str(i), "1", None) for i in range(6)]))
+    assert "minmax(max(190px, calc((100% - 64px) / 5)), 1fr)" in cards_html(Metrics([(str(i), "1", None) for i in range(5)]))
+    assert "minmax(max(190px, calc((100% - 0px) / 1)), 1fr)" in cards_html(Metrics([("a", "1", None)]))
+    assert "auto-fit" in cards_html(Metrics([("a", "1", None)]))
+    assert "overflow: hidden" not in CARDS_CSS.split(".ks-card .ks-v")[1].split("}")[0]
 
 
 def test_what_a_profiled_program_named_is_escaped():

@@ -78,12 +78,12 @@ def test_kernel_quantities_cli_page_export(env, capsys):
              "summary": [("lost_ns", "lost_us", 1e-3), ("top_finding", "top_finding", None)]}
     for group, keys in pairs.items():
         # the page's table (the interactive table component) and the export show the same cells, one column group
-        at = open_page("kernels", run=ids["ncu"], cols=group)
+        at = open_page("kernels", run=ids["ncu"], cols=group, by="launch")
         assert not at.exception
         t = component_data(at, "kernelscope.table")
         order = [c["key"] for c in t["columns"]]
         page = {int(i): r for i, r in zip(t["ids"], t["rows"])}
-        html = _export(root, f"kernels?run={ids['ncu']}&cols={group}")
+        html = _export(root, f"kernels?run={ids['ncu']}&cols={group}&by=launch")
         exported = {int(r[0]): r for r in _html_rows(html, [c["header"] for c in t["columns"]][:3])}
         assert len(cli) == len(page) == len(exported) == 9
         for kid, c in cli.items():

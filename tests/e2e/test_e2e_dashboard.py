@@ -177,7 +177,18 @@ def test_upload_row_click_sort_and_shared_link(server, browser):
         link.click()
     page.wait_for_url(f"**/kernels?run={run_id}*", timeout=60_000)
     _drawn(page)
-    page.get_by_text("Launch 0: ks_copy_u4").wait_for(timeout=60_000)
+    # one row per kernel first (the two column-read launches are one kernel), then every launch, one click away
+    expect(page.locator(".ks-table").first.locator("tbody tr")).to_have_count(8, timeout=60_000)
+    page.locator("[data-testid=stButtonGroup] button", has_text="Launches").first.click()
+    page.wait_for_url("**by=launch*", timeout=60_000)
+    _drawn(page)
+    expect(page.locator(".ks-table").first.locator("tbody tr")).to_have_count(9, timeout=60_000)
+    # rows take the keyboard: Tab to a row, the arrow keys move, Enter selects it into the URL
+    page.locator(".ks-table tr[data-id='1']").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**kernel=2*", timeout=60_000)
+    _drawn(page)
     # a click on a row selects the launch and writes it into the URL; the detail follows
     page.locator(".ks-table tr[data-id='7']").click()
     page.wait_for_url("**kernel=7*", timeout=60_000)
@@ -277,16 +288,31 @@ def test_timeline_zoom_and_click_through_to_kernel_and_ncu_data(server, browser)
     whole = tl.get_attribute("data-window")
     canvas = page.locator(".ks-tl canvas")
     box = canvas.bounding_box()
-    # zoom: the wheel redraws at once, then the server answers for the new window and the URL follows
+    # the plain wheel scrolls the page, never the timeline (Perfetto's habit)
     page.mouse.move(box["x"] + 190 + (box["width"] - 190) * 0.7, box["y"] + 50)
+    before = tl.get_attribute("data-view")
+    page.mouse.wheel(0, 120)
+    page.wait_for_timeout(300)
+    assert tl.get_attribute("data-view") == before
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 190 + (box["width"] - 190) * 0.7, box["y"] + 50)
+    # zoom: ctrl+wheel redraws at once, then the server answers for the new window and the URL follows
+    page.keyboard.down("Control")
     for _ in range(4):
         page.mouse.wheel(0, -300)
+    page.keyboard.up("Control")
     page.wait_for_function("(w) => { const t = document.querySelector('.ks-tl'); return t.dataset.window !== w && "
                            "t.dataset.view === t.dataset.window; }", arg=whole, timeout=60_000)
     page.wait_for_url("**t0=*", timeout=60_000)
     zoomed = tl.get_attribute("data-window")
     t0, t1 = (float(x) for x in zoomed.split(","))
     assert 0 < t1 - t0 < float(whole.split(",")[1]) / 2
+    # zooming out stops at the whole trace, never beyond its start or end
+    tl.focus()
+    for _ in range(12):
+        page.keyboard.press("s")
+    v0, v1 = (float(x) for x in tl.get_attribute("data-view").split(","))
+    assert v0 == 0 and v1 <= float(whole.split(",")[1]) + 1
     # open a window around one matmul kernel and click it: its detail, its launch call, its ncu counters
     s, e = nv["start_ns"] - origin, nv["end_ns"] - origin
     w0, w1 = s - (e - s), e + (e - s)
@@ -349,7 +375,9 @@ def test_timeline_colours_kernels_by_their_ncu_bound_and_opens_the_launch(server
     tl = page.locator(".ks-tl")
     assert tl.get_attribute("data-color") == "bound"
     legend = page.locator(".ks-tl-legend")
-    assert legend.is_visible() and "train_step_ncu_nvtx.ncu-rep.gz" in legend.inner_text()
+    assert legend.is_visible() and "DRAM bandwidth" in legend.inner_text()       # folded: the colours only
+    legend.locator("summary").click()                                            # unfolded: what they mean
+    assert "train_step_ncu_nvtx.ncu-rep.gz" in legend.inner_text()
     assert "DRAM bandwidth" in legend.inner_text() and "not profiled" in legend.inner_text()
     mark = page.evaluate(MARK, int(opt["r"]))
     assert mark and mark["rgb"] == page.evaluate(SWATCH, "dram")              # the fill is the legend's DRAM colour
