@@ -70,6 +70,10 @@ def analyze_ncu(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceiling
     )
     a = a.join(top_findings(a, gpu, measured), on="id", how="left")
     a = a.join(launch_flags(a, gpu), on="id", how="left")
+    # a launch ncu did not measure (failed or cut-off collection: no duration) says so instead of blanks
+    a = a.with_columns(pl.when(pl.col("duration_ns").is_null())
+                       .then(pl.lit("not measured: Nsight Compute's collection of this launch failed or was cut off"))
+                       .otherwise(pl.col("top_finding")).alias("top_finding"))
     return NcuAnalysis(gpu, a, missing_quantities(a), dict(measured), gpu_how, gpu_warning,
                        over_peak_notes(a, gpu, measured))
 

@@ -7,7 +7,7 @@ The same launch gets different demangled names from different tools: NVIDIA's `n
 references (`(int, T2, T3)`). `canonical_name` maps all of them to one form:
 
     the function name with its template arguments, without its return type and parameter list, every
-    namespace / class qualifier removed (also inside template arguments), integer casts and suffixes and
+    namespace / class qualifier removed (also inside template arguments), integer and enum casts and suffixes and
     true/false written as numbers, no spaces except one after each comma.
 
     "void at::native::(anonymous namespace)::f<(int)8, true>(float *, int)"  ->  "f<8, 1>"
@@ -24,6 +24,9 @@ from functools import lru_cache
 _QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|\{anonymous\}|[A-Za-z_]\w*)::")
 _INT_CAST = re.compile(r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long(?:\s+long)?|short|char|bool|unsigned|"
                        r"(?:u?int\d+_t)|size_t)\)\s*(-?\d+)")
+#: an enum (or any named type) cast of an integer template argument: `(ADAM_MODE)1`, `(at::native::Mode)-1`; the ncu
+#: command line's CSV exports write the bare number
+_ENUM_CAST = re.compile(r"\((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*\)\s*(-?\d+)")
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|lu|u|l)\b", re.IGNORECASE)
 _SPACE_AROUND = re.compile(r"\s*([<>(),*&\[\]])\s*")
 
@@ -62,6 +65,7 @@ def canonical_name(name: str) -> str:
         start = min(start, len(s))
     s = s[start:] if start < len(s) else s
     s = _INT_CAST.sub(r"\1", s)
+    s = _ENUM_CAST.sub(r"\1", s)
     s = re.sub(r"\btrue\b", "1", s)
     s = re.sub(r"\bfalse\b", "0", s)
     s = _INT_SUFFIX.sub(r"\1", s)

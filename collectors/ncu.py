@@ -222,7 +222,7 @@ def _parse_csv(data: bytes, name: str, rest=None, keep=None):
             except UnicodeDecodeError:
                 raise ArtifactError(name, "not an Nsight Compute CSV export (not UTF-8 text)") from None
         rows = _read_csv_rows(text[pos:], name)
-        return (*_long_from_launches(_parse_details([header] + rows, 0, name)), None), "csv-details"
+        return (*_long_from_launches(_parse_details([header] + rows, 0, name)), None, []), "csv-details"
     nl = text.find("\n", pos)
     units_line = text[pos: nl if nl >= 0 else len(text)]
     if not units_line.strip():
@@ -234,7 +234,7 @@ def _parse_csv(data: bytes, name: str, rest=None, keep=None):
                                          name, keep)
     else:
         idents, long, names = _parse_raw(data, header, units, body_start, name, keep)
-    return (idents, long, None, names), "csv-raw"
+    return (idents, long, None, names, units), "csv-raw"
 
 
 def _long_from_launches(launches: list[tuple[dict, dict]]):
@@ -342,7 +342,8 @@ def _section_frame(long: pl.DataFrame, sections: dict[str, str] | None, names: l
 
 
 def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_level: dict | None = None,
-           sections: dict[str, str] | None = None, names: list[str] | None = None) -> Parsed:
+           sections: dict[str, str] | None = None, names: list[str] | None = None,
+           units: list[str] | None = None) -> Parsed:
     long = conform_metrics(long)
     wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null()).select("id", "metric",
@@ -406,18 +407,61 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
             "device_attributes": attrs, "kernel_count": kernels.height, "item_count": kernels.height,
             "metric_count": metric_count}
     meta.update(_gpu_facts(long, attrs))
+    warnings = []
     if contradicted:
-        meta["warnings"] = [f"{len(contradicted)} of {kernels.height} launches have grid/block dimensions that "
-                            f"contradict their own size metrics ({contradicted[0]}): those dimensions are not used; "
-                            "the launches are told apart by blocks per grid and threads per block (seen in ncu 2025.3 "
-                            "exports of an ncu 2019.x-2020.1 report)"]
+        warnings.append(f"{len(contradicted)} of {kernels.height} launches have grid/block dimensions that "
+                        f"contradict their own size metrics ({contradicted[0]}): those dimensions are not used; "
+                        "the launches are told apart by blocks per grid and threads per block (seen in ncu 2025.3 "
+                        "exports of an ncu 2019.x-2020.1 report)")
+    failed = kernels.filter(pl.col("duration_ns").is_null())["id"].to_list()
+    if failed:
+        ids = ", ".join(str(i) for i in failed[:10]) + (", …" if len(failed) > 10 else "")
+        warnings.append(f"{len(failed)} of {kernels.height} launches have no duration: Nsight Compute did not collect "
+                        f"them (its collection failed or was cut off) — launch{'es' if len(failed) > 1 else ''} {ids}; "
+                        "they are listed with that reason and left out of every sum")
+    if warnings:
+        meta["warnings"] = warnings
+    meta["failed_launches"] = failed
     meta["lacks"] = _lacks(kernels, meta, bool(contradicted))
+    meta["precision"] = source_precision(fmt, units or [])
     src = _source_frames(source_level)
     meta["source_counters"] = src["source_metrics"].height > 0
     meta["source_lines"] = bool(src["sass"]["line"].is_not_null().any()) if src["sass"].height else False
     return Parsed("ncu", {"kernels": kernels, "metrics": long, "metric_sections": _section_frame(long, sections, names),
                                  **src},
                   finish_meta("ncu", meta))
+
+
+#: a unit with an SI prefix: a CSV exported with ncu's automatic units (its default); `--print-units base` writes
+#: nsecond, byte, cycle, inst ...
+_PREFIXED_UNIT = re.compile(r"^(?:[KMGT](?:byte|cycle|inst|warp|sector|request|wavefront|thread|block)|[um]second|"
+                            r"[KMGT]?byte/[um]?second|cycle/[um]second)")
+#: the export that keeps every value as ncu measured it
+EXACT_EXPORTS = ".ncu-rep (the report itself), or the raw page exported with ncu's automatic units (`ncu --import " \
+                "REPORT --page raw --csv`)"
+
+
+def source_precision(fmt: str, units: list[str]) -> dict:
+    """How exact the numbers of an ncu export are (issue 39): {"exact", "rounded" (the quantities a rounded source
+    changes and by how much), "note" (one line naming the exact export)}. Measured on the project's H200 report and
+    its exports (sample_traces/h200/chapter5_kernels): a raw page in base units prints ncu's per-cycle rate metrics
+    (`…per_cycle_elapsed`, behind FP32 FLOP) with two decimals, 0.19 where the automatic-unit export has 0.186253,
+    so FP32 FLOP and FLOP/s are up to 2.0 % off; a details page gives three significant digits, so durations and
+    DRAM bytes are up to 0.22 % off (at most 0.5 % for three digits)."""
+    if fmt == "ncu-rep":
+        return {"exact": True, "rounded": [], "note": None}
+    if fmt == "csv-details":
+        return {"exact": False, "rounded": ["every value: three significant digits (durations, bytes and rates up to "
+                                            "0.5 % off; 0.22 % on our H200 samples)"],
+                "note": "A details-page CSV carries three significant digits: durations, DRAM bytes and rates are up "
+                        f"to 0.5 % off. Exact: {EXACT_EXPORTS}."}
+    base = not any(_PREFIXED_UNIT.match(u or "") for u in units)
+    if fmt == "csv-raw" and base:
+        return {"exact": False, "rounded": ["FP32 FLOP and FLOP/s: ncu prints the per-cycle FP32 instruction rates "
+                                            "with two decimals in base units (up to 2.0 % off)"],
+                "note": "This raw-page CSV was exported with `--print-units base`, where ncu prints its per-cycle rates "
+                        "with two decimals: FP32 FLOP and FLOP/s are up to 2 % off. Exact: " + EXACT_EXPORTS + "."}
+    return {"exact": True, "rounded": [], "note": None}
 
 
 def _most_per_launch(ids: pl.Series) -> int:
@@ -494,8 +538,8 @@ def parse_file(path, name: str, keep=None) -> Parsed:
             break
     if base.endswith(REPORT_SUFFIXES):
         return parse(bytes(head) + b"".join(chunks), name)
-    (idents, long, sections, names), fmt = _parse_csv(bytes(head), name, rest=chunks, keep=keep)
-    parsed = _build(idents, long, name, fmt, sections=sections, names=names)
+    (idents, long, sections, names, units), fmt = _parse_csv(bytes(head), name, rest=chunks, keep=keep)
+    parsed = _build(idents, long, name, fmt, sections=sections, names=names, units=units)
     if keep is not None and fmt == "csv-raw":       # every row of a raw page has every metric of its header
         parsed.partial_rows["metrics"] = len(idents) * len(names)
     return parsed
@@ -508,5 +552,5 @@ def parse(data: bytes, name: str) -> Parsed:
         launches, sections, source = _parse_report(data, name)
         idents, long, _ = _long_from_launches(launches)
         return _build(idents, long, name, "ncu-rep", source, sections)
-    (idents, long, sections, names), fmt = _parse_csv(data, name)
-    return _build(idents, long, name, fmt, sections=sections, names=names)
+    (idents, long, sections, names, units), fmt = _parse_csv(data, name)
+    return _build(idents, long, name, fmt, sections=sections, names=names, units=units)

@@ -27,7 +27,7 @@ from typing import TypedDict
 import polars as pl
 
 #: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 8, "kineto": 5, "nsys": 5, "bench": 3}
+TABLE_VERSIONS = {"ncu": 9, "kineto": 5, "nsys": 5, "bench": 3}   # ncu 9: enum casts in names (issue 39)
 KINDS = tuple(TABLE_VERSIONS)
 TRACE_KINDS = ("kineto", "nsys")
 #: what a run's item count counts, per kind

@@ -166,6 +166,8 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         raise ArtifactError(source, f"no analysis for runs of kind {run.kind!r}")
     rep["warnings"] = warnings
     rep["lacks"] = list(run.meta.get("lacks") or [])
+    if run.kind == "ncu":
+        rep["precision"] = run.meta.get("precision") or {"exact": None, "rounded": [], "note": None}
     return rep, rows, cols
 
 
@@ -295,6 +297,8 @@ def analyze(
             typer.echo(f"warning: {w}")
         for x in rep["lacks"]:
             typer.echo(f"the file lacks {x}")
+        if (rep.get("precision") or {}).get("note"):
+            typer.echo(f"precision: {rep['precision']['note']}")
 
 
 def _print_hta(c: dict) -> None:

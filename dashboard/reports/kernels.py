@@ -319,7 +319,10 @@ def overview(src: Source, view: KernelsView) -> Report:
     rep.add(Text(gpu_caption(a.gpu, a.measured) + f" · {frame.height} profiled launches", "caption"))
     if a.gpu_how:
         rep.add(Text(f"GPU identified: {a.gpu_how}", "caption"))
-    rep.add(*notes_blocks(src.meta(view.run), [a.gpu_warning] if a.gpu_warning else []))
+    meta = src.meta(view.run)
+    rep.add(*notes_blocks(meta, [a.gpu_warning] if a.gpu_warning else []))
+    if (meta.get("precision") or {}).get("note"):
+        rep.add(Text("Precision: " + meta["precision"]["note"], "caption"))
     rep.add(*missing_warnings(a))
     for f in a.flagged:
         rep.add(Text(f"**Implausible for {a.gpu.name}: launch {f['id']}** ({code(f['name'])}): "

@@ -46,7 +46,8 @@ def timeline_block(src: Source, view, width: int | None = None) -> Timeline:
     payload = encode(tt, win, marks, selected=selected(view), font=FONT, legend=legend, color=color)
     return Timeline("timeline", payload, caption=(
         "Tracks per rank: CUDA streams (kernels, copies, memsets), NVTX / annotation ranges and CPU threads (CUDA "
-        "API calls and CPU ops, nested). Wheel or W/S zooms, drag or A/D pans, a click opens an event's detail "
+        "API calls and CPU ops, nested). Ctrl/⌘+wheel or W/S zooms (the wheel alone scrolls the page), drag, "
+        "shift+wheel or A/D pans, a click opens an event's detail "
         "below (a kernel's arrow points from its launch call). Times are relative to the trace's first event. "
         "Narrow events are merged per pixel column when a window holds more than 20,000 (zoom in for single events)."
         + (" Kernels are coloured by the bound of their matched launch in the Nsight Compute run "

@@ -50,3 +50,20 @@ def test_display_names_keep_template_arguments_only_where_needed():
     names = ["void gmem_coalesce<(int)32>(int)", "void gmem_coalesce<(int)64>(int)", "void other<(int)1>(int)",
              "void gmem_coalesce<(int)32>(int)"]
     assert display_names(names) == ["gmem_coalesce<32>", "gmem_coalesce<64>", "other", "gmem_coalesce<32>"]
+
+
+def test_enum_casts_in_template_arguments_are_the_bare_number():
+    """`.ncu-rep` (the ncu-report wheel) keeps an enum cast that the ncu command line's CSV exports drop: the fused
+    Adam kernel of a real training step is one kernel in all three (issue 39); negative and namespaced enums too."""
+    rep = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+           "FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, "
+           "4, (at::native::ADAM_MODE)1, false>, const float *, double>(T1, T2, T3...)")
+    csv = ("void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::FusedOptimizerTensorListMetadata"
+           "<4>, at::native::<unnamed>::FusedAdamMathFunctor<c10::BFloat16, 4, 1, 0>, const float *, double>(T1, T2, "
+           "T3...)")
+    assert canonical_name(rep) == canonical_name(csv) == (
+        "multi_tensor_apply_kernel<FusedOptimizerTensorListMetadata<4>, FusedAdamMathFunctor<BFloat16, 4, 1, 0>, "
+        "const float*, double>")
+    assert canonical_name("k<(ns::Mode)-1, (Mode)0, (int)8>(int)") == "k<-1, 0, 8>"
+    # a cast needs a number after it: a type in parentheses elsewhere is left alone
+    assert canonical_name("f<(anonymous namespace)::X, float>(int)") == "f<X, float>"
