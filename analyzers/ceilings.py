@@ -28,7 +28,7 @@ from analyzers.gpus import GPUSpec, find_gpu
 
 CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "gpu": pl.String, "ceiling": pl.String, "resource": pl.String,
                             "value": pl.Float64, "unit": pl.String, "cv": pl.Float64, "source": pl.String,
-                            "run_id": pl.String})
+                            "run_id": pl.String, "throttled": pl.Boolean})
 #: judge_ceilings adds these
 JUDGED_SCHEMA = CEILING_SCHEMA | pl.Schema({"model": pl.String, "status": pl.String, "reason": pl.String})
 #: a measured rate is plausible between these fractions of the datasheet peak (2 % above it for rounded datasheet
@@ -114,7 +114,10 @@ def ceilings_frame(table: pl.DataFrame, *, run_id: str, gpu_name: str | None, gp
         "unit": units, "cv": t["cv"].cast(pl.Float64) if "cv" in t.columns else [None] * t.height,
         "source": (t["source"].cast(pl.String).fill_null("microbenchmark") if "source" in t.columns
                    else ["microbenchmark"] * t.height),
-        "run_id": [run_id] * t.height}, schema=CEILING_SCHEMA)
+        "run_id": [run_id] * t.height,
+        # measured while NVML reported a clock-event (throttle) reason (collectors.bench.harness): kept apart
+        "throttled": (t["flags"].list.contains("throttled").fill_null(False) if "flags" in t.columns
+                      and t.schema["flags"] == pl.List(pl.String) else [False] * t.height)}, schema=CEILING_SCHEMA)
 
 
 def model_of(gpu_name: str | None) -> str:
@@ -165,10 +168,17 @@ def implausible(resource: str | None, unit: str, value: float, gpu: GPUSpec | No
     return None
 
 
+#: a ceiling whose repetitions spread more than this (coefficient of variation) is too noisy to be a limit: it is
+#: shown as "noisy" and never used (issue 38: a one-kernel-between-events floor with an 83 % spread was trusted)
+MAX_CEILING_CV = 0.25
+
+
 def judge_ceilings(ceilings: pl.DataFrame, pinned: dict[str, str] | None = None,
                    excluded: set[str] | frozenset = frozenset()) -> pl.DataFrame:
-    """Each ceiling with its GPU model, status (trusted, rejected, excluded, not pinned) and reason (JUDGED_SCHEMA).
-    pinned: GPU model -> run id whose ceilings alone are used for that model; excluded: run ids never used."""
+    """Each ceiling with its GPU model, status (trusted, rejected, noisy, excluded, not pinned) and reason
+    (JUDGED_SCHEMA). pinned: GPU model -> run id whose ceilings alone are used for that model; excluded: run ids
+    never used; noisy: its spread (cv) is above MAX_CEILING_CV. A throttled ceiling stays trusted (a lower bound of
+    its resource) and says so in its `throttled` column."""
     pinned = {model_of(k): v for k, v in (pinned or {}).items()}
     rows = []
     for r in ceilings.iter_rows(named=True):
@@ -184,6 +194,10 @@ def judge_ceilings(ceilings: pl.DataFrame, pinned: dict[str, str] | None = None,
                 status, reason = "trusted", "pinned by the user; no datasheet to check it against"
             else:
                 status, reason = ("rejected", why) if why else ("trusted", None)
+            cv = r.get("cv")
+            if status == "trusted" and cv is not None and cv == cv and cv > MAX_CEILING_CV:
+                status, reason = "noisy", (f"its repetitions spread {cv:.0%} (coefficient of variation), above "
+                                           f"{MAX_CEILING_CV:.0%}: too noisy to be a limit")
         rows.append({**r, "model": model, "status": status, "reason": reason})
     return pl.DataFrame(rows, schema=JUDGED_SCHEMA)
 
@@ -237,16 +251,38 @@ def spec_peak(gpu: GPUSpec | None, resource: str | None) -> float | None:
     return getattr(gpu, f) if f else None
 
 
-def result_peak(gpu: GPUSpec | None, case: str, metric: str, unit: str) -> tuple[float | None, str]:
-    """The GPU's own spec peak a bench result is normalised to: B/s -> DRAM (host link for host copies),
-    FLOP/s -> BF16 dense for matrix work, else FP32."""
+def smem_spec_peak(gpu: GPUSpec | None) -> float | None:
+    """Shared-memory bandwidth from the spec sheet: SMs × 128 B × boost clock (B/s); None without a clock."""
+    return smem_bandwidth_bound(gpu) if gpu is not None and gpu.sm_count else None
+
+
+def bounding_resource(case: str, metric: str, unit: str, params: dict | None = None) -> str | None:
+    """The resource whose ceiling bounds a bench result's rate (issue 38: a rate is a fraction of the ceiling that
+    bounds it, never of an unrelated one): a shared-memory column read and an unpadded transpose (32-way
+    conflicts) are bound by shared memory; host copies by the host link; matrix work by the tensor cores; other
+    B/s by DRAM and other FLOP/s by FP32. None for quantities that are not rates."""
+    name = f"{case} {metric}".lower()
+    params = params or {}
+    if unit == "B/s":
+        if any(w in name for w in ("h2d", "d2h", "host", "pinned", "pageable")):
+            return "h2d"
+        if case == "bank.column_read" or (case == "transpose.tile" and params.get("padded") is False):
+            return "smem"
+        return "dram"
+    if unit == "FLOP/s":
+        return "bf16" if any(w in name for w in ("bf16", "mma", "matmul", "gemm", "tiling", "tensor")) else "fp32"
+    return None
+
+
+def result_peak(gpu: GPUSpec | None, case: str, metric: str, unit: str,
+                params: dict | None = None) -> tuple[float | None, str]:
+    """The GPU's own spec peak a bench result is normalised to: that of its bounding resource (bounding_resource;
+    shared memory: SMs × 128 B × boost clock)."""
     if gpu is None:
         return None, ""
-    name = f"{case} {metric}".lower()
-    if unit == "B/s":
-        res = "h2d" if any(w in name for w in ("h2d", "d2h", "host", "pinned", "pageable")) else "dram"
-    elif unit == "FLOP/s":
-        res = "bf16" if any(w in name for w in ("bf16", "mma", "matmul", "gemm", "tiling", "tensor")) else "fp32"
-    else:
+    res = bounding_resource(case, metric, unit, params)
+    if res is None:
         return None, ""
+    if res == "smem":
+        return smem_spec_peak(gpu), RESOURCES["smem"][1] + " (SMs × 128 B × boost clock)"
     return spec_peak(gpu, res), RESOURCES[res][1]

@@ -501,6 +501,14 @@ class Source:
             return make()
         return self._cached(("compare", a.run_id, b.run_id, noise_floor, self._bench_key()), make)
 
+    def compare_gpus(self, a: Run | str, b: Run | str) -> dict:
+        """Two bench runs side by side (analyzers.gpu_compare.compare_gpus): what `kernelscope compare A B` prints
+        for bench runs and the Compare page shows."""
+        from analyzers.gpu_compare import compare_gpus
+        a, b = self._resolve(a), self._resolve(b)
+        return self._cached(("compare_gpus", a.run_id, b.run_id, self._bench_key()),
+                            lambda: compare_gpus(self.bench_results(), self.ceilings(), a.run_id, b.run_id))
+
     def related_run(self, b: Run) -> Run | None:
         """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
         .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never

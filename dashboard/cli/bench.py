@@ -257,5 +257,5 @@ def ceilings(
         echo_json({"ceilings": rows, "pinned": pinned, "excluded": sorted(excluded)})
         return
     print_table(rows, [("model", "GPU model", None), ("ceiling", "ceiling", None), ("value", "value", None),
-                       ("unit", "unit", None), ("status", "status", None), ("run_id", "run", None),
-                       ("reason", "why", None)])
+                       ("unit", "unit", None), ("status", "status", None), ("throttled", "throttled", None),
+                       ("run_id", "run", None), ("reason", "why", None)])

@@ -54,6 +54,9 @@ def compare(
         raise typer.BadParameter("--noise must be a percentage between 0 and 100")
     ra, na = load(a, store)
     rb, nb = load(b, store)
+    if ra.kind == "bench" and rb.kind == "bench":
+        _gpu_pair(open_source(store), ra, rb, format)
+        return
     r = open_source(store).compare(ra, rb, noise / 100)
     rep = compare_report(r, na, nb)
     if format is ListFormat.json:
@@ -85,3 +88,21 @@ def compare(
                 print_table(rows, [("section", "section", None), ("metric", "metric", None), ("a", "A", None),
                                    ("b", "B", None), ("change_pct", "change [%]", 1),
                                    ("threshold_pct", "noise [%]", 1), ("status", "verdict", None)])
+
+
+def _gpu_pair(src, ra, rb, format: ListFormat) -> None:
+    """Two bench runs, GPU × GPU: the same result as the Compare page (analyzers.gpu_compare)."""
+    r = src.compare_gpus(ra, rb)
+    rows = r["rows"].sort(["case", "metric"]).to_dicts()
+    if format is ListFormat.json:
+        echo_json({"kind": "gpus", "a": r["a"], "b": r["b"], "run_a": r["run_a"], "run_b": r["run_b"],
+                   "summary": r["summary"], "ceilings": r["ceilings"], "rows": rows})
+        return
+    typer.echo(f"A = {r['a']} ({r['run_a']})  B = {r['b']} ({r['run_b']})")
+    typer.echo(r["summary"])
+    print_table(r["ceilings"], [("label", "ceiling", None), ("a", "A", None), ("b", "B", None),
+                                ("ratio", "B/A [x]", 1), ("spec_ratio", "spec [x]", 1), ("unit", "unit", None)])
+    print_table(rows, [("case", "case", None), ("metric", "metric", None), ("params", "parameters", None),
+                       ("a_predicted", "A pred", None), ("a_measured", "A meas", None), ("a_verdict", "A", None),
+                       ("b_predicted", "B pred", None), ("b_measured", "B meas", None), ("b_verdict", "B", None),
+                       ("speedup", "B/A [x]", 1), ("predicted_speedup", "pred [x]", 1), ("ratio_verdict", "ratio", None)])

@@ -162,6 +162,12 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         rep = bench.report(src.bench(run))
         rows, cols = rep["results"], bench.TABLE_COLUMNS
         warnings = list(run.meta.get("warnings") or [])
+        # the ceilings this run measured, as the store judges them (trusted / rejected, measured while throttled)
+        judged = src.ceilings()
+        rid = getattr(run, "run_id", None)
+        rep["ceiling_status"] = ([{k: r.get(k) for k in ("ceiling", "resource", "value", "unit", "cv", "status",
+                                                        "throttled", "reason")}
+                                  for r in judged.filter(judged["run_id"] == rid).to_dicts()] if rid else [])
     else:
         raise ArtifactError(source, f"no analysis for runs of kind {run.kind!r}")
     rep["warnings"] = warnings
@@ -267,6 +273,13 @@ def analyze(
             typer.echo(f"{source}: {run.kind}, GPU {head.get('identified') or head['name']}")
         elif run.kind in ("kineto", "nsys"):
             typer.echo(f"{source}: {run.kind}, GPU {src.meta(run).get('gpu_name') or 'not named in the file'}")
+        if rep.get("ceiling_status"):
+            typer.echo("measured ceilings (status: how the store uses them; throttled: measured while NVML reported a "
+                       "clock-event reason, a lower bound):")
+            print_table(rep["ceiling_status"], [("ceiling", "ceiling", None), ("value", "value", None),
+                                                ("unit", "unit", None), ("cv", "cv", None), ("status", "status", None),
+                                                ("throttled", "throttled", None), ("reason", "why", None)])
+            typer.echo("")
         print_table(rows, cols)
         for d in rep.get("summary", {}).get("devices", []):
             graph = (f", {d['graph_launch_count']:,} of them graph launches running {d['graph_kernel_count']:,} "

@@ -23,7 +23,7 @@ from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
 from dashboard.reports.common import pick_run
-from dashboard.reports.gpus import bench_compare_blocks
+from dashboard.reports.gpus import gpu_pair_blocks
 from dashboard.source import Source
 
 COMPARABLE = ("ncu", "kineto", "nsys", "bench")
@@ -159,7 +159,7 @@ def build(src: Source, params: dict) -> Report:
     if a.kind == "bench" or b.kind == "bench":
         if a.kind != b.kind:
             return rep.add(Text(f"Run A is {a.kind} and run B is {b.kind}: only runs of the same kind compare.", "error"))
-        return rep.add(*bench_compare_blocks(src, [a.run_id, b.run_id]))
+        return rep.add(*gpu_pair_blocks(src, a.run_id, b.run_id))
     if (a.kind in TRACE_KINDS) != (b.kind in TRACE_KINDS):
         return rep.add(Text(f"Run A is {a.kind} and run B is {b.kind}: only runs of the same kind compare "
                             "(Nsight Compute with Nsight Compute, traces with traces).", "error"))

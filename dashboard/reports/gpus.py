@@ -2,6 +2,8 @@
 and the same cases on several GPUs, each normalised to its own peak."""
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from analyzers.ceilings import RESOURCES, result_peak, spec_peak
@@ -80,6 +82,46 @@ def build(src: Source, params: dict) -> Report:
     return rep
 
 
+#: the GPU × GPU table's columns (analyzers.gpu_compare rows)
+PAIR_COLS = {
+    "case": text("case"), "metric": text("metric"), "params": text("parameters"), "unit": text("unit"),
+    "a_predicted": num("A predicted", help="the case's model for GPU A's specs and measured ceilings"),
+    "a_measured": num("A measured", help="kernelscope bench on GPU A (event timing)"),
+    "a_verdict": text("A verdict"),
+    "b_predicted": num("B predicted", help="the case's model for GPU B's specs and measured ceilings"),
+    "b_measured": num("B measured", help="kernelscope bench on GPU B (event timing)"),
+    "b_verdict": text("B verdict"),
+    "speedup": num("B over A", "×", "%.2f", "a time's A / B, a rate's B / A (> 1: B is faster)"),
+    "predicted_speedup": num("predicted", "×", "%.2f", "the same ratio of the two predictions"),
+    "ratio_verdict": text("ratio", "agrees when measured / predicted speed-up is within ±15 %"),
+    "a_pct": num("A of its ceiling", "%", "%.1f", "a rate / the spec peak of the resource that bounds it on A"),
+    "b_pct": num("B of its ceiling", "%", "%.1f", "a rate / the spec peak of the resource that bounds it on B"),
+    "peak": text("bounding resource"),
+}
+
+
+def gpu_pair_blocks(src: Source, a_run: str, b_run: str) -> list:
+    """Two bench runs, GPU × GPU (analyzers.gpu_compare): the summary first, the ceilings side by side, then per
+    case and quantity each GPU's prediction, measurement and verdict with the ratio between them."""
+    r = src.compare_gpus(a_run, b_run)
+    out: list = [Heading(f"GPU × GPU: B = {code(r['b'])} against A = {code(r['a'])}"), Text(r["summary"], "info")]
+    if r["ceilings"]:
+        ceil = pl.DataFrame([{**c, "a_shown": fmt_short(c["a"], c["unit"]), "b_shown": fmt_short(c["b"], c["unit"]),
+                              "throttled": ", ".join(x for x, t in (("A", c["a_throttled"]), ("B", c["b_throttled"]))
+                                                     if t) or None} for c in r["ceilings"]])
+        out.append(Table("gpu_pair_ceilings", ceil, {
+            "name": text("resource"), "a_shown": text("A measured"), "b_shown": text("B measured"),
+            "ratio": num("B over A", "×", "%.2f", "rates B / A; costs A / B"),
+            "spec_ratio": num("spec sheets", "×", "%.2f", "B's datasheet peak / A's"),
+            "throttled": text("throttled", "measured while NVML reported a clock-event (throttle) reason: a lower "
+                                           "bound of the resource, kept apart")}, static=True))
+    rows = r["rows"].sort(["case", "metric"])
+    out.append(Table("gpu_pair", rows, PAIR_COLS, caption=f"{rows.height} case results measured on both GPUs; each "
+                     "rate is a fraction of the ceiling that bounds it on its own GPU (a shared-memory column read or "
+                     "an unpadded transpose: shared memory; host copies: the host link)."))
+    return out
+
+
 def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | None = None) -> list:
     """The same bench cases across GPUs (one column per GPU), normalised to each GPU's own spec peak."""
     res = src.bench_results().filter(pl.col("run_id").is_in(run_ids))
@@ -92,7 +134,12 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
                            + ".", "caption")]
     rows = []
     for r in res.iter_rows(named=True):
-        peak, peak_name = result_peak(find_gpu(r["gpu_name"]), r["case"], r["metric"], r["unit"] or "")
+        try:
+            params = json.loads(r["params"]) if r["params"] else {}
+        except ValueError:
+            params = {}
+        peak, peak_name = result_peak(find_gpu(r["gpu_name"]), r["case"], r["metric"], r["unit"] or "",
+                                      params if isinstance(params, dict) else {})
         rows.append({"case": r["case"], "metric": r["metric"], "params": r["params"] or "", "gpu": r["gpu"],
                      "value": r["value"], "unit": r["unit"] or "", "shown": fmt_short(r["value"], r["unit"] or ""),
                      "pct": r["value"] / peak * 100 if peak and r["value"] is not None else None,

@@ -247,12 +247,26 @@ def test_compare_traces_use_the_spread(ids):
     assert "only runs of the same kind" in mixed.error[0].value
 
 
-def test_compare_bench_runs_across_gpus(ids):
+def test_compare_bench_runs_across_gpus(ids, capsys):
+    """Two bench runs, GPU × GPU (issue 38): the page and `kernelscope compare` give the same result — the summary
+    with the DRAM ratio first, each GPU's measurement, the ratio between them and each rate as a fraction of its own
+    GPU's bounding ceiling."""
     at = open_page("compare", a=ids["bench_h200"], b=ids["bench_h100"])
-    wide = frames(at)[0]
-    row = wide.filter(wide["case"] == "littles_law").row(0, named=True)
-    assert row["pct_NVIDIA H200"] == pytest.approx(3.9e12 / 4.8e12 * 100)
-    assert row["pct_NVIDIA H100 80GB HBM3"] == pytest.approx(3.9e12 * 0.7 / 3.35e12 * 100)
+    assert not at.exception
+    pair = next(f for f in frames(at) if "speedup" in f.columns)
+    row = pair.filter(pair["case"] == "littles_law").row(0, named=True)
+    assert row["a_pct"] == pytest.approx(3.9e12 / 4.8e12 * 100)
+    assert row["b_pct"] == pytest.approx(3.9e12 * 0.7 / 3.35e12 * 100)
+    assert row["speedup"] == pytest.approx(0.7)                          # a rate: B / A
+    t = texts(at)
+    assert "H100 SXM / H200: DRAM 0.70× (spec 0.70×)" in t
+    from dashboard.cli import main
+    capsys.readouterr()
+    assert main(["compare", ids["bench_h200"], ids["bench_h100"], "--store", str(ids["root"]), "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["summary"] in t and {r["case"] for r in cli["rows"]} == set(pair["case"])
+    cli_row = next(r for r in cli["rows"] if r["case"] == "littles_law")
+    assert cli_row["speedup"] == pytest.approx(row["speedup"]) and cli_row["b_pct"] == pytest.approx(row["b_pct"])
 
 
 def test_gpus_page(ids):

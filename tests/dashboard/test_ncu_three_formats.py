@@ -132,7 +132,8 @@ def disagreements(report_kernels, export_kernels, text: str) -> tuple[list, int]
             if b is None:
                 bad.append((kid, col, a, None, "the report lacks it"))
                 continue
-            _, half = digits.get((kid, metric)) or digits.get((kid, NCU_ALTERNATE_METRICS.get(metric)), (a, 0.0))
+            _, half = digits.get((kid, metric)) or next((digits[(kid, m)] for m in NCU_ALTERNATE_METRICS.get(metric, ())
+                                                         if (kid, m) in digits), (a, 0.0))
             if abs(a - b) > half * (1 + 1e-9) + 1e-9 * abs(b):
                 bad.append((kid, col, a, b, half))
             checked += 1

@@ -1,0 +1,80 @@
+"""Issue 38 on the recorded bench runs (sample_traces/h*/bench_suite): two GPUs side by side (analyzers.gpu_compare).
+
+- Each rate is a fraction of the ceiling that bounds it: the unpadded transpose and the shared-memory column read
+  against shared memory (SMs × 128 B × boost clock), never DRAM; the padded transpose against DRAM.
+- A ceiling measured while the GPU throttled is stored and shown as throttled.
+- The ratio between GPUs is judged against the ratio of the two predictions; a measurement that moves it flips the
+  verdict.
+"""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from analyzers.ceilings import bounding_resource, result_peak, smem_bandwidth_bound
+from analyzers.gpu_compare import RATIO_TOLERANCE, compare_gpus, gpu_label
+from analyzers.gpus import find_gpu
+from tests.conftest import SAMPLES
+
+H200_RUNS = sorted((SAMPLES / "h200" / "bench_suite").glob("bench_*.json.gz"))
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    from collectors.store import Store
+    from dashboard.source import Source
+    s = Store(tmp_path_factory.mktemp("gpus") / "store")
+    ids = [s.ingest_path(p)[0].run_id for p in H200_RUNS]
+    return Source(s), ids
+
+
+def test_a_rate_is_a_fraction_of_the_ceiling_that_bounds_it(src):
+    source, (a, b) = src
+    rows = compare_gpus(source.bench_results(), source.ceilings(), a, b)["rows"]
+    t = rows.filter((pl.col("case") == "transpose.tile") & (pl.col("unit") == "B/s"))
+    assert t.height
+    h200 = find_gpu("NVIDIA H200")
+    for r in t.iter_rows(named=True):
+        padded = json.loads(r["params"])["padded"]
+        assert r["bound"] == ("dram" if padded else "smem")
+        peak = h200.dram_bandwidth_bytes_per_s if padded else smem_bandwidth_bound(h200)
+        assert r["b_pct"] == pytest.approx(r["b_measured"] / peak * 100)
+    # an unpadded transpose against shared memory is a small fraction of it, never a third of DRAM
+    assert t.filter(pl.col("bound") == "smem")["b_pct"].max() < 15
+    assert bounding_resource("bank.column_read", "bandwidth", "B/s") == "smem"
+    assert bounding_resource("h2d.chunked_copy", "copy_bandwidth", "B/s") == "h2d"
+    assert result_peak(h200, "transpose.tile", "bandwidth", "B/s", {"padded": False})[1].startswith("shared-memory")
+
+
+def test_throttled_ceilings_are_stored_and_shown_as_throttled(src):
+    source, (a, b) = src
+    c = source.ceilings()
+    run = c.filter(pl.col("run_id") == b)
+    assert run.filter(pl.col("resource") == "bf16")["throttled"].all()           # the log says THROTTLED
+    assert not run.filter(pl.col("resource") == "dram")["throttled"].any()
+    pair = compare_gpus(source.bench_results(), c, a, b)
+    bf16 = next(x for x in pair["ceilings"] if x["resource"] == "bf16")
+    assert bf16["b_throttled"] and "throttled on" in pair["summary"]
+
+
+def test_the_ratio_verdict_flips_with_a_measurement(src):
+    source, (a, b) = src
+    res = source.bench_results()
+    rows = compare_gpus(res, source.ceilings(), a, b)["rows"]
+    r = rows.filter((pl.col("case") == "transpose.tile") & (pl.col("unit") == "s")
+                    & pl.col("ratio_verdict").is_not_null()).row(0, named=True)
+    assert r["ratio_verdict"] == "agrees" and abs(r["speedup"] / r["predicted_speedup"] - 1) <= RATIO_TOLERANCE
+    # the same case measured 1.5x slower on B: the GPUs no longer differ as predicted
+    slower = res.with_columns(pl.when((pl.col("run_id") == b) & (pl.col("case") == r["case"])
+                                      & (pl.col("metric") == r["metric"]) & (pl.col("params") == r["params"]))
+                              .then(pl.col("value") * 1.5).otherwise(pl.col("value")).alias("value"))
+    flipped = compare_gpus(slower, source.ceilings(), a, b)["rows"].filter(
+        (pl.col("case") == r["case"]) & (pl.col("metric") == r["metric"]) & (pl.col("params") == r["params"]))
+    assert flipped["ratio_verdict"].item() == "differs"
+
+
+def test_one_name_per_gpu_model():
+    assert gpu_label("NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3 (H100 SXM)"
+    assert gpu_label("NVIDIA H200") == "NVIDIA H200"
