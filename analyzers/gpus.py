@@ -105,6 +105,13 @@ def _cc7_limits(threads: int, blocks: int, smem_kib: int) -> dict[str, int]:
     return d
 
 
+def _cc6_limits(threads: int, blocks: int, smem_kib: int) -> dict[str, int]:
+    """CC 6.x: no reserved shared memory, and a block may use at most 48 KB of it (no opt-in beyond)."""
+    d = _cc_limits(threads, blocks, smem_kib)
+    d.update(smem_per_block_optin_bytes=48 * KIB, reserved_smem_per_block_bytes=0)
+    return d
+
+
 _CC7_SOURCE = ("per-CC limits: CUDA Programming Guide 'Technical Specifications per Compute Capability' (7.0: 2048 "
                "threads, 32 blocks, 96 KB shared memory per SM and per block opt-in; 7.5: 1024 threads, 16 blocks, "
                "64 KB; no reserved shared memory before CC 8.0); blocks/SM and carve-outs as cuda_occupancy.h (CUDA "
@@ -117,6 +124,9 @@ _CC7_SOURCE = ("per-CC limits: CUDA Programming Guide 'Technical Specifications 
 #: 2048, maxBlocksPerMultiProcessor 32); the others are checked against the corpus's device descriptions
 #: (tests/collectors/test_corpus_formats.py).
 CC_LIMITS: dict[tuple[int, int], dict[str, int]] = {
+    # CC 6.1 (Pascal GeForce): 2048 threads, 32 blocks, 96 KB per SM, 48 KB per block (Programming Guide); as the
+    # GTX 1080 of tests/corpus/pmkid-brute-force reports in its device attributes
+    (6, 1): _cc6_limits(2048, 32, 96),
     (7, 0): _cc7_limits(2048, 32, 96),
     (7, 5): _cc7_limits(1024, 16, 64),
     (8, 0): _cc_limits(2048, 32, 164),

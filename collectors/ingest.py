@@ -196,9 +196,9 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
                 kind, read = streamed                 # named in a refusal as parse_bytes names it
                 parsed = read(p, p.name)
                 finish_meta(parsed.kind, parsed.meta)
-                return validate(parsed, p.name)
+                return with_companion_log(validate(parsed, p.name), p)
         data, name = read_path(path)
-        return parse_bytes(data, name)
+        return with_companion_log(parse_bytes(data, name), p)
     except ArtifactError as e:
         raise ArtifactError(str(path), e.problem) from None
     except MemoryError:
@@ -208,6 +208,31 @@ def parse_path(path: str | os.PathLike, metrics: str = "all") -> Parsed:
         raise ArtifactError(str(path), f"cannot read file ({e.strerror or e})") from None
     except READ_ERRORS as e:
         raise ArtifactError(str(path), read_problem(e, kind)) from None
+
+
+def companion_warnings(parsed: Parsed, path: str | os.PathLike) -> list[str]:
+    """The warnings of the Nsight Compute console log saved beside a report (collectors.ncu_log): fewer launches
+    than asked for, launches begun but missing, ncu's errors. [] for other kinds or without a log."""
+    if parsed.kind != "ncu":
+        return []
+    from collectors.ncu_log import log_warnings, sibling_log
+    log = sibling_log(path)
+    if log is None:
+        return []
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    ids = parsed.table("kernels")["id"].to_list()
+    return [f"{w} ({log.name})" if log.name not in w else w for w in log_warnings(text, ids, log.name)]
+
+
+def with_companion_log(parsed: Parsed, path: str | os.PathLike) -> Parsed:
+    """The parsed report with its console log's warnings (companion_warnings) among its own."""
+    extra = companion_warnings(parsed, path)
+    if extra:
+        parsed.meta["warnings"] = [*(parsed.meta.get("warnings") or []), *extra]
+    return parsed
 
 
 def _streamed_parser(p: Path, partial: bool = False) -> tuple[str, Callable] | None:

@@ -345,7 +345,7 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
            sections: dict[str, str] | None = None, names: list[str] | None = None,
            units: list[str] | None = None) -> Parsed:
     long = conform_metrics(long)
-    wanted = {m for m in NCU_METRIC_COLUMNS.values()} | set(NCU_ALTERNATE_METRICS.values())
+    wanted = {m for m in NCU_METRIC_COLUMNS.values()} | {m for alts in NCU_ALTERNATE_METRICS.values() for m in alts}
     sel = long.filter(pl.col("metric").is_in(list(wanted)) & pl.col("value").is_not_null()).select("id", "metric",
                                                                                                   "value")
     # one column per metric; a metric a launch repeats: its last value (pivoting the categorical names: 6x faster
@@ -380,7 +380,7 @@ def _build(idents: list[dict], long: pl.DataFrame, name: str, fmt: str, source_l
         per_launch.with_columns(pl.col("id").cast(pl.Int64)), on="id", how="left", maintain_order="left")
     have = set(kernels.columns)
     kernels = kernels.select(*ident_schema, *[          # each column: its metric, else the older name of it
-        pl.coalesce([pl.col(m) for m in (metric, NCU_ALTERNATE_METRICS.get(metric)) if m and m in have]
+        pl.coalesce([pl.col(m) for m in (metric, *NCU_ALTERNATE_METRICS.get(metric, ())) if m and m in have]
                     or [pl.lit(None)]).cast(pl.Float64).alias(col)
         for col, metric in NCU_METRIC_COLUMNS.items()]).select(list(KERNEL_SCHEMA))
     kernels = kernels.cast(dict(KERNEL_SCHEMA))

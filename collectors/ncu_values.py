@@ -52,8 +52,8 @@ FACT_METRICS = ("launch__sm_count", "dram__cycles_elapsed.avg.per_second")
 #: every metric _build reads: a non-finite value of these stays a number, so that collectors.validate refuses the
 #: launch it lands in; any other non-finite value becomes text as the batch is read (what validate would make of it,
 #: without rewriting a 22-million-row table afterwards)
-BUILD_METRICS = frozenset(NCU_METRIC_COLUMNS.values()) | frozenset(NCU_ALTERNATE_METRICS.values()) | frozenset(
-    FACT_METRICS)
+BUILD_METRICS = frozenset(NCU_METRIC_COLUMNS.values()) | frozenset(
+    m for alts in NCU_ALTERNATE_METRICS.values() for m in alts) | frozenset(FACT_METRICS)
 
 
 def analysis_metric(name: str) -> bool:

@@ -184,9 +184,19 @@ NCU_METRIC_COLUMNS: dict[str, str] = {
     "l2_peak_bytes_per_cycle": "derived__lts__lts2xbar_bytes.sum.peak_sustained",
     "l2_clock_hz": "lts__cycles_elapsed.avg.per_second",
 }
-#: older ncu names of the same metrics (read when the newer one is absent)
+#: older ncu names of the same metrics (read when the newer one is absent): ncu 2019.x-2020.1 reports name the
+#: duration and the DRAM bytes without rollup suffixes (gpu__time_duration, dram__read_bytes, dram__write_bytes;
+#: tests/corpus/pmkid-brute-force); what a version truly lacks stays missing
 NCU_ALTERNATE_METRICS = {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed":
-                         "dram__throughput.avg.pct_of_peak_sustained_elapsed"}
+                         ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "fbpa__sol_pct"),
+                         "sm__warps_active.avg.pct_of_peak_sustained_active": (
+                             "sm__active_warps_avg_per_active_cycle_pct",),
+                         "dram__cycles_elapsed.avg.per_second": ("dram__frequency",),
+                         "gpc__cycles_elapsed.avg.per_second": ("gpc__frequency",),
+                         "lts__t_sector_hit_rate.pct": ("lts__request_total_sectors_hitrate_pct",),
+                         "gpu__time_duration.sum": ("gpu__time_duration",),
+                         "dram__bytes_read.sum": ("dram__read_bytes",),
+                         "dram__bytes_write.sum": ("dram__write_bytes",)}
 
 KERNEL_SCHEMA = pl.Schema(
     {

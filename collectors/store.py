@@ -41,7 +41,7 @@ import polars as pl
 
 from collectors import index as run_index
 from collectors.errors import ArtifactError, RunNotFound, StoreError
-from collectors.ingest import parse_bytes, read_path
+from collectors.ingest import companion_warnings, parse_bytes, read_path
 from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
 from collectors.stamps import RACY_S, default_store_dir  # noqa: F401  (RACY_S: the store's rule)
 from collectors.stamps import settled as _settled
@@ -134,6 +134,9 @@ class Run:
     def meta(self) -> dict:
         d = self._tables_dir
         meta = self._memory.meta if d is None else json.loads((d / META).read_text())
+        extra = self.manifest.get("companion_warnings") or []    # what a file beside it said (collectors.ncu_log)
+        if extra:
+            meta = {**meta, "warnings": [*(meta.get("warnings") or []), *[w for w in extra if isinstance(w, str)]]}
         return with_gpu_override(meta, self.manifest.get("gpu_override"))
 
     @property
@@ -479,7 +482,7 @@ class Store:
 
     # ---- writing ----------------------------------------------------------------------------
     def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None, *,
-                     gpu: str | None = None) -> tuple[Run, bool]:
+                     gpu: str | None = None, companion: list[str] | None = None) -> tuple[Run, bool]:
         """Parse and store one artifact. Returns (run, created). Raises ArtifactError on bad input;
         nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`), kept in the
         manifest (the tables stay what the file says, so a re-derived run keeps it). The same bytes are one run:
@@ -491,13 +494,17 @@ class Store:
             return Run(self.runs_dir / rid), False
         if parsed is None:
             parsed = parse_bytes(data, name)
-        return self._write(rid, data, name, parsed, gpu)
+        return self._write(rid, data, name, parsed, gpu, companion)
 
     def ingest_path(self, path: str | os.PathLike, *, gpu: str | None = None) -> tuple[Run, bool]:
-        """A file, or a folder of rank traces (one run); errors name the path as given."""
+        """A file, or a folder of rank traces (one run); errors name the path as given. A console log saved beside
+        an Nsight Compute report (collectors.ncu_log) adds its warnings, kept in the manifest."""
         data, name = read_path(path)
         try:
-            return self.ingest_bytes(data, name, gpu=gpu)
+            if run_id_for(data) in self:
+                return self.ingest_bytes(data, name, gpu=gpu)
+            parsed = parse_bytes(data, name)
+            return self.ingest_bytes(data, name, parsed, gpu=gpu, companion=companion_warnings(parsed, path))
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
@@ -530,7 +537,8 @@ class Store:
                 continue
         return n
 
-    def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None) -> tuple[Run, bool]:
+    def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None,
+               companion: list[str] | None = None) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
@@ -551,6 +559,8 @@ class Store:
             }
             if gpu:
                 manifest["gpu_override"] = gpu
+            if companion:
+                manifest["companion_warnings"] = list(companion)
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
             final = self.runs_dir / rid
             try:

@@ -35,7 +35,7 @@ from analyzers.errors import AnalysisError
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
 from collectors.errors import ArtifactError, InputError, RunNotFound
-from collectors.ingest import parse_bytes, read_path
+from collectors.ingest import companion_warnings, parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
 from collectors.store import Run, Store, with_gpu_override
 
@@ -454,8 +454,10 @@ class Source:
             first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
             raise ArtifactError(name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored") from None
 
-    def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None) -> tuple[Run, bool]:
-        """Parse, check (`check`), store: (run, created). A file already stored is returned as stored."""
+    def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None,
+                     path: str | None = None) -> tuple[Run, bool]:
+        """Parse, check (`check`), store: (run, created). A file already stored is returned as stored. `path`: where
+        the file lies, for a console log saved beside it (collectors.ncu_log)."""
         gpu = get_gpu(gpu).name if gpu else self.gpu
         from collectors.store import run_id_for
         rid = run_id_for(data)
@@ -463,13 +465,14 @@ class Source:
             return self.store.get(rid), False
         parsed = parse_bytes(data, name)
         self.check(parsed, name, gpu)
-        return self.store.ingest_bytes(data, name, parsed, gpu=gpu)
+        return self.store.ingest_bytes(data, name, parsed, gpu=gpu,
+                                       companion=companion_warnings(parsed, path) if path else None)
 
     def ingest_path(self, path, gpu: str | None = None) -> tuple[Run, bool]:
         """A file, or a folder of rank traces (one run); errors name the path as given."""
         data, name = read_path(path)
         try:
-            return self.ingest_bytes(data, name, gpu)
+            return self.ingest_bytes(data, name, gpu, path=str(path))
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 

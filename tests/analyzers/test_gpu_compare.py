@@ -78,3 +78,22 @@ def test_the_ratio_verdict_flips_with_a_measurement(src):
 def test_one_name_per_gpu_model():
     assert gpu_label("NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3 (H100 SXM)"
     assert gpu_label("NVIDIA H200") == "NVIDIA H200"
+
+
+def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
+    """The H100 suite recorded beside the H200's (sample_traces/h100/bench_suite): the summary says the DRAM ratio
+    next to the spec sheets' (1.40× measured, 1.43× spec), that compute is the same, and the launch cost per host."""
+    from collectors.store import Store
+    from dashboard.source import Source
+    s = Store(tmp_path / "store")
+    h100 = s.ingest_path(next((SAMPLES / "h100" / "bench_suite").glob("bench_*.json.gz")))[0].run_id
+    h200 = s.ingest_path(H200_RUNS[-1])[0].run_id
+    src = Source(s)
+    r = compare_gpus(src.bench_results(), src.ceilings(), h100, h200)
+    assert r["a"] == "NVIDIA H100 80GB HBM3 (H100 SXM)" and r["b"] == "NVIDIA H200"
+    assert r["summary"].startswith("H200 / H100 SXM: DRAM 1.40× (spec 1.43×)")
+    dram = next(c for c in r["ceilings"] if c["resource"] == "dram")
+    assert 1.35 < dram["ratio"] < 1.45 and abs(dram["ratio"] / dram["spec_ratio"] - 1) < 0.05
+    fp32 = next(c for c in r["ceilings"] if c["resource"] == "fp32")
+    assert abs(fp32["ratio"] - 1) < 0.05 and fp32["a_throttled"]
+    assert "µs on A's host" in r["summary"]

@@ -24,7 +24,7 @@ CORPUS = REPO / "tests" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 FILES = [e for e in MANIFEST["files"] if not e.get("set")]
 SETS = [e for e in MANIFEST["files"] if e.get("set")]
-LICENSES = {"MIT", "BSD-3-Clause", "CC-BY-SA-4.0", "Unlicense"}
+LICENSES = {"MIT", "BSD-3-Clause", "CC-BY-SA-4.0", "Unlicense", "GPL-3.0-only"}
 sys.path.insert(0, str(CORPUS))
 import reference as R  # noqa: E402  (tests/corpus/reference.py: standard library only)
 import trim_kineto  # noqa: E402

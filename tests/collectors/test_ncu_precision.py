@@ -102,3 +102,39 @@ def test_a_launch_whose_collection_failed_is_said_and_shown_with_its_reason():
     assert row["duration_ns"] is None and row["top_finding"].startswith("not measured: Nsight Compute's collection")
     whole = parse_path(str(H200_KERNELS / "full_raw.csv.gz")).table("kernels")
     assert a.kernels["duration_ns"].sum() == whole.filter(whole["id"] != 3)["duration_ns"].sum()
+
+
+H100_PARTIAL = H200_KERNELS.parents[1] / "h100" / "ncu_partial"
+
+
+def test_a_real_report_stopped_early_says_how_many_launches_it_lacks(tmp_path):
+    """sample_traces/h100/ncu_partial: ncu asked for 120 launches (`-c 120`), stopped by a time limit after 35, the
+    36th cut off mid-collection. The report alone cannot tell; its console log beside it can: `analyze` and the
+    stored run (kept in the manifest, so a re-derived run keeps it) say 35 of 120 and name the launch that failed."""
+    from collectors.store import Store
+    p = parse_path(str(H100_PARTIAL / "partial.ncu-rep.gz"))
+    w = " ".join(p.meta["warnings"])
+    assert p.table("kernels").height == 35
+    assert "asked for 120 launches; the report holds 35 (ids 0–34)" in w and "launch 35 was begun" in w
+    assert "Failed to profile" in w and "partial.log" in w
+    run, _ = Store(tmp_path / "s").ingest_path(H100_PARTIAL / "partial.ncu-rep.gz")
+    assert any("asked for 120 launches" in x for x in run.meta["warnings"])
+    assert any("asked for 120" in x for x in run.manifest["companion_warnings"])
+    # without its log the report says nothing it cannot know
+    alone = tmp_path / "alone" / "partial.ncu-rep.gz"
+    alone.parent.mkdir()
+    alone.write_bytes((H100_PARTIAL / "partial.ncu-rep.gz").read_bytes())
+    assert not parse_path(str(alone)).meta.get("warnings")
+
+
+def test_a_real_failed_launch_is_counted_named_and_shown_with_its_reason():
+    """sample_traces/h100/ncu_partial/failed_launch: five launches measured, then a kernel that traps (launch 5):
+    ncu keeps it with no counters and prints LaunchFailed."""
+    from analyzers.gpu_identify import resolve_gpu
+    from analyzers.ncu_run import analyze_ncu
+    p = parse_path(str(H100_PARTIAL / "failed_launch.ncu-rep.gz"))
+    w = " ".join(p.meta["warnings"])
+    assert "1 of 6 launches have no duration" in w and "launch 5;" in w and p.meta["failed_launches"] == [5]
+    assert 'error at launch 5: "LaunchFailed"' in w
+    a = analyze_ncu(p.table("kernels"), resolve_gpu(p.meta["gpu_name"], p.meta.get("device_attributes")))
+    assert a.launch(5)["top_finding"].startswith("not measured") and a.launch(4)["duration_ns"] > 0

@@ -16,7 +16,9 @@ Traces (Kineto JSON, nsys SQLite), per (rank, device):
                        idle fraction = 1 - sum(busy) / sum(window)
   Kineto times are decimal µs: converted exactly to ns with decimal arithmetic.
 Nsight Compute: launches and each launch's duration [ns] (gpu__time_duration.sum, or "Duration" in a details page's
-  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is importable.
+  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is importable, which
+  also gives the duration metric the report has (`gpu__time_duration.sum`, the bare 2019.x `gpu__time_duration`,
+  or none) and, for the first three launches, the kernel name and the duration and DRAM byte metrics it carries.
 """
 from __future__ import annotations
 
@@ -181,7 +183,9 @@ def nsys_reference(path: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ ncu
-_TO_NS = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+#: "": ncu 2025 exporting a 2019.x report writes no units; its values are the report's own (ns for durations)
+_TO_NS = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9,
+          "": 1}
 
 
 def ncu_csv_reference(path: str) -> dict:
@@ -196,15 +200,27 @@ def ncu_csv_reference(path: str) -> dict:
             if len(r) <= ival or not r[iid].strip().isdigit():
                 continue
             launches.setdefault(r[iid], None)
-            if r[iname] in ("Duration", "gpu__time_duration.sum") and launches[r[iid]] is None:
+            if r[iname] in ("Duration", "gpu__time_duration.sum", "gpu__time_duration") and launches[r[iid]] is None:
                 launches[r[iid]] = float(r[ival].replace(",", "")) * _TO_NS[r[iunit]]
     else:
-        iid, idur = hdr.index("ID"), hdr.index("gpu__time_duration.sum")
+        iid = hdr.index("ID")
+        idur = hdr.index("gpu__time_duration.sum") if "gpu__time_duration.sum" in hdr else hdr.index("gpu__time_duration")
         unit = rows[1][idur]
         for r in rows[2:]:
             if len(r) > idur and r[iid].strip().isdigit():
                 launches[r[iid]] = float(r[idur].replace(",", "")) * _TO_NS[unit]
     return {"launches": len(launches), "durations_ns": list(launches.values())}
+
+
+#: the duration metric: `.sum` since ncu 2020.x, the bare name in 2019.x reports; DRAM bytes under both namings
+_NCU_TIME = ("gpu__time_duration.sum", "gpu__time_duration")
+_NCU_FIRST = _NCU_TIME + ("dram__bytes_read.sum", "dram__bytes_write.sum", "dram__read_bytes.sum",
+                          "dram__write_bytes.sum", "dram__read_bytes", "dram__write_bytes")
+
+
+def _num(m):
+    v = m.value()
+    return float(v) if isinstance(v, (int, float)) and v == v else None
 
 
 def ncu_rep_reference(path: str) -> dict | None:
@@ -216,14 +232,20 @@ def ncu_rep_reference(path: str) -> dict | None:
         tf.write(read(path))
     try:
         ctx = ncu_report.load_report(tf.name)
-        durations = []
+        durations, first, seen = [], [], set()
         for i in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(i)
             for j in range(rng.num_actions()):
-                m = rng.action_by_idx(j).metric_by_name("gpu__time_duration.sum")
+                a = rng.action_by_idx(j)
+                m = a.metric_by_name("gpu__time_duration.sum") or a.metric_by_name("gpu__time_duration")  # 2019.x
                 v = m.value() if m is not None else None
                 durations.append(float(v) if v is not None and v == v else None)
-        return {"launches": len(durations), "durations_ns": durations}
+                got = {n: _num(a.metric_by_name(n)) for n in _NCU_FIRST if a.metric_by_name(n) is not None}
+                seen |= set(got)
+                if len(first) < 3:
+                    first.append({"kernel": a.name(), "metrics": got})
+        return {"launches": len(durations), "durations_ns": durations,
+                "duration_metric": next((n for n in _NCU_TIME if n in seen), None), "first_launches": first}
     finally:
         os.unlink(tf.name)
 

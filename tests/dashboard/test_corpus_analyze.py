@@ -241,10 +241,10 @@ def test_ingest_of_the_whole_corpus_folder(tmp_path, capsys):
     everything else is stored, and `runs` lists the warnings."""
     from dashboard.cli import main
     store = tmp_path / "s"
-    assert main(["ingest", str(CORPUS), "--store", str(store)]) == 1       # three files are refused
+    assert main(["ingest", str(CORPUS), "--store", str(store)]) == 1       # four files are refused
     out, err = capsys.readouterr()
     refused = [ln for ln in err.splitlines() if ln.startswith("kernelscope: ")]
-    assert len(refused) == 3
+    assert len(refused) == 4          # the 2019 Jetson report without durations among them
     stored_lines = [ln for ln in out.splitlines() if ln.count("\t") == 3]
     assert any(ln.endswith("dlrm_8rank\tnew") for ln in stored_lines)
     runs = Store(store).runs()
@@ -308,3 +308,20 @@ def test_export_with_gpu_uses_that_gpu(tmp_path, capsys):
     assert main(["export", rid, "--html", str(out), "--store", str(store)]) == 0
     assert "unknown GPU (CC 8.6)" in out.read_text()
     assert Store(store).get(rid).manifest.get("gpu_override") is None
+
+
+def test_2019_reports_with_bare_metric_names_are_analysed_and_the_ones_without_durations_refused(tmp_path):
+    """Issue 39: ncu 2019.x reports name the duration and the DRAM bytes without rollup suffixes
+    (gpu__time_duration, dram__read_bytes, dram__write_bytes): read as the newer names, equal to what NVIDIA's
+    ncu_report reads; a 2019 report that has no duration at all is refused in one line that says so."""
+    for e in [x for x in MANIFEST["files"] if x["file"].startswith("pmkid-brute-force/") and x["format"] == "ncu-rep"]:
+        src = Source(Store(tmp_path / e["file"].replace("/", "_")))
+        run, _ = src.ingest_path(CORPUS / e["file"])
+        k = src.ncu(run).kernels
+        want = e["expected"]["reference"]["first_launches"][0]["metrics"]
+        assert k["duration_ns"].to_list() == [want["gpu__time_duration"]]
+        assert k["dram_read_bytes"].to_list() == [want["dram__read_bytes"]]
+        assert k["dram_write_bytes"].to_list() == [want["dram__write_bytes"]]
+    dark = _entry("fill_kernel_xavier")
+    with pytest.raises(ArtifactError, match="no kernel has a duration"):
+        Source(Store(tmp_path / "dark")).ingest_path(CORPUS / dark["file"])

@@ -44,6 +44,7 @@ from tests.conftest import H200_KERNELS, REPO, SAMPLES
 
 CORPUS = REPO / "tests" / "corpus"
 TORCH = SAMPLES / "h200" / "torch_names"
+STEP = SAMPLES / "h200" / "train_step"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
 
 
@@ -54,6 +55,10 @@ def _sets() -> dict[str, tuple[Path, list[Path]]]:
                                                       "full_details_base.csv.gz", "full_details_default.csv.gz")]),
         "torch-names": (TORCH / "torch_names.ncu-rep.gz",
                         [TORCH / "torch_names_raw.csv.gz", TORCH / "torch_names_details.csv.gz"]),
+        # a real training step (H200): its fused Adam kernel has an enum template argument, (ADAM_MODE)1 in the
+        # .ncu-rep and 1 in the CSVs (issue 39); exports by ncu 2025.3.1 on 2026-12-06 (automatic units)
+        "h200-train-step": (STEP / "train_step_ncu_nvtx.ncu-rep.gz",
+                            [STEP / "train_step_ncu_nvtx_raw.csv.gz", STEP / "train_step_ncu_nvtx_details.csv.gz"]),
     }
     for e in MANIFEST["files"]:
         if e.get("export_of"):
@@ -178,10 +183,19 @@ def test_the_torch_report_names_differ_by_demangler_and_are_kept(runs):
 
 
 # ------------------------------------------------------------------------------------------------- numbers
+#: quantities an ncu 2025 export derives for an old report that the report itself does not hold under any name of
+#: the same meaning: (set, column) -> why. Kernelscope leaves them missing from the report (never a guess)
+NOT_IN_THE_REPORT = {
+    ("pmkid-brute-force", "inst_executed"): "ncu 2025 derives smsp__inst_executed.sum (482.0 M warp instructions) for "
+    "the details page of this 2019.x report, whose own inst_executed counts 246.9 M: not the same quantity",
+}
+
+
 @pytest.mark.parametrize("s, f", PAIRS, ids=IDS)
 def test_same_numbers_to_the_printed_precision(runs, s, f):
     src, r = runs
     bad, checked = disagreements(r[SETS[s][0]].table("kernels"), r[f].table("kernels"), _text(f))
+    bad = [b for b in bad if not (b[3] is None and (s, b[1]) in NOT_IN_THE_REPORT)]
     assert not bad, bad[:10]
     assert checked >= 5 * r[f].table("kernels").height, checked
     if "raw" in f.name and ("base" in f.name or s == "torch-names"):   # base units: whole ns, equal
@@ -286,3 +300,20 @@ def test_grid_columns_that_contradict_the_launch_are_not_used(runs):
         assert any("grid (128, 1, 1) but launch__grid_size = 1 blocks" in w for w in run.meta["warnings"])
         rows = build(src, {"a": r[rep].run_id, "b": run.run_id}).tables()["compare"].frame
         assert set(rows["config"]) == {"grid 1 blocks, block 128 threads"}
+
+
+def test_an_enum_template_argument_is_one_name_in_all_three_formats(runs):
+    """The training step's fused Adam kernel: `.ncu-rep` writes `FusedAdamMathFunctor<c10::BFloat16, (int)4,
+    (at::native::ADAM_MODE)1, (bool)0>`, the CSVs `…<c10::BFloat16, 4, 1, 0>`; one canonical name, and Compare of
+    the report with each export shows every kernel unchanged (none added or removed)."""
+    src, r = runs
+    rep, raw, details = (STEP / f for f in ("train_step_ncu_nvtx.ncu-rep.gz", "train_step_ncu_nvtx_raw.csv.gz",
+                                            "train_step_ncu_nvtx_details.csv.gz"))
+    a, b, c = (src.ncu(r[p]).kernels for p in (rep, raw, details))
+    adam = [n for n in a["raw_name"] if "FusedAdam" in n]
+    assert adam and "(at::native::ADAM_MODE)1" in adam[0]
+    assert not any("ADAM_MODE" in n for n in b["raw_name"]) and any("FusedAdam" in n for n in b["raw_name"])
+    assert a["kernel_name"].to_list() == b["kernel_name"].to_list() == c["kernel_name"].to_list()
+    for other in (raw, details):
+        page = compare_page(src, r[rep], r[other])
+        assert page["added"] == page["removed"] == 0 and page["unchanged"] + page["faster"] + page["slower"] == a.height
