@@ -49,7 +49,8 @@ RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "smem": (None, "shared-memory bandwidth"),
     "bf16": ("bf16_dense_flop_per_s", "BF16 dense (tensor cores)"),
     "fp32": ("fp32_flop_per_s", "FP32 (CUDA cores)"),
-    "h2d": ("host_link_bytes_per_s", "host ↔ device"),
+    "h2d": ("host_link_bytes_per_s", "host → device"),
+    "d2h": ("host_link_bytes_per_s", "device → host"),
     "launch": (None, "launch cost"),
     "launch_cxx": (None, "launch cost from C++ (CUDA runtime)"),
     "sync": (None, "launch + synchronize"),
@@ -76,7 +77,9 @@ def classify_ceiling(name: str, unit: str) -> str | None:
     if unit == "B/s":
         if "memcpy" in n and "host" in n:
             return "host_memcpy"
-        if any(w in n for w in ("h2d", "d2h", "host", "pinned", "pageable", "pcie")):
+        if "d2h" in n:                  # the other direction: never a host-to-device figure (issue 38)
+            return "d2h"
+        if any(w in n for w in ("h2d", "host", "pinned", "pageable", "pcie")):
             return "h2d"
         if "l2" in n:
             return "l2"

@@ -6,8 +6,7 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
     src.trace(run)          TraceAnalysis: the timeline tables and analyzers.timeline.TimelineSummary
     src.bench(run)          BenchAnalysis: results with today's derived records, predictions and verdicts
     src.ceilings()          every measured ceiling of the store's bench runs (analyzers.ceilings.CEILING_SCHEMA)
-    src.best_ceilings(gpu)  the best measured value per resource of a GPU
-    src.launch_floor_ns(gpu)
+    src.best_ceilings(gpu), src.launch_floor_ns(gpu)   the best measured value per resource; the launch floor
     src.identify(run)       analyzers.gpu_identify.Identified: the GPU and how it was identified
     src.ingest_bytes(data, name, gpu=None) / src.ingest_path(path, gpu=None)
                             parse, check that the run can be analysed, then store it: `kernelscope ingest`, the
@@ -17,8 +16,8 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
 `Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu` keeps it).
 
 A run is a stored `Run`, a run id, or a `Parsed` file (analysed without storing it, with the store's ceilings).
-Analyses are cached by run id and the set of bench runs (a new one changes the ceilings), a Parsed file's only
-with keep_parsed.
+Analyses are cached by run id and the set of bench runs (a new one changes the ceilings); a Parsed file's only with
+keep_parsed.
 """
 from __future__ import annotations
 
@@ -456,8 +455,8 @@ class Source:
 
     def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None,
                      path: str | None = None) -> tuple[Run, bool]:
-        """Parse, check (`check`), store: (run, created). A file already stored is returned as stored. `path`: where
-        the file lies, for a console log saved beside it (collectors.ncu_log)."""
+        """Parse, check (`check`), store: (run, created); a stored file is returned as stored. `path`: where it lies
+        (a console log beside it: collectors.ncu_log)."""
         gpu = get_gpu(gpu).name if gpu else self.gpu
         from collectors.store import run_id_for
         rid = run_id_for(data)
@@ -504,14 +503,6 @@ class Source:
             return make()
         return self._cached(("compare", a.run_id, b.run_id, noise_floor, self._bench_key()), make)
 
-    def compare_gpus(self, a: Run | str, b: Run | str) -> dict:
-        """Two bench runs side by side (analyzers.gpu_compare.compare_gpus): what `kernelscope compare A B` prints
-        for bench runs and the Compare page shows."""
-        from analyzers.gpu_compare import compare_gpus
-        a, b = self._resolve(a), self._resolve(b)
-        return self._cached(("compare_gpus", a.run_id, b.run_id, self._bench_key()),
-                            lambda: compare_gpus(self.bench_results(), self.ceilings(), a.run_id, b.run_id))
-
     def related_run(self, b: Run) -> Run | None:
         """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
         .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never
@@ -547,10 +538,9 @@ class Source:
 
     # ---- textbook cases and claims -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:
-        """Stored measurements of a textbook case on one GPU, for the case evaluated with `params` (the chapter's
-        defaults when None): Nsight Compute launches recognised as running the case by their counters and launch
-        (analyzers.cases.kernel_match) whose own configuration predicts the same value of that quantity (a launch is
-        never judged against another configuration's prediction). Bench results: case_bench_rows."""
+        """Stored measurements of a textbook case on one GPU at `params` (None: the chapter's): ncu launches that run
+        the case by their counters (analyzers.cases.kernel_match) and whose own configuration predicts the same value
+        (never judged against another configuration's prediction). Bench results: case_bench_rows."""
         from analyzers.cases import evaluate
         from analyzers.cases.kernel_match import kernel_comparisons
         try:
@@ -559,8 +549,7 @@ class Source:
             return []
         keys = set(page.predictions)
 
-        def same_prediction(c) -> bool:
-            """The launch's own configuration predicts what the page's does for this quantity."""
+        def same_prediction(c) -> bool:      # the launch's own configuration predicts what the page's does
             a, b = c.prediction, page.predictions.get(c.quantity)
             if b is None or not a.numeric or not b.numeric or a.value is None or b.value is None:
                 return False

@@ -316,13 +316,15 @@ LAUNCH = Case(
     params=(
         Param("n", "count", 100, "kernels back to back", type="int", min=1, from_chapter=False),
         Param("t_k", "µs", 2, "GPU time per kernel", min=0, from_chapter=False),
-        Param("t_l", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37)",
-              min=0),
+        Param("t_l", "µs", 5, "host submission time per kernel (5 µs per launch, as in Figures 5-36/37); the store's "
+              "measured back-to-back launch cost of this GPU model's host when a bench run has one", min=0,
+              ceiling="launch", ceiling_scale=1e6),
         Param("t_submit", "µs", 5, "host submission time per launch of the measured launcher (its own host clock at "
               "the end of the launch loop)", min=0, from_chapter=False),
         p_graph_node(),
-        Param("t_cxx", "µs", 4.4, "empty-kernel launch back to back from C++ (H200: 4.4 µs)", min=0,
-              from_chapter=True),
+        Param("t_cxx", "µs", 4.4, "empty-kernel launch back to back from C++ (H200: 4.4 µs); measured by a bench run "
+              "of this GPU model when the store has one", min=0, from_chapter=True, ceiling="launch_cxx",
+              ceiling_scale=1e6),
     ),
     model=_launch,
     measurements=(

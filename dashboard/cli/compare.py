@@ -92,7 +92,8 @@ def compare(
 
 def _gpu_pair(src, ra, rb, format: ListFormat) -> None:
     """Two bench runs, GPU × GPU: the same result as the Compare page (analyzers.gpu_compare)."""
-    r = src.compare_gpus(ra, rb)
+    from analyzers.gpu_compare import compare_gpus
+    r = compare_gpus(src.bench_results(), src.ceilings(), ra.run_id, rb.run_id)
     rows = r["rows"].sort(["case", "metric"]).to_dicts()
     if format is ListFormat.json:
         echo_json({"kind": "gpus", "a": r["a"], "b": r["b"], "run_a": r["run_a"], "run_b": r["run_b"],

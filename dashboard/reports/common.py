@@ -140,6 +140,9 @@ def gpu_table(src: Source) -> Table:
         "dram_measured_gbps": pl.Float64, "fp32_spec_tflops": pl.Float64, "fp32_measured_tflops": pl.Float64,
         "bf16_spec_tflops": pl.Float64, "bf16_measured_tflops": pl.Float64, "l2_mib": pl.Float64,
         "memory_gb": pl.Float64, "host_link": pl.String})
+    # the GPUs with data first (runs in the store, then measured ceilings), then the registry's others
+    frame = frame.with_row_index("_i").sort([pl.col("runs").fill_null(0), pl.col("dram_measured_gbps").is_not_null(),
+                                             pl.col("_i")], descending=[True, True, False]).drop("_i")
     spec = "spec sheet (`kernelscope gpus --format json` lists each source)"
     meas = "best measured ceiling of the GPU's bench runs (kernelscope bench; analyzers.ceilings)"
     return Table("gpus", frame, {

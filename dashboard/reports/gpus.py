@@ -7,6 +7,7 @@ import json
 import polars as pl
 
 from analyzers.ceilings import RESOURCES, result_peak, spec_peak
+from analyzers.gpu_compare import compare_gpus
 from analyzers.gpus import find_gpu
 from analyzers.units import fmt_short
 from dashboard import charts
@@ -103,7 +104,7 @@ PAIR_COLS = {
 def gpu_pair_blocks(src: Source, a_run: str, b_run: str) -> list:
     """Two bench runs, GPU × GPU (analyzers.gpu_compare): the summary first, the ceilings side by side, then per
     case and quantity each GPU's prediction, measurement and verdict with the ratio between them."""
-    r = src.compare_gpus(a_run, b_run)
+    r = compare_gpus(src.bench_results(), src.ceilings(), a_run, b_run)
     out: list = [Heading(f"GPU × GPU: B = {code(r['b'])} against A = {code(r['a'])}"), Text(r["summary"], "info")]
     if r["ceilings"]:
         ceil = pl.DataFrame([{**c, "a_shown": fmt_short(c["a"], c["unit"]), "b_shown": fmt_short(c["b"], c["unit"]),

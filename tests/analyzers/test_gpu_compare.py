@@ -97,3 +97,14 @@ def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
     fp32 = next(c for c in r["ceilings"] if c["resource"] == "fp32")
     assert abs(fp32["ratio"] - 1) < 0.05 and fp32["a_throttled"]
     assert "µs on A's host" in r["summary"]
+
+
+def test_host_to_device_and_device_to_host_are_kept_apart(src):
+    """A device-to-host figure is never used as the host-to-device ceiling (issue 38: `predict h2d.chunked_copy`
+    took the D2H figure on the H100)."""
+    from analyzers.ceilings import classify_ceiling
+    source, (a, b) = src
+    assert classify_ceiling("d2h_pinned_bandwidth", "B/s") == "d2h"
+    assert classify_ceiling("h2d_pinned_bandwidth", "B/s") == "h2d"
+    best = source.best_ceilings("NVIDIA H200")
+    assert best["h2d"].source.startswith("h2d_") and best["d2h"].source.startswith("d2h_")

@@ -9,7 +9,8 @@ For each page and width:
 - every table shows at least 8 rows, or all of them;
 - no metric card and no table is clipped (scrollWidth ≤ clientWidth), and the page does not overflow sideways;
 - the run pages' summary is inside the first viewport: the Timeline's verdict and time per step, the Kernels page's
-  kernel time and what can be won, Home's story of the newest traces.
+  kernel time and what can be won, Home's story of the newest traces, and (issue 38) the GPU × GPU summary with the
+  DRAM ratio on the Compare page of the H100 and H200 bench runs.
 """
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ FIRST_SCREEN = {
     "timeline": [(".ks-card", "time per step"), ("[data-testid=stAlert]", "(rank ")],
     "kernels": [(".ks-card", "kernel time"), (".ks-card", "can be won")],
     "home": [("h3, h2, p, div", "Where the time goes in the newest traces")],
+    # issue 38: the GPU × GPU summary with the DRAM ratio leads the Compare page of two bench runs
+    "compare-gpus": [("[data-testid=stAlert]", "H200 / H100 SXM: DRAM 1.40× (spec 1.43×)")],
 }
 
 
@@ -77,7 +80,8 @@ def server(tmp_path_factory):
     ids["decode_ncu"] = store.ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0].run_id
     ids["step_ncu"] = store.ingest_path(SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id
     for bench in sorted(SAMPLES.glob("h*/bench_suite/bench_*.json.gz")):
-        ids.setdefault("bench", store.ingest_path(bench)[0].run_id)
+        rid = store.ingest_path(bench)[0].run_id
+        ids.setdefault("bench_" + bench.parts[-3], rid)            # the first run of each GPU folder (h100, h200)
     proc, url = _start(store.root, tmp)
     yield url, ids
     _stop(proc)
@@ -92,7 +96,8 @@ def _pages(ids: dict) -> list[tuple[str, str]]:
             ("kernels-charts", f"/kernels?run={ids['decode_ncu']}&show=charts"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_graph']}"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_compile']}"),
-            ("ranks", f"/ranks?run={ids['train_step']}")]
+            ("ranks", f"/ranks?run={ids['train_step']}"),
+            ("compare-gpus", f"/compare?a={ids['bench_h100']}&b={ids['bench_h200']}")]
     return out
 
 
