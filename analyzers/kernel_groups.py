@@ -19,9 +19,10 @@ from __future__ import annotations
 import polars as pl
 
 #: per-launch text columns carried as the longest launch's value
-TEXT_COLUMNS = ("tensor_type", "occupancy_limiter", "bound")
+TEXT_COLUMNS = ("tensor_type", "occupancy_limiter", "bound", "model_class", "model_verdict")
 #: per-launch numbers that are not rates (counts and sizes): summed
-SUMMED = ("dram_bytes", "flop_fp32", "flop_tensor", "flop_total", "lost_ns")
+SUMMED = ("dram_bytes", "flop_fp32", "flop_tensor", "flop_total", "lost_ns", "model_pred_ns", "model_meas_ns",
+          "model_win_ns")
 #: launch configuration columns: equal within a group (they are part of its key)
 CONFIG = ("block_x", "block_y", "block_z", "grid_x", "grid_y", "grid_z", "block_size", "grid_size",
           "registers_per_thread", "smem_static_bytes", "smem_dynamic_bytes")
@@ -65,7 +66,10 @@ def kernel_groups(kernels: pl.DataFrame) -> pl.DataFrame:
         *[pl.col(c).first() for c in CONFIG if c in k.columns],
         *[pl.col(c).get(longest) for c in TEXT_COLUMNS if c in k.columns],
         *[pl.col(c).sum().alias(c) if c != "lost_ns" else pl.col(c).sum().alias("lost_total_ns")
-          for c in SUMMED if c in k.columns],
+          for c in SUMMED if c in k.columns and not c.startswith("model_")],
+        # the textbook model's times: a kernel none of whose launches carries a model has none (not 0)
+        *[pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
+          for c in SUMMED if c in k.columns and c.startswith("model_")],
         *[weighted(c) for c in rates],
         pl.col("flags").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("flags") if "flags" in k.columns else pl.lit(None),
     )

@@ -112,6 +112,10 @@ NCU_TABLE = [
     ("top_finding", "biggest finding", None), ("lost_ns", "est. lost [µs]", 1e-3),
 ]
 
+#: the textbook model's columns of the table (analyzers.kernel_models): the launch carrying an op's model has them
+MODEL_TABLE = [("model_class", "class", None), ("model_pred_ns", "model [µs]", 1e-3), ("model_ratio", "meas/model", 1),
+               ("model_verdict", "vs textbook", None)]
+
 
 def ncu_report(a, source: str) -> dict:
     """The JSON of an ncu analysis (analyzers.ncu_run.NcuAnalysis); `kernels` is a polars DataFrame (echo_json
@@ -130,7 +134,8 @@ def ncu_report(a, source: str) -> dict:
 
 
 def report_for(src, run, source: str, *, executor=None, step: str | None = None,
-               threshold: float | None = None, profiler_ns: float | None = None) -> tuple[dict, list[dict], list[tuple]]:
+               threshold: float | None = None, profiler_ns: float | None = None, trace=None,
+               trace_shapes=None) -> tuple[dict, list[dict], list[tuple]]:
     """(JSON report, rows for table/csv, table columns) for any run kind; every report carries the run's
     `warnings` and what its file `lacks` (collectors: the format or version does not provide it). A file whose
     GPU cannot be identified is an ArtifactError naming it (as `ingest` says it). Trace runs also get the
@@ -140,7 +145,10 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
             a = src.ncu(run)
         except AnalysisError as e:
             raise ArtifactError(source, str(e)) from None
-        rep, cols = ncu_report(a, source), NCU_TABLE
+        rep, cols = ncu_report(a, source), NCU_TABLE + MODEL_TABLE
+        from dashboard.textbook import models_for, report_section
+        models = models_for(src, run, trace, shapes=trace_shapes)
+        rep["kernels"], rep["models"] = report_section(models, rep["kernels"])
         rows = rep["kernels"]
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
     elif run.kind in ("kineto", "nsys"):
@@ -235,6 +243,10 @@ def analyze(
         "--profiler-event-us", min=0.0, help="Host time the profiler adds per recorded CPU op or runtime call, in µs, "
                                              "to estimate its overhead per step (default: our calibration, "
                                              "analyzers.steps.PROFILER_NS_PER_EVENT).")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        "--trace", help="For an Nsight Compute report: a PyTorch profiler trace (file or run id) of the same program, "
+                        "recorded with record_shapes=True. Its launches are joined to the report's and its aten ops' "
+                        "shapes give the textbook models' parameters (M, N, K; rows × width; minimum traffic).")] = None,
 ) -> None:
     """Analyze one artifact or stored run: per-kernel duration, DRAM bandwidth and its fraction of the
     GPU's peak, occupancy (ncu's and ours, with the limiter), bank-conflict degree, coalescing, the biggest
@@ -255,8 +267,19 @@ def analyze(
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
         from dashboard import execute
         executor = execute.make_executor(ray=ray, workers=workers, mode="pool", tasks=2)
+    trace_run, shapes = None, None
+    if trace is not None:
+        if run.kind != "ncu":
+            raise typer.BadParameter(f"--trace joins a trace to an Nsight Compute report; {source} is a {run.kind} run")
+        trace_run, trace_name = load(trace, store, gpu, src=src)
+        if trace_run.kind not in ("kineto", "nsys"):
+            raise typer.BadParameter(f"--trace {trace}: a {trace_run.kind} run, not a PyTorch profiler trace")
+        if Path(trace).exists():
+            from dashboard.textbook import shapes_of
+            shapes = shapes_of(src, None, Path(trace).read_bytes(), trace_name)
     rep, rows, cols = report_for(src, run, source, executor=executor, step=step, threshold=straggler_threshold,
-                                 profiler_ns=None if profiler_event_us is None else profiler_event_us * 1e3)
+                                 profiler_ns=None if profiler_event_us is None else profiler_event_us * 1e3,
+                                 trace=trace_run, trace_shapes=shapes)
     if compat is not None:
         if run.kind not in ("kineto", "nsys"):
             raise typer.BadParameter(f"--compat {compat.value} compares trace statistics; {source} is a {run.kind} run")
@@ -281,6 +304,8 @@ def analyze(
                                                 ("throttled", "throttled", None), ("reason", "why", None)])
             typer.echo("")
         print_table(rows, cols)
+        if rep.get("models"):
+            echo_models(rep["models"])
         for d in rep.get("summary", {}).get("devices", []):
             graph = (f", {d['graph_launch_count']:,} of them graph launches running {d['graph_kernel_count']:,} "
                      "kernels" if d.get("graph_launch_count") else "")
@@ -312,6 +337,24 @@ def analyze(
             typer.echo(f"the file lacks {x}")
         if (rep.get("precision") or {}).get("note"):
             typer.echo(f"precision: {rep['precision']['note']}")
+
+
+def echo_models(models: dict) -> None:
+    """The textbook's models after the table: the sentence, the works with the most to win, the fusable chains."""
+    s = models["summary"]
+    typer.echo(f"textbook: {s['sentence']}")
+    for t in s["top"]:
+        typer.echo(f"  to win {t['win_ns'] / 1e3:,.1f} µs: {t['ops']} × {t['class']} ({t['op'] or 'no op'}; "
+                   f"{t['params']}), measured {t['measured_ns'] / 1e3:,.1f} µs against a model of "
+                   f"{t['predicted_ns'] / 1e3:,.1f} µs")
+    for c in models["chains"]:
+        typer.echo(f"  fusable chain {' -> '.join(c['ops'])} (launches {', '.join(map(str, c['launches']))}): "
+                   f"{c['measured_ns'] / 1e3:.1f} µs now, {c['fused_predicted_ns'] / 1e3:.1f} µs fused (model)")
+    r = models["roofs"]
+    typer.echo(f"  model: t = n·t0 + max(bytes / DRAM, FLOP / peak); DRAM {(r['dram'] or 0) / 1e12:.2f} TB/s "
+               f"({r['dram_src']}), t0 {r['floor_ns'] / 1e3:.2f} µs ({r['floor_src']})")
+    for n in models["notes"]:
+        typer.echo(f"  note: {n}")
 
 
 def _print_hta(c: dict) -> None:

@@ -94,8 +94,10 @@ def detail(src: Source, view) -> list:
         blocks.append(Text(
             f"**{i}. {f.title}** — est. time lost **{fmt_ns(f.lost_ns)}** ({f.share:.0%} of the launch)\n\n"
             f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."))
-    from dashboard.reports import join_blocks
+    from dashboard.reports import join_blocks, textbook_blocks
     trace, joined = join_blocks.trace_for(src, view.run, getattr(view, "trace", None), [])
+    blocks.extend(textbook_blocks.launch_blocks(textbook_blocks.models_of(src, view.run, None, trace, joined),
+                                                view.kernel))
     blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
     blocks.extend(hotspot_blocks(src, view))
     blocks.extend(case_blocks(row, a.gpu, src, view.run.run_id))

@@ -26,7 +26,7 @@ from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Metrics, Report, Table, Text, code, num, text
-from dashboard.reports import join_blocks
+from dashboard.reports import join_blocks, textbook_blocks
 from dashboard.reports.common import notes_blocks, pick_run
 from dashboard.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.source import Source
@@ -97,6 +97,7 @@ KERNEL_COLS: dict[str, Col] = {
     "total_us": num("total", "µs", "%.1f", "Σ gpu__time_duration.sum over its launches (ncu counter)"),
     "share_pct": num("share", "%", "%.1f", "its total / the run's total kernel time (the profiled "
                      "launches)"),
+    **textbook_blocks.MODEL_COLS,
     "flag": text("implausible", "what cannot be right for this GPU (analyzers.plausibility): a rate above the spec "
                                 "peak, a launch the GPU cannot run; the launch's other numbers are suspect too"),
 }
@@ -108,7 +109,7 @@ SORT_KEYS = tuple(KERNEL_COLS)
 _ALWAYS = ("id", "kernel", "duration_us")
 _ALWAYS_GROUP = ("kernel", "config", "launches", "total_us", "share_pct", "duration_us")
 #: the summary columns of one row per kernel (the rates per resource are in the other column groups)
-SUMMARY_PER_KERNEL = ("top_finding", "lost_us", "sm_pct", "mem_pct")
+SUMMARY_PER_KERNEL = ("model_verdict", "win_us", "top_finding", "lost_us", "sm_pct", "mem_pct")
 #: ?by=: one row per kernel (default) or per launch
 BY = {"kernel": "Kernels", "launch": "Launches"}
 #: what the page shows below the table (?show=…); the export has all of them
@@ -124,29 +125,34 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
                                          "predicted_occupancy_pct", "occupancy_limiter", "registers_per_thread",
                                          "block_size", "grid_size")),
     "shared": ("Shared memory", ("smem_ld_conflict_degree", "smem_st_conflict_degree", "smem_conflict_degree")),
+    "textbook": ("Textbook model", ("model_class", "pred_us", "model_ratio", "model_verdict", "win_us")),
 }
 
 
-def display_frame(a: NcuAnalysis, by: str = "launch") -> pl.DataFrame:
+def display_frame(a: NcuAnalysis, by: str = "launch", models=None) -> pl.DataFrame:
     """The analysis' kernel table in display units (µs, %), plus the columns the charts and the detail need; with
-    by="kernel", one row per kernel (analyzers.kernel_groups)."""
-    k = a.kernels if by == "launch" else kernel_groups(a.kernels)
+    by="kernel", one row per kernel (analyzers.kernel_groups); with `models` (analyzers.kernel_models), the
+    textbook model's columns."""
+    k = a.kernels if models is None else a.kernels.join(textbook_blocks.launch_frame(models), on="id", how="left")
+    k = k if by == "launch" else kernel_groups(k)
     spec = DISPLAY if by == "launch" else GROUP_DISPLAY
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
              for name, (src, scale) in spec.items() if src in k.columns]
     keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
-                        "grid_x", "grid_y", "grid_z", "lost_share") if c in k.columns]
+                        "grid_x", "grid_y", "grid_z", "lost_share", "model_class", "model_pred_ns", "model_meas_ns",
+                        "model_win_ns", "model_verdict") if c in k.columns]
     def dims(p: str) -> pl.Expr:
         x, y, z = (pl.col(f"{p}_{a}").cast(pl.String) for a in "xyz")
         return pl.when((pl.col(f"{p}_y") == 1) & (pl.col(f"{p}_z") == 1)).then(x).otherwise(
             pl.concat_str([x, y, z], separator="×"))
     config = (pl.concat_str([dims("grid"), dims("block")], separator=" · ") if all(
         f"{p}_{a}" in k.columns for p in ("grid", "block") for a in "xyz") else pl.lit(None, pl.String)).alias("config")
-    return k.select(*shown, *[c for c in keep if c not in spec], config,
-                    pl.col("flags").list.join("; ").replace("", None).alias("flag")).with_columns(
+    return textbook_blocks.display_columns(k.select(
+        *shown, *[c for c in keep if c not in spec], config,
+        pl.col("flags").list.join("; ").replace("", None).alias("flag")).with_columns(
         # a share of the tensor peak means something only for a launch that used the tensor cores
-        tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_pct_spec")))
+        tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(pl.col("tensor_pct_spec"))))
 
 
 @dataclass
@@ -165,7 +171,7 @@ class KernelsView:
 
     @property
     def default_sort(self) -> tuple[str, bool]:
-        return ("id", False) if self.by == "launch" else ("total_us", True)
+        return ("id", False) if self.by == "launch" else ("win_us", True)
 
     def params(self) -> dict:
         plain = (self.sort, self.desc) == self.default_sort
@@ -205,9 +211,9 @@ def resolve(src: Source, params: dict) -> KernelsView:
             kernel = None
         if kernel is None and ids:
             kernel = ids[0]
-            if (params.get("by") or "kernel") == "kernel":      # the kernel with the most time: the table's first row
-                top = kernel_groups(src.ncu(run).kernels).head(1)["id"].to_list()
-                kernel = top[0] if top else kernel
+            if (params.get("by") or "kernel") == "kernel":      # the table's first row: the most to win, else time
+                top = first_kernel(src, run, params)
+                kernel = top if top is not None else kernel
     by = params.get("by") or "kernel"
     if by not in BY:
         problems.append(f"Unknown row kind {code(by)} (kernel or launch); one row per kernel.")
@@ -216,11 +222,11 @@ def resolve(src: Source, params: dict) -> KernelsView:
     desc = (params.get("desc") in ("1", "true", "yes")) if by == "launch" else \
         (params.get("desc") not in ("0", "false", "no"))
     if sort is None:
-        sort = "id" if by == "launch" else "total_us"
+        sort = "id" if by == "launch" else "win_us"
     if sort not in SORT_KEYS:
         problems.append(f"Unknown sort column {code(sort)}; sorted by " + ("launch id." if by == "launch" else
-                                                                             "total time."))
-        sort, desc = ("id", False) if by == "launch" else ("total_us", True)
+                                                                             "the time to win against the model."))
+        sort, desc = ("id", False) if by == "launch" else ("win_us", True)
     cols = params.get("cols") or "summary"
     if cols not in COLUMN_GROUPS:
         problems.append(f"Unknown column group {code(cols)}; showing the summary.")
@@ -265,10 +271,10 @@ def missing_warnings(a: NcuAnalysis) -> list[Text]:
                  "columns show — (missing), not zero.", "warning") for g in missing_groups(a.missing)]
 
 
-def launches_table(a: NcuAnalysis, view: KernelsView) -> Table:
+def launches_table(a: NcuAnalysis, view: KernelsView, models=None) -> Table:
     """The run's kernels (one row each, ?by=kernel) or launches (?by=launch) in the chosen column group."""
     per_kernel = view.by == "kernel"
-    frame = display_frame(a, view.by)
+    frame = display_frame(a, view.by, models)
     if view.find:
         frame = frame.filter(find_filter(view.find))
     extra = COLUMN_GROUPS[view.cols][1]
@@ -281,7 +287,7 @@ def launches_table(a: NcuAnalysis, view: KernelsView) -> Table:
     labels = GROUP_COLS if per_kernel else KERNEL_COLS
     cols = {c: labels[c] for c in group if (c != "dram_pct_measured" or a.measured.get("dram")) and c in frame.columns}
     sort = view.sort if view.sort in frame.columns else "id"
-    shown = frame.sort(sort, descending=view.desc, nulls_last=True)
+    shown = frame.sort(sort, descending=view.desc, nulls_last=True, maintain_order=True)
     selected = view.kernel
     if per_kernel:
         groups = kernel_groups(a.kernels)
@@ -330,12 +336,17 @@ def overview(src: Source, view: KernelsView) -> Report:
                      "error"))
     dram = _sum_or_missing(frame["dram_bytes"])
     story = run_story(a.kernels)
+    join_problems: list[str] = []
+    trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
+    models = textbook_blocks.models_of(src, view.run, view.trace, trace, joined, join_problems)
+    tb = textbook_blocks.summary(models) if models is not None else None
     pct = lambda v: "—" if v is None else f"{v:.0f} %"  # noqa: E731
     rep.add(Metrics([
-        ("kernels", f"{story['kernels']:,}", f"{story['launches']:,} profiled launches, grouped by name, template "
-                                             "arguments, grid and block"),
-        ("kernel time", fmt_ns(story["kernel_ns"]), "sum of gpu__time_duration.sum"),
-        ("can be won (est.)", "—" if story["lost_ns"] is None else
+        ("kernel time", fmt_ns(story["kernel_ns"]), f"sum of gpu__time_duration.sum over {story['launches']:,} "
+                                                    f"profiled launches of {story['kernels']:,} kernels (grouped by "
+                                                    "name, template arguments, grid and block)"),
+        *([textbook_blocks.story_card(tb)] if tb is not None else []),
+        ("can be won (findings)", "—" if story["lost_ns"] is None else
          f"{fmt_ns(story['lost_ns'])} ({story['lost_share']:.0%})",
          "sum over launches of the biggest finding's estimate (analyzers.findings), capped at the kernel time"
          + ("" if story["lost_ns"] is not None else " — no findings: the counters they need are not in this report")),
@@ -344,12 +355,34 @@ def overview(src: Source, view: KernelsView) -> Report:
          "(ncu counters)"),
     ]))
     rep.add(Text(story_sentence(story) + (f" DRAM traffic {fmt_bytes(dram)} (dram__bytes_read.sum + "
-                                          "dram__bytes_write.sum)." if dram is not None else ""), "info"))
-    rep.add(Heading(BY[view.by]), launches_table(a, view), *over_peak_text(a))
-    join_problems: list[str] = []
-    trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
+                                          "dram__bytes_write.sum)." if dram is not None else "")
+                 + (f"\n\nAgainst the textbook: {tb['sentence']}" if tb is not None else ""), "info"))
+    rep.add(Heading(BY[view.by]), launches_table(a, view, models), *over_peak_text(a))
+    if models is not None:
+        rep.add(*textbook_blocks.overview_blocks(models, None if trace is None else
+                                                 f"{code(trace.source_name)} (run {trace.run_id})"))
     rep.add(*[Text(p, "warning") for p in join_problems], *join_blocks.kernels_overview_blocks(trace, joined))
     return rep
+
+
+def first_kernel(src: Source, run: Run, params: dict) -> int | None:
+    """The longest launch of the kernel the table lists first by default: the most time to win against the
+    textbook's model, else (no model) the most time."""
+    a = src.ncu(run)
+    models = textbook_blocks.models_of(src, run, params.get("trace") or None)
+    g = display_frame(a, "kernel", models)
+    if "win_us" in g.columns and g["win_us"].drop_nulls().len():
+        g = g.sort("win_us", descending=True, nulls_last=True, maintain_order=True)
+    top = g.head(1)["id"].to_list()
+    return top[0] if top else None
+    if trace is None and problems is None:
+        trace, joined = join_blocks.trace_for(src, view.run, view.trace, [])
+    try:
+        return models_for(src, view.run, trace, joined)
+    except Exception as e:  # noqa: BLE001 - the page stands without the model section
+        (problems if problems is not None else []).append(
+            f"The textbook's models could not be computed for this run ({type(e).__name__}: {e}).")
+        return None
 
 
 def chart_blocks(src: Source, view: KernelsView) -> list:

@@ -173,7 +173,7 @@ def test_basic_report_shows_missing_as_missing(ids):
     assert any("**DRAM traffic and bandwidth**" in x and "--set full" in x for x in w)
     assert not any("smem_conflict_degree" in x or "dram_bandwidth_gbps" in x for x in w)
     cards = {m.label: m.value for m in page_cards(at)}
-    assert cards["can be won (est.)"] == "—" and cards["Speed of Light: SM / DRAM"].endswith(" %")   # in basic
+    assert cards["can be won (findings)"] == "—" and cards["Speed of Light: SM / DRAM"].endswith(" %")   # in basic
     assert cards["DRAM"] == "—"
     table = component_data(at, "kernelscope.table")
     assert "None" not in {c for r in table["rows"] for c in r}
