@@ -19,7 +19,8 @@ from __future__ import annotations
 import polars as pl
 
 #: per-launch text columns carried as the longest launch's value
-TEXT_COLUMNS = ("tensor_type", "occupancy_limiter", "bound", "model_class", "model_verdict")
+TEXT_COLUMNS = ("tensor_type", "occupancy_limiter", "bound", "model_class", "model_verdict", "model_case",
+                "model_traffic")
 #: per-launch numbers that are not rates (counts and sizes): summed
 SUMMED = ("dram_bytes", "flop_fp32", "flop_tensor", "flop_total", "lost_ns", "model_pred_ns", "model_meas_ns",
           "model_win_ns")

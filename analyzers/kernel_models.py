@@ -312,11 +312,13 @@ def launch_frame(result: ModelResult) -> pl.DataFrame:
     rows = [{"id": m.id, "model_class": m.label, "model_pred_ns": m.predicted_ns if m.primary == m.id else None,
              "model_meas_ns": m.measured_ns if m.primary == m.id and m.predicted_ns is not None else None,
              "model_win_ns": m.win_ns if m.primary == m.id else None,
-             "model_verdict": m.verdict if m.primary == m.id else f"with launch {m.primary}"}
+             "model_verdict": m.verdict if m.primary == m.id else f"with launch {m.primary}",
+             "model_case": m.case, "model_traffic": m.traffic_verdict if m.primary == m.id else None}
             for m in result.launches]
     return pl.DataFrame(rows, schema={"id": pl.Int64, "model_class": pl.String, "model_pred_ns": pl.Float64,
                                       "model_meas_ns": pl.Float64, "model_win_ns": pl.Float64,
-                                      "model_verdict": pl.String})
+                                      "model_verdict": pl.String, "model_case": pl.String,
+                                      "model_traffic": pl.String})
 
 
 def ops_table(result: ModelResult) -> pl.DataFrame:

@@ -125,7 +125,8 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
                                          "predicted_occupancy_pct", "occupancy_limiter", "registers_per_thread",
                                          "block_size", "grid_size")),
     "shared": ("Shared memory", ("smem_ld_conflict_degree", "smem_st_conflict_degree", "smem_conflict_degree")),
-    "textbook": ("Textbook model", ("model_class", "pred_us", "model_ratio", "model_verdict", "win_us")),
+    "textbook": ("Textbook model", ("model_class", "model_case", "pred_us", "model_ratio", "model_verdict", "win_us",
+                                    "model_traffic")),
 }
 
 
@@ -141,7 +142,7 @@ def display_frame(a: NcuAnalysis, by: str = "launch", models=None) -> pl.DataFra
     keep = [c for c in ("kernel_name", "raw_name", "short_name", "duration_ns", "dram_bytes", "flop_fp32", "flop_tensor",
                         "flop_total", "smem_static_bytes", "smem_dynamic_bytes", "block_x", "block_y", "block_z",
                         "grid_x", "grid_y", "grid_z", "lost_share", "model_class", "model_pred_ns", "model_meas_ns",
-                        "model_win_ns", "model_verdict") if c in k.columns]
+                        "model_win_ns", "model_verdict", "model_case", "model_traffic") if c in k.columns]
     def dims(p: str) -> pl.Expr:
         x, y, z = (pl.col(f"{p}_{a}").cast(pl.String) for a in "xyz")
         return pl.when((pl.col(f"{p}_y") == 1) & (pl.col(f"{p}_z") == 1)).then(x).otherwise(

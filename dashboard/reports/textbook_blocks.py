@@ -23,12 +23,16 @@ MODEL_COLS = {
     "model_class": text("class (model)", "what the kernel does: from the aten op and the trace's shapes when a trace "
                                          "of the same program is joined, else from its counters "
                                          "(analyzers/kernel_classes.py)"),
+    "model_case": text("case", "the chapter's case whose model judges it (README: The chapter's models on your own "
+                               "kernels)"),
     "pred_us": num("model", "µs", "%.1f", MODEL_TERMS + " (analyzers/kernel_models.py)"),
     "model_ratio": num("meas ÷ model", "×", "%.2f", f"measured ÷ predicted; at the model within ±{TIME_TOL:.0%}"),
     "model_verdict": text("vs textbook", f"agrees: within ±{TIME_TOL:.0%} of the model; slower: the time above it can "
                                          "be won; faster: the model's traffic or FLOP is wrong for this launch"),
     "win_us": num("to win", "µs", "%.1f", "measured − predicted, where positive: what a kernel at the ceilings "
                                           "would save"),
+    "model_traffic": text("traffic", f"DRAM bytes ÷ the minimum traffic from the trace's shapes (at the minimum "
+                                     f"within {TRAFFIC_TOL[0]:g}–{TRAFFIC_TOL[1]:g}×; of the longest launch per kernel)"),
 }
 
 

@@ -64,6 +64,8 @@ LAYOUT = r"""() => {
 FIRST_SCREEN = {
     "timeline": [(".ks-card", "time per step"), ("[data-testid=stAlert]", "(rank ")],
     "kernels": [(".ks-card", "kernel time"), (".ks-card", "can be won")],
+    # issue 44: how far the run is from the textbook's models, in the first screen
+    "kernels-textbook": [(".ks-card", "to win vs the textbook"), ("[data-testid=stAlert]", "Against the textbook: 100%")],
     "home": [("h3, h2, p, div", "Where the time goes in the newest traces")],
     # issue 38: the GPU × GPU summary with the DRAM ratio leads the Compare page of two bench runs
     "compare-gpus": [("[data-testid=stAlert]", "H200 / H100 SXM: DRAM 1.40× (spec 1.43×)")],
@@ -79,6 +81,8 @@ def server(tmp_path_factory):
     ids = {name: store.ingest_path(LLM / "h100" / f"{name}.json.gz")[0].run_id for name in TRACES}
     ids["decode_ncu"] = store.ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0].run_id
     ids["step_ncu"] = store.ingest_path(SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id
+    store.ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")        # the eager CSV's trace (joined)
+    ids["eager_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[0].run_id
     for bench in sorted(SAMPLES.glob("h*/bench_suite/bench_*.json.gz")):
         rid = store.ingest_path(bench)[0].run_id
         ids.setdefault("bench_" + bench.parts[-3], rid)            # the first run of each GPU folder (h100, h200)
@@ -93,6 +97,8 @@ def _pages(ids: dict) -> list[tuple[str, str]]:
     out += [("timeline", f"/timeline?run={ids[n]}") for n in TRACES]
     out += [("kernels", f"/kernels?run={ids['decode_ncu']}"), ("kernels", f"/kernels?run={ids['decode_ncu']}&by=launch"),
             ("kernels", f"/kernels?run={ids['step_ncu']}"),
+            ("kernels-textbook", f"/kernels?run={ids['eager_ncu']}"),
+            ("kernels", f"/kernels?run={ids['eager_ncu']}&cols=textbook&by=launch"),
             ("kernels-charts", f"/kernels?run={ids['decode_ncu']}&show=charts"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_graph']}"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_compile']}"),
