@@ -8,8 +8,8 @@ first), which dashboard.source builds from the store with `ceilings_frame`:
 - `judge_ceilings(ceilings, pinned, excluded)`: each ceiling's status — *trusted* (physically plausible for the GPU
   model it was measured on), *rejected* (with the reason: above the datasheet, below 5 % of it, outside the bounds
   of its resource), *excluded* (its run is excluded) or *not pinned* (another run is pinned for that GPU model);
-- `best_ceilings(ceilings, gpu_name)`: the best *trusted* value per resource measured on the same GPU model
-  (highest rate, lowest cost) with its source text: what "% of the measured ceiling", the roofline's measured roofs
+- `best_ceilings(ceilings, gpu_name, host)`: the best *trusted* value per resource measured on the same GPU model
+  (highest rate, lowest cost; host-side resources from one host: HOST_RESOURCES) with its source text: what "% of the measured ceiling", the roofline's measured roofs
   and the findings' peaks use — a poisoned bench result (1e30 B/s, a tiny or negative value, another GPU's run)
   changes none of them;
 - `launch_floor_ns(ceilings, gpu_name)`: the back-to-back empty-kernel launch time of that GPU model (newest trusted
@@ -28,7 +28,11 @@ from analyzers.gpus import GPUSpec, find_gpu
 
 CEILING_SCHEMA = pl.Schema({"gpu_name": pl.String, "gpu": pl.String, "ceiling": pl.String, "resource": pl.String,
                             "value": pl.Float64, "unit": pl.String, "cv": pl.Float64, "source": pl.String,
-                            "run_id": pl.String, "throttled": pl.Boolean})
+                            "run_id": pl.String, "throttled": pl.Boolean, "host": pl.String})
+#: resources the host sets (submitting launches, copying in host memory, the host link): stored per host and used
+#: per host — the newest run's host unless one is named — never the best over hosts (issue 38: 3.11 µs C++ launches
+#: on the H100's host, 4.98 µs on the H200's)
+HOST_RESOURCES = frozenset({"launch", "launch_cxx", "sync", "host_memcpy", "h2d", "d2h"})
 #: judge_ceilings adds these
 JUDGED_SCHEMA = CEILING_SCHEMA | pl.Schema({"model": pl.String, "status": pl.String, "reason": pl.String})
 #: a measured rate is plausible between these fractions of the datasheet peak (2 % above it for rounded datasheet
@@ -102,9 +106,10 @@ def classify_ceiling(name: str, unit: str) -> str | None:
     return None
 
 
-def ceilings_frame(table: pl.DataFrame, *, run_id: str, gpu_name: str | None, gpu_label: str | None = None
-                   ) -> pl.DataFrame:
-    """One bench run's ceilings table (records of case "ceiling") as CEILING_SCHEMA rows, each with its resource."""
+def ceilings_frame(table: pl.DataFrame, *, run_id: str, gpu_name: str | None, gpu_label: str | None = None,
+                   host: str | None = None) -> pl.DataFrame:
+    """One bench run's ceilings table (records of case "ceiling") as CEILING_SCHEMA rows, each with its resource;
+    host: the run's host id (collectors.bench.run.host_info), else the run's own ("host of run <id>")."""
     gpu_name = gpu_name or "unknown GPU"
     if not table.height or not {"metric", "value", "unit"} <= set(table.columns):
         return pl.DataFrame(schema=CEILING_SCHEMA)
@@ -120,7 +125,8 @@ def ceilings_frame(table: pl.DataFrame, *, run_id: str, gpu_name: str | None, gp
         "run_id": [run_id] * t.height,
         # measured while NVML reported a clock-event (throttle) reason (collectors.bench.harness): kept apart
         "throttled": (t["flags"].list.contains("throttled").fill_null(False) if "flags" in t.columns
-                      and t.schema["flags"] == pl.List(pl.String) else [False] * t.height)}, schema=CEILING_SCHEMA)
+                      and t.schema["flags"] == pl.List(pl.String) else [False] * t.height),
+        "host": [host or f"host of run {run_id}"] * t.height}, schema=CEILING_SCHEMA)
 
 
 def model_of(gpu_name: str | None) -> str:
@@ -205,18 +211,27 @@ def judge_ceilings(ceilings: pl.DataFrame, pinned: dict[str, str] | None = None,
     return pl.DataFrame(rows, schema=JUDGED_SCHEMA)
 
 
-def best_ceilings(ceilings: pl.DataFrame, gpu_name: str) -> dict[str, Ceiling]:
+def best_ceilings(ceilings: pl.DataFrame, gpu_name: str, host: str | None = None) -> dict[str, Ceiling]:
     """The highest trusted rate (or lowest cost) per resource measured on the same GPU model as `gpu_name`:
-    resource -> Ceiling(value, source). `ceilings` is judged first when it has no status column."""
+    resource -> Ceiling(value, source). Host-side resources (HOST_RESOURCES) come from one host: `host` when its
+    runs measured them, else the newest run's (the frame is newest first). `ceilings` is judged first when it has
+    no status column."""
     out: dict[str, Ceiling] = {}
     if "status" not in ceilings.columns:
         ceilings = judge_ceilings(ceilings)
     sub = ceilings.filter((pl.col("model") == model_of(gpu_name)) & (pl.col("status") == "trusted"))
+    hosts: dict[str, str] = {}       # host-side resource -> the host whose figures are used (newest run's, or named)
     for r in sub.iter_rows(named=True):
         res, v = r["resource"], r["value"]
+        h = r.get("host") or f"host of run {r['run_id']}"
+        if res in HOST_RESOURCES:
+            want = host if host is not None and sub.filter(pl.col("host") == host).height else hosts.setdefault(res, h)
+            if h != want:
+                continue
         better = (v < out[res].value) if r["unit"] == "s" and res in out else (res not in out or v > out[res].value)
         if better:
-            out[res] = Ceiling(v, f"{r['ceiling']} ({r['source']}, run {r['run_id']})")
+            where = f", {h}" if res in HOST_RESOURCES else ""
+            out[res] = Ceiling(v, f"{r['ceiling']} ({r['source']}, run {r['run_id']}{where})")
     return out
 
 

@@ -15,9 +15,8 @@ A `Source` reads runs from a `collectors.store.Store` and hands out the analysis
 
 `Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu` keeps it).
 
-A run is a stored `Run`, a run id, or a `Parsed` file (analysed without storing it, with the store's ceilings).
-Analyses are cached by run id and the set of bench runs (a new one changes the ceilings); a Parsed file's only with
-keep_parsed.
+A run is a stored `Run`, a run id, or a `Parsed` file (analysed with the store's ceilings, not stored). Analyses are
+cached by run id and the set of bench runs (a new one changes the ceilings); a Parsed file's only with keep_parsed.
 """
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ import polars as pl
 
 from analyzers import ceilings as C
 from analyzers.errors import AnalysisError
+from analyzers.gpu_compare import gpu_label
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
 from collectors.errors import ArtifactError, InputError, RunNotFound
@@ -223,7 +223,8 @@ class Source:
             runs = self.bench_runs()
             labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
             frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
-                                       gpu_label=labels[r.run_id]) for r in runs if "ceilings" in r.tables]
+                                       gpu_label=labels[r.run_id], host=(r.meta.get("host") or {}).get("id"))
+                      for r in runs if "ceilings" in r.tables]
             frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
             return C.judge_ceilings(frame, *self.ceiling_choices())
         return self._cached(("ceilings", self._ceilings_key()), make)
@@ -240,8 +241,8 @@ class Source:
                         out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
         return out
 
-    def best_ceilings(self, gpu_name: str) -> dict[str, C.Ceiling]:
-        return C.best_ceilings(self.ceilings(), gpu_name)
+    def best_ceilings(self, gpu_name: str, host: str | None = None) -> dict[str, C.Ceiling]:
+        return C.best_ceilings(self.ceilings(), gpu_name, host)
 
     def launch_floor_ns(self, gpu_name: str | None) -> float | None:
         return C.launch_floor_ns(self.ceilings(), gpu_name)
@@ -264,7 +265,7 @@ class Source:
         "(inferred)" or "unknown GPU (CC x.y ...)", else None."""
         meta = self.meta(run)
         if meta.get("gpu_name"):
-            return meta["gpu_name"]
+            return gpu_label(meta["gpu_name"])
         if run.kind not in ("ncu", "bench"):
             return None
         try:
@@ -333,19 +334,18 @@ class Source:
             except Exception:  # noqa: BLE001 - one unreadable run must not hide the others' matches
                 continue
             frames.append(k.with_columns(pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")))
-        if not frames:
-            return pl.DataFrame()
         from analyzers.kernel_link import match_launches
-        return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
+        return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed")) if frames else pl.DataFrame()
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
         """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
-        run's), overridden by the run's own (measured on the same host in the same session)."""
+        run's; host-side ones from the run's host), overridden by the run's own (same host, same session)."""
         name = gpu_name or run.meta.get("gpu_name")
+        host = (run.meta.get("host") or {}).get("id") or f"host of run {getattr(run, 'run_id', None) or 'this file'}"
         own = C.best_ceilings(C.ceilings_frame(run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
-                                               run_id=getattr(run, "run_id", None) or "this file", gpu_name=name),
-                              name or "unknown GPU")
-        return {**(self.best_ceilings(name) if name else {}), **own}
+                                               run_id=getattr(run, "run_id", None) or "this file", gpu_name=name,
+                                               host=host), name or "unknown GPU")
+        return {**(self.best_ceilings(name, host) if name else {}), **own}
 
     def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
                   threshold: float | None = None, summary=None):
@@ -407,8 +407,7 @@ class Source:
         return self._cached(("bench_results", self._bench_key()), make)
 
     def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str, step_pattern: str | None = None):
-        """analyzers.join.join of an ncu run with a timeline of the same program (cached for stored runs);
-        step_pattern: the regex naming the trace's steps (default: as analyzers.steps finds them)."""
+        """analyzers.join.join of an ncu run with a timeline of the same program (cached); step_pattern: as steps."""
         from analyzers.join import join
         a, t = self._resolve(ncu_run), self._resolve(trace_run)
         if a.kind != "ncu":

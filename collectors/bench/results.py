@@ -100,6 +100,7 @@ def parse(data: bytes, name: str) -> Parsed:
         "gpu_name": gpu["name"],
         "gpu_uuid": gpu.get("uuid"),
         "gpu": gpu,
+        "host": doc.get("host") if isinstance(doc.get("host"), dict) else None,
         "versions": doc["versions"],
         "failures": failures,
         "started": doc.get("started"),

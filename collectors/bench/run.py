@@ -55,6 +55,21 @@ def write_doc(doc: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def host_info() -> dict:
+    """The host the suite runs on: its host-side ceilings (launch submit, host memcpy, the host link) belong to it,
+    not to the GPU model (analyzers.ceilings.HOST_RESOURCES). id: a hash of the host name and CPU model."""
+    import hashlib
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    name = platform.node()
+    return {"name": name, "cpu": cpu or platform.processor(), "cpus": os.cpu_count(),
+            "id": hashlib.sha256(f"{name}|{cpu}".encode()).hexdigest()[:12]}
+
+
 def versions(ncu: bool) -> dict:
     v = {"python": platform.python_version(), "platform": platform.platform()}
     for mod in ("torch", "triton", "cupy", "numpy"):
@@ -284,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx.torch.manual_seed(seed)
     gpu, handle, max_clk = gpu_info(ctx)
     path = out_dir / H.result_file_name(gpu["name"], gpu["uuid"])
-    doc = {"kernelscope_bench": 1, "suite": SUITE_VERSION, "gpu": gpu, "versions": versions(args.ncu),
+    doc = {"kernelscope_bench": 1, "suite": SUITE_VERSION, "gpu": gpu, "host": host_info(),
+           "versions": versions(args.ncu),
            "started": _now(), "finished": None,
            "options": {"quick": args.quick, "ncu": args.ncu, "cases": selected, "seed": seed},
            "ceilings": [], "results": [], "failures": [], "cases": {}}

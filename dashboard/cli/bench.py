@@ -258,4 +258,4 @@ def ceilings(
         return
     print_table(rows, [("model", "GPU model", None), ("ceiling", "ceiling", None), ("value", "value", None),
                        ("unit", "unit", None), ("status", "status", None), ("throttled", "throttled", None),
-                       ("run_id", "run", None), ("reason", "why", None)])
+                       ("run_id", "run", None), ("host", "host", None), ("reason", "why", None)])

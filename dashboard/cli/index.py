@@ -195,11 +195,13 @@ def _list_runs(store, format: ListFormat, limit: Optional[int]) -> bool:
         df = pl.DataFrame(rows, schema={"run_id": pl.String, "kind": pl.String, "source_name": pl.String,
                                         "gpu_name": pl.String, "items": pl.Int64, "item_label": pl.String,
                                         "created": pl.String, "size_bytes": pl.Int64, "warnings": pl.List(pl.String)})
+    from analyzers.gpu_compare import gpu_label        # one name per GPU model: the file's with the registry's
+    df = df.with_columns(pl.col("gpu_name").map_elements(gpu_label, return_dtype=pl.String).alias("gpu"))
     if format is ListFormat.json:
         echo_json({"runs": df.to_dicts()})
         return ix is not None
     df = df.with_columns(pl.col("warnings").list.len().replace(0, None).alias("warn"))
-    print_frame(df, [("run_id", "run_id"), ("kind", "kind"), ("source_name", "source_name"), ("gpu_name", "gpu_name"),
+    print_frame(df, [("run_id", "run_id"), ("kind", "kind"), ("source_name", "source_name"), ("gpu", "gpu"),
                      ("items", "items"), ("item_label", "item_label"), ("created", "created"), ("warn", "warnings")])
     for rid, ws in df.filter(pl.col("warn").is_not_null()).select("run_id", "warnings").iter_rows():
         for w in ws:

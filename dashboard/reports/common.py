@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 import polars as pl
 
+from analyzers.gpu_compare import gpu_label
 from analyzers.gpus import all_gpus, find_gpu
 from collectors.errors import RunNotFound
 from collectors.store import Run
@@ -66,7 +67,7 @@ KIND_WORDS = {"ncu": "Nsight Compute", "kineto": "PyTorch trace", "nsys": "Nsigh
 
 
 def run_label(run: Run) -> str:
-    gpu = run.meta.get("gpu_name") or "unknown GPU"
+    gpu = gpu_label(run.meta.get("gpu_name"))
     return f"{run.run_id} — {run.source_name} ({KIND_WORDS.get(run.kind, run.kind)}, {gpu})"
 
 
@@ -77,7 +78,7 @@ def runs_table(runs: list[Run], name: str = "runs") -> Table:
         rows.append({
             "open": link(PAGE_FOR_KIND.get(r.kind, "runs"), run=r.run_id),
             "run_id": r.run_id, "kind": KIND_WORDS.get(r.kind, r.kind), "source_name": info.source_name,
-            "gpu_name": info.gpu_name,
+            "gpu_name": gpu_label(info.gpu_name) if info.gpu_name else None,
             "items": info.item_count, "item_label": info.item_label,
             "size_mib": info.size_bytes / 2**20, "warnings": " · ".join(info.warnings) or None,
             "created": dt.datetime.fromtimestamp(info.created, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

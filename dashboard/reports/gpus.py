@@ -6,7 +6,7 @@ import json
 
 import polars as pl
 
-from analyzers.ceilings import RESOURCES, result_peak, spec_peak
+from analyzers.ceilings import HOST_RESOURCES, RESOURCES, result_peak, spec_peak
 from analyzers.gpu_compare import compare_gpus
 from analyzers.gpus import find_gpu
 from analyzers.units import fmt_short
@@ -36,8 +36,10 @@ def build(src: Source, params: dict) -> Report:
         return rep
     if ceil.height:
         # the best of each GPU's runs per ceiling (highest rate, lowest cost), with how many runs measured it
-        best = ceil.with_columns(key=pl.when(pl.col("unit") == "s").then(-pl.col("value")).otherwise(pl.col("value"))) \
-            .sort("key", descending=True).group_by("gpu", "ceiling", maintain_order=True) \
+        # host-side figures (launch submit, host memcpy, the host link) stay apart per host (HOST_RESOURCES)
+        best = ceil.with_columns(key=pl.when(pl.col("unit") == "s").then(-pl.col("value")).otherwise(pl.col("value")),
+                                 on_host=pl.when(pl.col("resource").is_in(list(HOST_RESOURCES))).then(pl.col("host"))) \
+            .sort("key", descending=True).group_by("gpu", "ceiling", "on_host", maintain_order=True) \
             .agg(pl.all().exclude("key").first(), pl.len().alias("runs")).sort("gpu", "resource", "ceiling")
         rows = []
         for r in best.iter_rows(named=True):
@@ -55,7 +57,11 @@ def build(src: Source, params: dict) -> Report:
             "shown": text("measured"), "spec": text("spec sheet"),
             "pct_of_spec": num("measured of spec", "%", "%.1f", "measured / the GPU's own spec-sheet figure"),
             "cv_pct": num("spread (cv)", "%", "%.2f", "std / mean over the repetitions"),
-            "source": text("how measured"), "runs": num("runs", help="bench runs of this GPU that measured it"),
+            "source": text("how measured"),
+            "on_host": text("host", "the host a host-side figure belongs to (launch submit, host memcpy, the host link: "
+                                    "used per host, never the best over hosts); a run recorded before hosts were "
+                                    "stored is its own host"),
+            "runs": num("runs", help="bench runs of this GPU that measured it"),
             "run_id": text("best run")}, caption="The best trusted value of each GPU's bench runs (physically plausible "
                                                  "for the GPU model it was measured on; `kernelscope ceilings` lists "
                                                  "every ceiling, pins a run or excludes one)."))

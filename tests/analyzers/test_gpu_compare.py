@@ -108,3 +108,41 @@ def test_host_to_device_and_device_to_host_are_kept_apart(src):
     assert classify_ceiling("h2d_pinned_bandwidth", "B/s") == "h2d"
     best = source.best_ceilings("NVIDIA H200")
     assert best["h2d"].source.startswith("h2d_") and best["d2h"].source.startswith("d2h_")
+
+
+def test_host_side_ceilings_are_used_per_host(src):
+    """Launch costs, host memcpy and the host link belong to the host that measured them (issue 38: 3.11 µs C++
+    launches on the H100's host, 4.98 on the H200's): the store uses one host's figures — the newest run's, or the
+    one named — never the best over hosts; the GPU's own ceilings stay the best over every run. The recorded runs
+    predate stored hosts, so each is its own host."""
+    from analyzers.ceilings import HOST_RESOURCES, best_ceilings
+    source, _ = src
+    judged = source.ceilings()
+    hosts = judged["host"].unique().to_list()
+    assert len(hosts) == 2 and all(h.startswith("host of run ") for h in hosts)
+    newest = judged["run_id"][0]                       # newest run first
+    launch = judged.filter((pl.col("resource") == "launch") & (pl.col("status") == "trusted"))
+    assert launch.height == 2 and launch["value"].n_unique() == 2
+    best = best_ceilings(judged, "NVIDIA H200")
+    mine = launch.filter(pl.col("run_id") == newest)["value"][0]
+    assert best["launch"].value == mine and f"host of run {newest}" in best["launch"].source
+    other = launch.filter(pl.col("run_id") != newest).row(0, named=True)
+    named = best_ceilings(judged, "NVIDIA H200", other["host"])
+    assert named["launch"].value == other["value"]
+    assert {"launch_cxx", "host_memcpy", "h2d"} <= HOST_RESOURCES
+    dram = judged.filter((pl.col("resource") == "dram") & (pl.col("status") == "trusted"))["value"].max()
+    assert best["dram"].value == dram == named["dram"].value           # the GPU's own: the best over every run
+
+
+def test_a_new_bench_run_records_its_host(tmp_path):
+    import gzip
+
+    from collectors.bench.run import host_info
+    from collectors.ingest import parse_path
+    h = host_info()
+    assert len(h["id"]) == 12 and h["name"] and h["cpus"]
+    doc = json.loads(gzip.decompress(H200_RUNS[-1].read_bytes()))
+    doc["host"] = h
+    p = tmp_path / "bench_with_host.json"
+    p.write_text(json.dumps(doc))
+    assert parse_path(p).meta["host"]["id"] == h["id"]
