@@ -55,7 +55,7 @@ def log_warnings(text: str, report_ids: list[int], log_name: str = "the ncu log"
                    "the report" + (f": ncu said \"{why}\"" if why else ""))
     shown = [(i, m) for i, m in log["errors"] if i not in set(missing)][:3]
     for i, m in shown:
-        out.append(f"ncu reported an error" + (f" at launch {i}" if i is not None else "") + f": \"{m}\"")
+        out.append("ncu reported an error" + (f" at launch {i}" if i is not None else "") + f": \"{m}\"")
     return out
 
 

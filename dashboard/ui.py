@@ -6,7 +6,6 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.reports.blocks import Report
 from dashboard.reports.common import REPEATABLE
 
 TOKEN_PARAM = "token"

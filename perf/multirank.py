@@ -28,7 +28,6 @@ import gzip
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys

@@ -21,11 +21,9 @@ Results: a table on stdout and perf/results/run_index.json.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
-import random
 import resource
 import statistics
 import subprocess

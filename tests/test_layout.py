@@ -223,3 +223,15 @@ def test_each_command_is_registered_by_the_module_the_cli_imports_for_it():
 def test_one_format_per_parser_no_imports_between_them(mod):
     others = {"collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"} - {mod}
     assert not (GRAPH[mod] & others)
+
+
+def test_ruff_finds_no_errors():
+    """`ruff check` (pyproject's [tool.ruff]: syntax errors, undefined names, unused imports and variables) on the
+    product, its tests and the perf scripts; --no-cache: nothing written into the checkout."""
+    import shutil
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff comes with the test extra (pip install -e '.[test]')")
+    r = subprocess.run([ruff, "check", "--no-cache", "--output-format", "concise", "analyzers", "collectors",
+                        "dashboard", "tests", "perf"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

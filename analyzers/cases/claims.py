@@ -14,7 +14,7 @@ Where a microbenchmark can measure the quantity, `measurement` names it; pass me
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from analyzers.cases.claim_checks import CHECKS, SEVERITY, Finding, whitepaper_calc_occupancy, worst
 from analyzers.cases.model import Measure

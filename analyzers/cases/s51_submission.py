@@ -5,7 +5,7 @@ import math
 
 from analyzers.cases.model import (KIB, MIB, MS, US, Case, CaseError, Chart, Figure, Mechanism, Measure, Param,
                                    Term, ceil_div, need, pipeline_time, pred)
-from analyzers.cases.timemodel import (KERNEL_FLOOR_US, LATENCY_IDLE_NS, LATENCY_NS, p_dram, p_fp32, p_graph_node,
+from analyzers.cases.timemodel import (KERNEL_FLOOR_US, LATENCY_IDLE_NS, p_dram, p_fp32, p_graph_node,
                                        p_h2d, p_host_memcpy, p_kernel_floor, p_l2, p_latency, p_launch, p_sync, src,
                                        stream_time, time_estimate, waves)
 from analyzers.occupancy import occupancy

@@ -7,7 +7,7 @@ from typing import Sequence
 import math
 
 from analyzers.cases import numerics
-from analyzers.cases.model import (MIB, US, Case, CaseError, Chart, Figure, Mechanism, Measure, Param, Term,
+from analyzers.cases.model import (US, Case, CaseError, Chart, Figure, Mechanism, Measure, Param, Term,
                                    ceil_div, check_tile, need, pred)
 from analyzers.cases.s51_submission import carveout_mechanism
 from analyzers.cases.timemodel import (L2_LATENCY_NS, lifetime_time, p_dram, p_fp32, p_kernel_floor, p_l2,

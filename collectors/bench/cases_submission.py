@@ -167,7 +167,7 @@ def case_compile_amortization(ctx: Context) -> None:
     import random
 
     torch = ctx.torch
-    import torch._dynamo
+    import torch._dynamo  # noqa: F811 - the submodule (ctx.torch is the same package)
     import torch.nn.functional as F
 
     from collectors.bench import tkernels as tk

@@ -1,7 +1,6 @@
 """`kernelscope ingest | runs | analyze | gpus | dashboard`."""
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 from pathlib import Path

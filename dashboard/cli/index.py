@@ -11,12 +11,15 @@ import sys
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from dashboard.cli._app import Format, ListFormat, StoreOpt, app, echo_json, open_store
 from dashboard.cli.render import print_frame, print_table, to_csv
+
+if TYPE_CHECKING:
+    import polars as pl
 
 query_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                         help="Cross-run questions from the run index: a kernel over runs and GPUs, ceilings over "

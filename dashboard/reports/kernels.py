@@ -376,14 +376,6 @@ def first_kernel(src: Source, run: Run, params: dict) -> int | None:
         g = g.sort("win_us", descending=True, nulls_last=True, maintain_order=True)
     top = g.head(1)["id"].to_list()
     return top[0] if top else None
-    if trace is None and problems is None:
-        trace, joined = join_blocks.trace_for(src, view.run, view.trace, [])
-    try:
-        return models_for(src, view.run, trace, joined)
-    except Exception as e:  # noqa: BLE001 - the page stands without the model section
-        (problems if problems is not None else []).append(
-            f"The textbook's models could not be computed for this run ({type(e).__name__}: {e}).")
-        return None
 
 
 def chart_blocks(src: Source, view: KernelsView) -> list:

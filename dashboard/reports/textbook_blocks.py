@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analyzers.kernel_models import (FUSED_TOL, TIME_TOL, TRAFFIC_TOL, ModelResult, _verdict, launch_frame,
-                                     ops_table, param_text, summary)
+from analyzers.kernel_models import (FUSED_TOL, TIME_TOL, TRAFFIC_TOL, ModelResult, _verdict, ops_table, param_text, summary)
 from analyzers.units import fmt_bytes, fmt_ns
 from collectors.store import Run
 from dashboard.reports import join_blocks
@@ -164,7 +163,7 @@ def launch_blocks(result: ModelResult | None, launch_id: int) -> list:
 
 
 def models_of(src: Source, run: Run | None, wanted_trace: str | None = None, trace=None, joined=None,
-                    problems: list[str] | None = None):
+              problems: list[str] | None = None):
     """The textbook's models of an ncu run (dashboard.textbook) with the trace the page joins (the URL's ?trace=,
     else found); None when they cannot be computed (said in `problems`)."""
     from dashboard.textbook import models_for

@@ -405,7 +405,6 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
 
 def kernel_blocks(src: Source, view: TimelineView) -> list:
     """The kernels with the most total time."""
-    g = device_ops(src, view)
     out: list = []
     out.append(Heading("Top kernels by total time"))
     ks = _kernel_summary(src, view).head(20).select(

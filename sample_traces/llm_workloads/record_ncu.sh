@@ -36,6 +36,8 @@ ncu_run() {  # name nvtx-filter command...
       > "$out/$name.log" 2>&1
   ncu --import "$out/$name.ncu-rep" --page raw --csv --print-units base | gzip -9 -n > "$out/${name}_raw.csv.gz"
 }
+ncu --version > "$out/ncu_version.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt"
 if [[ $what == *" traces "* ]]; then
   python3 "$here/record.py" "$out" --schedule eager compile
   python3 "$here/../h200/train_step/train_step.py" trace "$out"
@@ -43,14 +45,12 @@ fi
 if [[ $what == *" eager "* ]]; then
   ncu_run decode_eager_token8 "token_8/" python3 "$here/record.py" "$out/ncu_run" eager --ncu
 fi
-if [[ $what == *" graph "* ]]; then       # not in the default list: the CUDA-graph decode (kernels of the replays)
-  ncu_run decode_graph_token8 "token_8/" python3 "$here/record.py" "$out/ncu_run" graph --ncu
-fi
 if [[ $what == *" compile "* ]]; then
   ncu_run decode_compile_token8 "token_8/" python3 "$here/record.py" "$out/ncu_run" compile --ncu
 fi
 if [[ $what == *" train "* ]]; then
   ncu_run train_step_ncu_whole6 "whole_step_6" python3 "$here/../h200/train_step/train_step.py" plain "$out/ncu_run"
 fi
-ncu --version > "$out/ncu_version.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt"
+if [[ $what == *" graph "* ]]; then       # not in the default list: the CUDA-graph decode (kernels of the replays)
+  ncu_run decode_graph_token8 "token_8/" python3 "$here/record.py" "$out/ncu_run" graph --ncu
+fi

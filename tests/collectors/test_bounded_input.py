@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import orjson
@@ -207,7 +206,7 @@ def test_sqlite_views_and_virtual_tables_are_refused_and_queries_have_a_time_lim
     with pytest.raises(ArtifactError, match="StringIds is a virtual table"):
         parse_bytes(virtual, "v.sqlite")
     # a real table whose rows are expensive to read: the progress handler stops the queries at the limit
-    slow = _nsys(tmp_path, [f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME"] * 17)
+    slow = _nsys(tmp_path, ["INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME"] * 17)
     monkeypatch.setenv("KERNELSCOPE_SQLITE_SECONDS", "0.05")
     with pytest.raises(ArtifactError, match="queries took longer than 0.05 s"):
         parse_bytes(slow, "slow.sqlite")

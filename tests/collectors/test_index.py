@@ -234,7 +234,6 @@ def test_the_runs_listing_is_given_again_until_what_it_is_made_from_changes(tmp_
 
 
 def test_a_warm_runs_imports_neither_polars_nor_the_index(tmp_path):
-    from dashboard.cli import main
     root = tmp_path / "s"
     st = Store(root)
     rid = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id

@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, REPO
 

@@ -30,7 +30,6 @@ import os
 import sqlite3
 import statistics
 import sys
-import tarfile
 import tempfile
 from decimal import ROUND_HALF_EVEN, Decimal
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.dashboard.helpers import dataframes
 from streamlit.testing.v1 import AppTest

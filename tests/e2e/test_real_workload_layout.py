@@ -14,7 +14,6 @@ For each page and width:
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
