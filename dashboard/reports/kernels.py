@@ -19,6 +19,8 @@ import polars as pl
 
 from analyzers.gpus import GPUSpec
 from analyzers.kernel_groups import group_of, kernel_groups, run_story, story_sentence
+from analyzers.kernel_models import launch_frame
+from analyzers.kernel_models import summary as textbook_summary
 from analyzers.kernels import missing_groups
 from analyzers.ncu_run import NcuAnalysis
 from analyzers.roofline import flop_roofline, instruction_roofline
@@ -134,7 +136,7 @@ def display_frame(a: NcuAnalysis, by: str = "launch", models=None) -> pl.DataFra
     """The analysis' kernel table in display units (µs, %), plus the columns the charts and the detail need; with
     by="kernel", one row per kernel (analyzers.kernel_groups); with `models` (analyzers.kernel_models), the
     textbook model's columns."""
-    k = a.kernels if models is None else a.kernels.join(textbook_blocks.launch_frame(models), on="id", how="left")
+    k = a.kernels if models is None else a.kernels.join(launch_frame(models), on="id", how="left")
     k = k if by == "launch" else kernel_groups(k)
     spec = DISPLAY if by == "launch" else GROUP_DISPLAY
     shown = [(pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
@@ -340,7 +342,7 @@ def overview(src: Source, view: KernelsView) -> Report:
     join_problems: list[str] = []
     trace, joined = join_blocks.trace_for(src, view.run, view.trace, join_problems)
     models = textbook_blocks.models_of(src, view.run, view.trace, trace, joined, join_problems)
-    tb = textbook_blocks.summary(models) if models is not None else None
+    tb = textbook_summary(models) if models is not None else None
     pct = lambda v: "—" if v is None else f"{v:.0f} %"  # noqa: E731
     rep.add(Metrics([
         ("kernel time", fmt_ns(story["kernel_ns"]), f"sum of gpu__time_duration.sum over {story['launches']:,} "
