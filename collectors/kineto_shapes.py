@@ -24,8 +24,8 @@ SHAPES_SCHEMA = pl.Schema({"external_id": pl.Int64, "op": pl.String, "input_dims
 
 class _Args(msgspec.Struct, gc=False):
     external_id: Optional[int] = msgspec.field(default=None, name="External id")
-    dims: Optional[msgspec.Raw] = msgspec.field(default=None, name="Input Dims")
-    types: Optional[msgspec.Raw] = msgspec.field(default=None, name="Input type")
+    dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")      # empty: not recorded
+    types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -51,9 +51,9 @@ def op_shapes(data: bytes, name: str) -> pl.DataFrame:
     try:
         for e in _DECODE(data).traceEvents:
             a = e.args
-            if e.cat == "cpu_op" and a is not None and a.dims is not None and a.external_id is not None:
+            if e.cat == "cpu_op" and a is not None and len(a.dims) and a.external_id is not None:
                 rows.setdefault(a.external_id, (e.name, bytes(a.dims).decode(),
-                                                bytes(a.types).decode() if a.types is not None else "[]"))
+                                                bytes(a.types).decode() if len(a.types) else "[]"))
     except (msgspec.DecodeError, msgspec.ValidationError):
         try:
             doc = json.loads(data)

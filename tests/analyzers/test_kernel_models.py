@@ -162,3 +162,8 @@ def test_op_shapes_reader(tmp_path):
     assert t.to_dicts() == [{"external_id": 5, "op": "aten::mm", "input_dims": "[[1, 2], [2, 3]]",
                              "input_types": '["float", "float"]'}]
     assert op_shapes(b"not json", "x.json").height == 0
+    # what the typed reader cannot take (an id written as text elsewhere) is read by the standard library
+    ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 1,
+               "args": {"External id": "7", "Input Dims": [[4]], "Input type": ["float"]}})
+    t2 = op_shapes(json.dumps({"traceEvents": ev}).encode(), "t.json")
+    assert t2["external_id"].to_list() == [5]
