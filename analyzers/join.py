@@ -276,8 +276,9 @@ def join(ncu_kernels: pl.DataFrame, gpu_ops: pl.DataFrame, nvtx: pl.DataFrame, *
         res.notes.append("nothing to join: " + ("the trace has no kernels in its steps" if not k.height
                                                  else "the ncu run has no launches"))
         return res
-    if n["key"].is_in(k["key"].implode()).mean() < 0.5 and _coarse(n)["key"].is_in(_coarse(k)["key"].implode()).mean() > \
-            n["key"].is_in(k["key"].implode()).mean():
+    def found(a: pl.DataFrame, b: pl.DataFrame) -> float:
+        return float(a["key"].is_in(b["key"].drop_nulls().implode()).fill_null(False).mean() or 0.0)
+    if found(n, k) < 0.5 and found(_coarse(n), _coarse(k)) > found(n, k):
         # ncu's CSV pages demangle differently (`at::index_elementwise_kernel<..., const T1&>`, the profilers
         # `at::native::index_elementwise_kernel<..., concrete types>`): keyed by the function's own name, grid and
         # block, the launch order aligns them

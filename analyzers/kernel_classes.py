@@ -68,6 +68,7 @@ _WRITE_ONLY = {"fill_", "zero_", "zeros", "ones", "full", "zeros_like", "ones_li
 _ROWS = {"embedding", "index_select", "index", "_unsafe_index", "gather"}          # output = the indexed rows
 _SCATTER = {"index_put_", "_index_put_impl_", "index_copy_", "index_copy", "scatter_", "scatter",
             "scatter_add_", "index_add_"}                                          # read + write the source
+_ATTN_NAME = re.compile(r"sdpa|fmha|flash|attention|attn", re.I)
 _COMM = re.compile(r"nccl|c10d::|allreduce|all_reduce|allgather|all_gather|reduce_scatter|alltoall|broadcast",
                    re.I)
 #: Inductor / Triton kernel names: the fused ops' names, supporting (never deciding) a memory-bound class
@@ -152,6 +153,11 @@ def by_counters(row: dict) -> Work:
     name = (row.get("kernel_name") or row.get("name") or "").lower()
     if _COMM.search(name):
         return Work("communication", None, evidence=["an NCCL / collective kernel"])
+    if tensor > 0 and _ATTN_NAME.search(name):        # tensor FLOP (the counters) in a kernel named for attention
+        return Work("attention", CLASSES["attention"][0], {"FLOP": tensor},
+                    {"FLOP": "tensor-pipe FLOP counted by ncu; L, d and heads need the joined trace's shapes, so the "
+                             "traffic is the launch's own"}, None, tensor, "tensor",
+                    ["counts tensor-pipe FLOP", "its name names attention (supporting, not deciding)"])
     if tensor > 0:
         return Work("matmul", CLASSES["matmul"][0], {"FLOP": tensor},
                     {"FLOP": "tensor-pipe FLOP counted by ncu (sm__ops_path_tensor_*); M, N, K cannot be told apart "

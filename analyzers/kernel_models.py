@@ -30,6 +30,7 @@ it would save per step.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import polars as pl
@@ -168,12 +169,15 @@ def traffic_verdict(q: float | None) -> str | None:
 
 def predict(work: Work, rows: list[dict], rf: Roofs) -> LaunchModel:
     """The model of one op (its launches `rows`, the first FLOP-counting else longest carrying it)."""
+    def fin(v) -> float:                  # a counter the report lacks, or a non-finite one, counts as none
+        return float(v) if v is not None and math.isfinite(float(v)) and float(v) >= 0 else 0.0
+
     def counted(r):
-        return (r.get("flop_tensor") or 0) + (r.get("flop_fp32") or 0)
-    primary = max(rows, key=lambda r: (counted(r) > 0, r.get("duration_ns") or 0))
-    moved = sum((r.get("dram_read_bytes") or 0) + (r.get("dram_write_bytes") or 0) for r in rows)
+        return fin(r.get("flop_tensor")) + fin(r.get("flop_fp32"))
+    primary = max(rows, key=lambda r: (counted(r) > 0, fin(r.get("duration_ns"))))
+    moved = sum(fin(r.get("dram_read_bytes")) + fin(r.get("dram_write_bytes")) for r in rows)
     has_moved = any(r.get("dram_read_bytes") is not None for r in rows)
-    measured = sum(r.get("duration_ns") or 0 for r in rows)
+    measured = sum(fin(r.get("duration_ns")) for r in rows)
     cflop = sum(counted(r) for r in rows)
     tensor_type = primary.get("tensor_type") or "bf16"
     m = LaunchModel(int(primary["id"]), work.cls, CLASSES[work.cls][1], work.case, int(primary["id"]),
@@ -252,10 +256,12 @@ def model_launches(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceil
         out.append(m)
         out += [_secondary(m, r) for r in rs if int(r["id"]) != m.id]
     out.sort(key=lambda m: m.id)
-    total = float(sum(r.get("duration_ns") or 0 for r in rows))
+    def dur(v) -> float:                  # a missing or non-finite duration adds nothing to either side
+        return float(v) if v is not None and math.isfinite(float(v)) and float(v) > 0 else 0.0
+    total = float(sum(dur(r.get("duration_ns")) for r in rows))
     by = {m.id: m for m in out}
-    covered = sum(m.duration_ns or 0 for m in out if by[m.primary].predicted_ns is not None)
-    with_shapes = sum(m.duration_ns or 0 for m in out if by[m.primary].predicted_ns is not None and m.shapes)
+    covered = sum(dur(m.duration_ns) for m in out if by[m.primary].predicted_ns is not None)
+    with_shapes = sum(dur(m.duration_ns) for m in out if by[m.primary].predicted_ns is not None and m.shapes)
     notes = []
     if joined is None:
         notes.append("no trace of this program joined: classes and traffic come from the counters alone (no "

@@ -167,3 +167,12 @@ def test_op_shapes_reader(tmp_path):
                "args": {"External id": "7", "Input Dims": [[4]], "Input type": ["float"]}})
     t2 = op_shapes(json.dumps({"traceEvents": ev}).encode(), "t.json")
     assert t2["external_id"].to_list() == [5]
+
+
+def test_non_finite_counters_give_no_verdict_not_a_wrong_one():
+    nan = float("nan")
+    k = pl.DataFrame([row(0, nan, nan, nan), row(1, 5000.0, 1e6, 1e6)])
+    res = model_launches(k, H100, {}, None, None)
+    by = res.by_id()
+    assert by[0].predicted_ns is None and by[0].verdict is None
+    assert by[1].verdict is not None and 0 <= res.coverage <= 1

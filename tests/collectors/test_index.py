@@ -120,7 +120,7 @@ def test_reindex_and_the_runs_command(tmp_path):
                         "runs", "--format", "json", "--store", s], capture_output=True, text=True, cwd=REPO)
     rows = json.loads(r.stdout)["runs"]
     assert {x["run_id"] for x in rows} == set(ids)
-    assert set(rows[0]) == {"run_id", "kind", "source_name", "gpu_name", "items", "item_label", "created",
+    assert set(rows[0]) == {"run_id", "kind", "source_name", "gpu_name", "gpu", "items", "item_label", "created",
                             "size_bytes", "warnings"}
 
 
