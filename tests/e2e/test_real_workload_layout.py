@@ -82,6 +82,7 @@ def server(tmp_path_factory):
     ids["step_ncu"] = store.ingest_path(SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id
     store.ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")        # the eager CSV's trace (joined)
     ids["eager_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[0].run_id
+    ids["graph_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz")[0].run_id
     for bench in sorted(SAMPLES.glob("h*/bench_suite/bench_*.json.gz")):
         rid = store.ingest_path(bench)[0].run_id
         ids.setdefault("bench_" + bench.parts[-3], rid)            # the first run of each GPU folder (h100, h200)
@@ -98,6 +99,7 @@ def _pages(ids: dict) -> list[tuple[str, str]]:
             ("kernels", f"/kernels?run={ids['step_ncu']}"),
             ("kernels-textbook", f"/kernels?run={ids['eager_ncu']}"),
             ("kernels", f"/kernels?run={ids['eager_ncu']}&cols=textbook&by=launch"),
+            ("kernels", f"/kernels?run={ids['graph_ncu']}"),
             ("kernels-charts", f"/kernels?run={ids['decode_ncu']}&show=charts"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_graph']}"),
             ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_compile']}"),
