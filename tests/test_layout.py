@@ -235,3 +235,21 @@ def test_ruff_finds_no_errors():
     r = subprocess.run([ruff, "check", "--no-cache", "--output-format", "concise", "analyzers", "collectors",
                         "dashboard", "tests", "perf"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_no_test_module_imports_another():
+    """Shared builders and fixtures live in tests/support/ (or conftest.py, tests/dashboard/helpers.py); a test
+    module (test_*.py) is never imported by another file, so each runs, moves and fails on its own."""
+    bad = []
+    for f in sorted((REPO / "tests").rglob("*.py")):
+        if ".venv" in f.parts or "corpus" in f.parts:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n.startswith("tests.") and n.split(".")[-1].startswith("test_") for n in names):
+                bad.append(f"{f.relative_to(REPO)}:{node.lineno}")
+    assert not bad, "test modules imported by other files: " + ", ".join(bad)

@@ -9,7 +9,7 @@ import pytest
 from analyzers import distributed as D
 from analyzers import stragglers as S
 from collectors.schema import GPU_OPS_SCHEMA, NVTX_SCHEMA
-from tests.analyzers.test_timeline_analyzers import ops
+from tests.support.frames import ops
 
 AR = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWork*)"
 

@@ -18,12 +18,10 @@ import pytest
 from analyzers.distributed import rank_summary
 from analyzers.stragglers import combine
 from collectors.ingest import parse_path
+from tests.support.corpus_paths import CORPUS, DLRM, NCCL_ARGS  # noqa: F401
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 HTA = json.loads((Path(__file__).resolve().parents[1] / "data" / "multirank" / "hta_reference.json").read_text())
-DLRM = CORPUS / "param" / "dlrm_8rank"
 SAMPLED = CORPUS / "hta" / "multirank_128"
-NCCL_ARGS = CORPUS / "hta" / "a100_resnet_ddp_nccl_rank0_2024-05.json.gz"
 
 
 def ours(folder: Path):

@@ -16,7 +16,7 @@ from analyzers import distributed as D
 from analyzers.timeline import summarize
 from collectors.ingest import parse_bytes, parse_path
 from tests.conftest import SHARED_NSYS
-from tests.analyzers.test_multirank_real import CORPUS, DLRM, NCCL_ARGS
+from tests.support.corpus_paths import CORPUS, DLRM, NCCL_ARGS
 
 
 def _archive(folder) -> bytes:

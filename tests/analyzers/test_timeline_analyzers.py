@@ -9,26 +9,9 @@ import pytest
 from analyzers import timeline as T
 from analyzers import whatif as W
 from collectors.ingest import parse_bytes
-from collectors.schema import API_CALLS_SCHEMA, GPU_OPS_SCHEMA
+from collectors.schema import API_CALLS_SCHEMA
 from tests.conftest import H200_TORCH, SHARED_NSYS
-
-
-def ops(rows, **defaults) -> pl.DataFrame:
-    """gpu_ops rows from dicts with start_ns, end_ns (+ optional stream, name, kind, api_start_ns, api_end_ns)."""
-    out = []
-    for r in rows:
-        d = {c: None for c in GPU_OPS_SCHEMA}
-        d.update(rank=0, device=0, stream=7, kind="kernel", name="k")
-        d.update(defaults)
-        d.update(r)
-        d["duration_ns"] = d["end_ns"] - d["start_ns"]
-        if d["api_end_ns"] is not None:
-            d["launch_api"] = d["launch_api"] or "cudaLaunchKernel"
-            d["api_duration_ns"] = d["api_end_ns"] - d["api_start_ns"]
-            lag = d["start_ns"] - d["api_end_ns"]
-            d["launch_delay_ns"], d["queue_ns"] = max(0, lag), (lag if lag >= 0 else None)
-        out.append(d)
-    return pl.DataFrame(out, schema=GPU_OPS_SCHEMA)
+from tests.support.frames import ops  # noqa: F401
 
 
 def api(rows) -> pl.DataFrame:

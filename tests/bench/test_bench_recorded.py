@@ -10,8 +10,8 @@ import pytest
 
 from collectors.ingest import parse_bytes
 from tests.conftest import SAMPLES
+from tests.support.samples import H200  # noqa: F401
 
-H200 = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
 X2 = sorted((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz"))
 MIB = 1 << 20
 

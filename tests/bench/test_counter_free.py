@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.bench.test_bench_harness import _fake_ncu
+from tests.support.bench_fakes import _fake_ncu
 from tests.conftest import store_snapshot
 
 NCU_LOG = ("==PROF== Connected to process 9012 (/usr/local/bin/my-benchmark)\n"

@@ -183,7 +183,7 @@ def test_block_damage_and_cuts_are_refused_before_the_reader():
 # ---- SQLite --------------------------------------------------------------------------------------------
 
 def _nsys(tmp_path, extra_sql: list[str]) -> bytes:
-    from tests.collectors.test_nsys_ingest import two_process_export
+    from tests.support.nsys import two_process_export
     data = two_process_export(tmp_path)
     p = tmp_path / "m.sqlite"
     p.write_bytes(data)
@@ -301,7 +301,7 @@ def test_dram_bandwidth_above_the_spec_peak_is_flagged_and_the_flag_flips(store,
 
 
 def test_nsys_ops_that_end_before_they_start_or_lack_a_device_are_refused(tmp_path):
-    from tests.collectors.test_nsys_ingest import build_nsys
+    from tests.support.nsys import build_nsys
     for kernels, said in (([(5_000, 3_000, 0, 7, 5, 100, "k")], "ends before it starts"),
                           ([(1_000, 3_000, None, 7, 5, 100, "k")], "without a device id")):
         data = build_nsys(tmp_path, kernels=kernels, runtime=[(900, 950, 100, 1, 5, "cudaLaunchKernel")])

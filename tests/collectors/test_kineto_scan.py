@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from collectors import kineto_events, kineto_typed
 from collectors.kineto_events import FastPathFailed
-from tests.collectors.test_kineto_typed import KINETO, _doc, _dump, _same, _sample
+from tests.support.kineto_docs import KINETO, _doc, _dump, _same, _sample
 
 scanner = kineto_typed._kineto_scan
 

@@ -6,39 +6,16 @@ decimals, "args": null, a pid written as text, a grid of two values) too; and a 
 makes it step aside, the file then read as before."""
 from __future__ import annotations
 
-import gzip
-import json
 import re
 from decimal import Decimal
-from pathlib import Path
 
-import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 from collectors import kineto, kineto_events, kineto_typed
 from collectors.decompress import read_chunks
-from collectors.ingest import detect_kind
 from collectors.kineto_events import FastPathFailed
-from tests.conftest import H200_TORCH, REPO
-
-TRACES = sorted(p for root in (REPO / "tests" / "corpus", REPO / "sample_traces") for p in root.rglob("*")
-                if p.name.endswith((".json", ".json.gz")) and not re.search(r"manifest|expected|record_summary", p.name))
-
-
-def _kineto(p: Path) -> bool:
-    data = p.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    if b'"traceEvents"' not in data and not data.lstrip().startswith(b"["):
-        return False
-    try:
-        return detect_kind(data, p.name.removesuffix(".gz")) == "kineto"
-    except Exception:  # noqa: BLE001 - not an artifact at all
-        return False
-
-
-KINETO = [p for p in TRACES if _kineto(p)]
+from tests.support.kineto_docs import TRACES, _kineto, KINETO, _whole, _same, _doc, SAMPLE, _with_decimals, _sample, _dump  # noqa: F401
 
 
 @pytest.fixture(autouse=True, params=["scanner", "msgspec"])
@@ -72,30 +49,12 @@ def _tier2(data: bytes):
         return frames(obj, [events])
 
 
-def _whole(frames: dict) -> dict:
-    return {k: pl.concat(v, how="diagonal_relaxed").with_columns(pl.col("name").cast(pl.String))
-            for k, v in frames.items() if v}
-
-
-def _same(a, b) -> None:
-    assert a[0] == b[0] and a[2] == b[2] and a[3] == b[3]
-    fa, fb = _whole(a[1]), _whole(b[1])
-    assert fa.keys() == fb.keys()
-    for k in fa:
-        assert_frame_equal(fa[k], fb[k], check_column_order=False)   # tier 2 puts tid later
-
-
 def _reference(data: bytes):
     """(tier, result) of the reader that reads the document when the typed reader is not there."""
     try:
         return "ndjson", kineto_events.ndjson_frames(data)
     except FastPathFailed:
         return "exact", _tier2(data)
-
-
-def _doc(p: Path) -> bytes:
-    data = p.read_bytes()
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
 def test_the_corpus_has_traces_for_the_typed_reader():
@@ -125,31 +84,6 @@ def test_most_corpus_traces_take_the_typed_path():
         except FastPathFailed:
             pass
     assert ok >= 25, ok
-
-
-# ------------------------------------------------------------------------- variants of a real trace (ffn_M1_eager)
-SAMPLE = H200_TORCH / "ffn_M1_eager.json.gz"
-
-
-def _sample() -> dict:
-    return json.loads(gzip.decompress(SAMPLE.read_bytes()), parse_float=Decimal)
-
-
-def _dump(doc: dict) -> bytes:
-    """Kineto's layout: one event per line (the separator the readers split at)."""
-    unmark = lambda x: json.dumps(_with_decimals(x)).replace('"<D>', "").replace('<D>"', "")  # noqa: E731
-    events = doc.pop("traceEvents")
-    body = ",\n  ".join(unmark(e) for e in events)
-    return f'{unmark(doc)[:-1]}, "traceEvents": [\n  {body}\n]}}'.encode()
-
-
-def _with_decimals(e):
-    """Decimals written as JSON numbers with their digits (json.dumps cannot): marked, then unquoted."""
-    if isinstance(e, dict):
-        return {k: _with_decimals(v) for k, v in e.items()}
-    if isinstance(e, list):
-        return [_with_decimals(v) for v in e]
-    return f"<D>{e}<D>" if isinstance(e, Decimal) else e
 
 
 def _epoch_doc(shortest: bool) -> bytes:

@@ -84,7 +84,7 @@ def test_runs_lists_the_item_count_of_every_kind(store, capsys, tmp_path):
     from dashboard.cli import main
     for p in (H200_KERNELS / "basic_raw.csv.gz", H200_TORCH / "ffn_M1_graph.json.gz", BENCH):
         store.ingest_path(p)
-    from tests.collectors.test_nsys_ingest import two_process_export
+    from tests.support.nsys import two_process_export
     store.ingest_bytes(two_process_export(tmp_path), "two.sqlite")
     capsys.readouterr()
     assert main(["runs", "--format", "json", "--store", str(store.root)]) == 0

@@ -184,7 +184,7 @@ def test_raw_csv_in_batches_equals_one_batch(monkeypatch, tmp_path):
 def test_nsys_without_the_adbc_driver_reads_the_same(tmp_path, monkeypatch):
     """Without adbc-driver-sqlite, Python's sqlite3 reads the same tables."""
     from collectors import nsys, schema
-    from tests.collectors.test_nsys_ingest import two_process_export
+    from tests.support.nsys import two_process_export
     data = two_process_export(tmp_path)
     adbc = nsys.parse(data, "two.sqlite")
     monkeypatch.setattr(nsys._Reader, "_adbc_connection", lambda self: False)

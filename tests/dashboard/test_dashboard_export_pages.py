@@ -195,7 +195,7 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
     from collectors.store import Store
     from analyzers.cases.claims import CLAIM_CEILINGS
     from dashboard.source import Source
-    from tests.bench.test_bench_recorded import H200
+    from tests.support.samples import H200
     root, ids = wired
     ceilings = {c["metric"]: c["value"] for c in _json.loads(__import__("gzip").open(H200).read())["ceilings"]}
     got = Source(Store(root)).claim_measurements()

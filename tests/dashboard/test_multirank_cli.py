@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.collectors.test_nsys_ingest import build_nsys
+from tests.support.nsys import build_nsys
 from tests.conftest import REPO
 
 DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"

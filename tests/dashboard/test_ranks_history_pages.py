@@ -10,7 +10,7 @@ import pytest
 from analyzers.errors import ParameterError, UnknownName
 from tests.conftest import H200_TORCH, REPO, SAMPLES
 from tests.dashboard.helpers import frames, open_page, texts, vega_specs
-from tests.dashboard.test_single_source import _cli, _export, _html_rows
+from tests.support.single_source import _cli, _export, _html_rows
 
 DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 

@@ -3,14 +3,12 @@ for DRAM bandwidth and % of peak, bank-conflict degree, the biggest finding, lau
 fraction and the best measured ceiling per GPU — on the real H200 samples and the recorded H200 bench run."""
 from __future__ import annotations
 
-import html as htm
-import json
-import re
 
 import pytest
 
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
 from tests.dashboard.helpers import component_data, frames, open_page
+from tests.support.single_source import _cli, _export, _html_rows  # noqa: F401
 
 pytest.importorskip("ncu_report")
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
@@ -37,30 +35,6 @@ def env(store, monkeypatch, tmp_path):
     data.clear_caches()
     yield root, ids
     data.clear_caches()
-
-
-def _cli(capsys, *argv) -> dict:
-    from dashboard.cli import main
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def _export(root, target: str) -> str:
-    from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
-    return export_html(Source(Store(root)), target)
-
-
-def _html_rows(page: str, table_headers: list[str]) -> list[list[str]]:
-    """The rows of the first HTML table whose header row starts with these headers."""
-    for t in re.findall(r"<table>(.*?)</table>", page, re.S):
-        heads = [htm.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
-        if heads[:len(table_headers)] == table_headers:
-            return [[htm.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
-                    for r in re.findall(r"<tr>(.*?)</tr>", t, re.S) if "<td" in r]
-    raise AssertionError(f"no table with headers {table_headers}")
 
 
 def test_kernel_quantities_cli_page_export(env, capsys):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.e2e.test_e2e_dashboard import ARGS, CHROMIUM, DRAWN, SHOTS, _start, _stop
+from tests.support.e2e_browser import ARGS, CHROMIUM, DRAWN, SHOTS, _start, _stop
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists() and not __import__("os").environ.get("CI"),
                                 reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")

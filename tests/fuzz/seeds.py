@@ -56,7 +56,7 @@ def _bench_reports() -> list[Seed]:
 def nsys_from_trace(trace: Path) -> bytes:
     """A real PyTorch trace's GPU ops and launch calls written into the nsys SQLite schema."""
     from collectors.ingest import parse_path
-    from tests.collectors.test_nsys_ingest import build_nsys
+    from tests.support.nsys import build_nsys
     p = parse_path(trace)
     g, a = p.table("gpu_ops"), p.table("api_calls")
     pid = 4242

@@ -1,0 +1,1 @@
+"""Builders and fixtures shared by several test modules (no test module imports another)."""
