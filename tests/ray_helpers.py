@@ -37,8 +37,31 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _node_args(temp_dir: str, num_cpus: int, num_gpus: int, resources: str | None) -> list[str]:
-    nm, om, w, agent, grpc, rt, metrics = _free_ports(7)
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _port_plan() -> tuple[int, list[int]]:
+    """A free range of 31 worker ports and six free single ports outside it. Drawn independently, a single port
+    can fall inside the worker range and Ray refuses to start ("port number … is used by other components", a CI
+    failure of 2026-12-06)."""
+    for _ in range(50):
+        w, = _free_ports(1)
+        if w + 30 < 65536 and all(_bindable(p) for p in range(w, w + 31)):
+            break
+    singles = [p for p in _free_ports(24) if not w <= p <= w + 30]
+    return w, singles[:7]
+
+
+def _node_args(temp_dir: str, num_cpus: int, num_gpus: int, resources: str | None,
+               plan: tuple[int, list[int]] | None = None) -> list[str]:
+    w, singles = plan or _port_plan()
+    nm, om, agent, grpc, rt, metrics = singles[:6]
     args = ["--block", "--node-ip-address=127.0.0.1", f"--node-manager-port={nm}", f"--object-manager-port={om}",
             f"--min-worker-port={w}", f"--max-worker-port={w + 30}", f"--dashboard-agent-listen-port={agent}",
             f"--dashboard-agent-grpc-port={grpc}", f"--runtime-env-agent-port={rt}", f"--metrics-export-port={metrics}",
@@ -95,8 +118,18 @@ def _diagnosis(tmp: str, nodes: list[Node], checker: str) -> str:
     return "\n".join(parts)
 
 
-def _wait_nodes(address: str, n: int, env: dict, timeout: float = 60) -> tuple[bool, str]:
-    """Whether the cluster at `address` has `n` live nodes within `timeout` s, and the checker's output."""
+def _wait_nodes(address: str, n: int, env: dict, timeout: float = 60, node: Node | None = None) -> tuple[bool, str]:
+    """Whether the cluster at `address` has `n` live nodes within `timeout` s, and the checker's output. With
+    `node`, first wait for its `ray start` to say the runtime started: if it exits instead (a port refused), the
+    answer is no at once, not after the checker's minutes of retrying a GCS that is not there."""
+    if node is not None:
+        t = time.time()
+        while "Ray runtime started" not in _tail(node.log, 400):
+            if node.proc.poll() is not None:
+                return False, f"`ray start` exited with {node.proc.returncode} before the runtime started"
+            if time.time() - t > timeout:
+                return False, f"`ray start` did not say the runtime started within {timeout:.0f} s"
+            time.sleep(0.25)
     code = ("import ray, sys, time\nray.init(address=sys.argv[1], log_to_driver=False)\n"
             "t = time.time()\nwhile sum(1 for x in ray.nodes() if x['Alive']) < int(sys.argv[2]):\n"
             "    time.sleep(0.5)\n"
@@ -114,16 +147,24 @@ def _wait_nodes(address: str, n: int, env: dict, timeout: float = 60) -> tuple[b
 def ray_cluster(*, num_cpus: int = 2, num_gpus: int = 0, workers: tuple[dict, ...] = ()):
     """Yield (address, head Node, [worker Nodes]) of a running local cluster; everything is stopped after."""
     tmp = tempfile.mkdtemp(prefix="ksray-", dir="/tmp")     # short: Ray's socket paths must stay < 108 bytes
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ADDRESS="")
-    port, = _free_ports(1)
-    head = _start(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={tmp}",
-                   *_node_args(tmp, num_cpus, num_gpus, None)], Path(tmp) / "head.log", env)
-    address = f"127.0.0.1:{port}"
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ADDRESS="", PYTHONUNBUFFERED="1")
     nodes: list[Node] = []
+    head = None
     try:
-        ok, out = _wait_nodes(address, 1, env, timeout=90)
-        if not ok:
-            raise RuntimeError("the Ray head did not start:\n" + _diagnosis(tmp, [head], out))
+        # The head, like a worker, is started again on fresh ports (twice at most) when it does not come up.
+        for attempt in range(3):
+            plan = _port_plan()
+            port = plan[1][6]
+            head = _start(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={tmp}",
+                           *_node_args(tmp, num_cpus, num_gpus, None, plan)], Path(tmp) / f"head-{attempt}.log", env)
+            address = f"127.0.0.1:{port}"
+            ok, out = _wait_nodes(address, 1, env, timeout=60, node=head)
+            if ok:
+                break
+            diagnosis = _diagnosis(tmp, [head], out)
+            head.kill(signal.SIGKILL)
+        else:
+            raise RuntimeError(f"the Ray head did not start in 3 attempts:\n{diagnosis}")
         for i, w in enumerate(workers):
             # A worker node that has not joined after 45 s is started again on fresh ports (twice at most): a
             # port taken between choosing it and binding it must not fail the suite; a third failure is reported
@@ -132,7 +173,7 @@ def ray_cluster(*, num_cpus: int = 2, num_gpus: int = 0, workers: tuple[dict, ..
                 node = _start([f"--address={address}", *_node_args(tmp, w.get("num_cpus", 1), w.get("num_gpus", 0),
                                                                    w.get("resources"))],
                               Path(tmp) / f"worker{i}-{attempt}.log", env)
-                ok, out = _wait_nodes(address, 2 + i, env, timeout=45)
+                ok, out = _wait_nodes(address, 2 + i, env, timeout=45, node=node)
                 if ok:
                     nodes.append(node)
                     break
@@ -144,6 +185,7 @@ def ray_cluster(*, num_cpus: int = 2, num_gpus: int = 0, workers: tuple[dict, ..
     finally:
         for n in nodes:
             n.kill()
-        head.kill()
+        if head is not None:
+            head.kill()
         time.sleep(0.5)
         shutil.rmtree(tmp, ignore_errors=True)
