@@ -44,7 +44,9 @@ NO_DATASHEET = ("measured on a GPU the registry does not hold: no datasheet to c
                 "ceilings --pin RUN` trusts it)")
 #: costs (seconds): an empty-kernel launch and a graph node on any GPU the registry holds
 COST_BOUNDS = {"launch": (0.5e-6, 1e-3), "launch_cxx": (0.5e-6, 1e-3), "kernel": (0.5e-6, 1e-3),
-               "sync": (1e-6, 10e-3), "graph": (0.05e-6, 1e-3)}
+               "sync": (1e-6, 10e-3), "graph": (0.05e-6, 1e-3),
+               # one dependent load: an L2 hit takes 100–300 ns, a DRAM load 250–900 ns on any GPU the registry holds
+               "latency_l2": (30e-9, 2e-6), "latency_dram": (80e-9, 5e-6)}
 #: a host memcpy into pinned memory: between a slow laptop and any server's memory bandwidth
 HOST_MEMCPY_BOUNDS = (1e8, 1e12)
 RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
@@ -61,6 +63,8 @@ RESOURCES = {  # resource -> (GPUSpec field of its spec-sheet peak, label)
     "kernel": (None, "one kernel between two events"),
     "graph": (None, "graph replay per node"),
     "host_memcpy": (None, "host memcpy into pinned memory"),
+    "latency_dram": (None, "DRAM load latency, unloaded"),
+    "latency_l2": (None, "L2 load latency, unloaded"),
 }
 #: the ceiling metric of the launch floor (kernelscope bench, case "ceiling")
 LAUNCH_FLOOR_METRIC = "launch_back_to_back"
@@ -93,6 +97,8 @@ def classify_ceiling(name: str, unit: str) -> str | None:
             return "dram"
         return None
     if unit == "s":
+        if "latency" in n and "launch" not in n:
+            return "latency_l2" if "l2" in n else ("latency_dram" if any(w in n for w in ("dram", "hbm")) else None)
         if "graph" in n:
             return "graph"
         if "kernel_event" in n:

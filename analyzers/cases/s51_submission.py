@@ -516,7 +516,7 @@ LITTLE = Case(
               from_chapter=False),
         p_dram(),
         p_latency("latency_idle", LATENCY_IDLE_NS, "DRAM latency unloaded",
-                  "484 cycles ≈ 244 ns on an H100 SXM, HBM3 (bench-anchors §3.2)"),
+                  "484 cycles ≈ 244 ns on an H100 SXM, HBM3 (bench-anchors §3.2)", ceiling="latency_dram"),
         Param("copy_eff", "×", 0.85, "share of the DRAM ceiling a plain load/store copy reaches at full occupancy "
               "(copy kernels reach 85–93 % of the spec; the ceiling is the best of several methods)", positive=True,
               max=1, from_chapter=False),

@@ -204,7 +204,7 @@ _TILE_PARAMS = (
           min=0, from_chapter=False),
     p_kernel_floor(), p_dram(), p_l2(), p_tensor(), p_fp32(),
     p_latency("l2_latency", L2_LATENCY_NS, "L2 hit latency",
-              "far L2 partition ≈ 475 cycles ≈ 240 ns at 1.98 GHz (bench-anchors §3.2)"),
+              "far L2 partition ≈ 475 cycles ≈ 240 ns at 1.98 GHz (bench-anchors §3.2)", ceiling="latency_l2"),
 )
 
 TILING = Case(

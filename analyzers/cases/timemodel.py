@@ -107,8 +107,12 @@ def p_graph_node(name: str = "t_node") -> Param:
 
 
 def p_latency(name: str = "latency", default: float = LATENCY_NS, what: str = "DRAM latency under load",
-              source: str = "H200 ≈ 500–600 ns under load (chapter5-cases.md, littles_law)") -> Param:
-    return Param(name, "ns", default, what, positive=True, from_chapter=False, default_source=source)
+              source: str = "H200 ≈ 500–600 ns under load (chapter5-cases.md, littles_law)",
+              ceiling: str | None = None) -> Param:
+    """A latency in ns; with `ceiling` ("latency_dram", "latency_l2") the GPU's measured unloaded latency
+    (`kernelscope bench`, case ceiling.load_latency) replaces the default."""
+    return Param(name, "ns", default, what, positive=True, from_chapter=False, default_source=source,
+                 ceiling=ceiling, ceiling_scale=1e9)
 
 
 def p_h2d(name: str = "link_bw") -> Param:

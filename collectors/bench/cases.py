@@ -12,7 +12,7 @@ from collectors.bench.cases_submission import (case_compile_amortization, case_h
                                                case_launch_overhead, case_littles_law, case_occupancy_sm,
                                                case_timing_positions)
 from collectors.bench.ceilings import (ceiling_bf16_matmul, ceiling_dram_copy, ceiling_fp32_fma, ceiling_host_link,
-                                       ceiling_l2_read, ceiling_smem_read)
+                                       ceiling_l2_read, ceiling_load_latency, ceiling_smem_read)
 
 # =============================================================================================
 # Registry: order of execution, time limit (s, full / quick), and which cases ncu reruns
@@ -25,6 +25,7 @@ CASES = {
     "ceiling.bf16_matmul": (ceiling_bf16_matmul, 40, 20),
     "ceiling.fp32_fma": (ceiling_fp32_fma, 30, 20),
     "ceiling.host_link": (ceiling_host_link, 40, 20),
+    "ceiling.load_latency": (ceiling_load_latency, 30, 20),
     "h2d.chunked_copy": (case_h2d_chunked_copy, 40, 20),
     "timing.positions": (case_timing_positions, 30, 20),
     "launch.overhead": (case_launch_overhead, 40, 20),

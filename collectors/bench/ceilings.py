@@ -202,3 +202,67 @@ def ceiling_host_link(ctx: Context) -> None:
             t = ctx.time(fn, min_reps=ctx.pick(8, 3), max_reps=ctx.pick(20, 5), sync_each=True)
             ctx.emit(ceiling_record(f"{direction}_{mem}_bandwidth", "B/s", {f"torch copy_, {nbytes} B": nbytes / t.median},
                                     {f"torch copy_, {nbytes} B": t}, {"bytes": nbytes}))
+
+
+#: bytes between the chained elements of ks_chase
+CHASE_LINE = 128          # bytes between chained elements: one element per L2 line, so no two loads share a line
+
+
+def chase_chain(np, footprint: int, seed: int = 5) -> "np.ndarray":
+    """A random single cycle through footprint / CHASE_LINE lines (Sattolo's shuffle), as a uint64 array of
+    footprint / 8 elements where element line·16 holds the index of the next line's element: following it from 0
+    visits every line once before it returns to 0, in an order no prefetcher can guess."""
+    step = CHASE_LINE // 8
+    lines = footprint // CHASE_LINE
+    order = np.random.default_rng(seed).permutation(lines).astype(np.uint64)   # next of order[i] is order[i + 1]
+    nxt = np.zeros(footprint // 8, dtype=np.uint64)
+    nxt[(order * step).astype(np.int64)] = np.roll(order, -1) * step
+    return nxt
+
+
+def chase_latency(t_long: float, t_short: float, steps_long: int, steps_short: int) -> float:
+    """Seconds per dependent load from two launch times of different chain lengths: the launch's fixed cost
+    cancels in the difference."""
+    if steps_long <= steps_short:
+        raise ValueError("the long chain must have more steps than the short one")
+    return (t_long - t_short) / (steps_long - steps_short)
+
+
+def ceiling_load_latency(ctx: Context) -> None:
+    """Unloaded load latency of DRAM and of the L2: one thread chases a random single-cycle chain (ks_chase),
+    one load in flight; latency = (t(long chase) - t(short chase)) / (steps difference). Each launch goes on from
+    where the last one stopped, so a DRAM chain (64 and 512 MiB: both beyond any L2, the larger one also paying the
+    TLB misses of its footprint; the lower is the ceiling) never meets a line the L2 holds, and the L2 chain
+    (min(4 MiB, L2/8), walked whole once before timing) always does."""
+    torch, np = ctx.torch, ctx.np
+    out = torch.zeros(1, dtype=torch.int64, device=ctx.dev)
+    l2 = min(4 * MIB, ctx.l2_bytes // 8)
+    for metric, footprints, short, long_ in (
+            ("dram_load_latency", (ctx.pick(64 * MIB, 32 * MIB), ctx.pick(512 * MIB, 64 * MIB)), 256,
+             ctx.pick(4096, 1024)),
+            ("l2_load_latency", (l2,), 256, ctx.pick(8192, 2048))):
+        values, timings, extra = {}, {}, {"line_bytes": CHASE_LINE, "steps": [short, long_]}
+        for footprint in footprints:
+            with ctx.part(f"{metric} {footprint / MIB:g} MiB"):
+                host = chase_chain(np, footprint)
+                chain = torch.from_numpy(host.view(np.int64)).to(ctx.dev)
+
+                def fn(steps, chain=chain):
+                    ctx.launch("ks_chase", (1,), (1,), (chain.data_ptr(), np.int64(steps), out.data_ptr()))
+                out.zero_()
+                fn(long_)
+                p = 0
+                for _ in range(long_):
+                    p = int(host[p])
+                ctx.check_equal("ks_chase", out, torch.full_like(out, p))
+                if metric.startswith("l2"):
+                    fn(footprint // CHASE_LINE)          # every line of the chain into the L2
+                ctx.sync()
+                t = {n: ctx.time(lambda n=n: fn(n), min_reps=ctx.pick(10, 3), max_reps=ctx.pick(20, 5), warmup=1)
+                     for n in (short, long_)}
+                key = f"ks_chase, 1 thread, {footprint / MIB:g} MiB chain, {long_} - {short} steps"
+                values[key] = chase_latency(t[long_].median, t[short].median, long_, short)
+                timings[key] = t[long_]
+                extra[f"t_short_s, {footprint / MIB:g} MiB"] = t[short].median
+                extra[f"t_long_s, {footprint / MIB:g} MiB"] = t[long_].median
+        ctx.emit(ceiling_record(metric, "s", values, timings, extra, higher_is_better=False))

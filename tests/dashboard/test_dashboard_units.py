@@ -115,8 +115,9 @@ def test_ceiling_classification():
     assert [classify_ceiling(n, u) for n, u in [
         ("dram_copy_bandwidth", "B/s"), ("l2_read_bandwidth", "B/s"), ("smem_read_bandwidth", "B/s"),
         ("bf16_dense_flop_rate", "FLOP/s"), ("fp32_flop_rate", "FLOP/s"), ("h2d_pinned_bandwidth", "B/s"),
-        ("d2h_pageable_bandwidth", "B/s"), ("launch_back_to_back", "s"), ("graph_node_replay", "s"), ("x", "B")]] == [
-        "dram", "l2", "smem", "bf16", "fp32", "h2d", "d2h", "launch", "graph", None]   # D2H apart (issue 38)
+        ("d2h_pageable_bandwidth", "B/s"), ("launch_back_to_back", "s"), ("graph_node_replay", "s"), ("x", "B"),
+        ("dram_load_latency", "s")]] == [
+        "dram", "l2", "smem", "bf16", "fp32", "h2d", "d2h", "launch", "graph", None, "latency_dram"]   # D2H apart (issue 38)
 
 
 def test_number_formatting():

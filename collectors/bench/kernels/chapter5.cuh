@@ -344,6 +344,18 @@ extern "C" __global__ void ks_fill_bf16(ks_bf16* p, long long n, unsigned int se
 // ---- empty kernel: the floor of a launch ------------------------------------------------------
 extern "C" __global__ void ks_empty(int unused) {}
 
+// ---- Load latency: one thread follows a chain of dependent loads (pointer chase) ------------------
+// next[i] is the index of the next element; every load waits for the one before it, so the time per step is the
+// latency of one load from wherever the chain lives (L2 for a chain well inside it, DRAM for one far larger).
+// ld.global.cg skips L1. The chase starts where out[0] says and leaves its end there, so launch after launch walks
+// on through lines no earlier launch touched (and the loop is not removed).
+extern "C" __global__ void ks_chase(const unsigned long long* __restrict__ next, long long steps,
+                                    unsigned long long* __restrict__ out) {
+    unsigned long long p = out[0];
+    for (long long i = 0; i < steps; ++i) p = __ldcg(next + p);
+    out[0] = p;
+}
+
 // ---- L2 read bandwidth: every thread re-reads its slice `passes` times; ld.global.cg skips L1 ---
 // out must hold gridDim.x * blockDim.x floats. Use a buffer well inside the L2.
 extern "C" __global__ void ks_l2_read(const float4* __restrict__ in, float* __restrict__ out, long long n4, int passes) {
