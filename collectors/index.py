@@ -323,7 +323,7 @@ def collect(root: Path, query, attempts: int = 4):
 def indexed(root: Path) -> tuple[set[str], set[str]]:
     """(every indexed run id, those indexed with another table version than today's)."""
     df = collect(root, lambda ix: ix.runs.select(
-        "run_id", (pl.col("table_version") != pl.col("kind").replace_strict(TABLE_VERSIONS, default=None,
+        "run_id", (pl.col("table_version") != pl.col("kind").replace_strict(dict(TABLE_VERSIONS), default=None,
                                                                            return_dtype=pl.Int64))
         .fill_null(True).alias("stale")).collect())
     return set(df["run_id"].to_list()), set(df.filter(pl.col("stale"))["run_id"].to_list())

@@ -21,7 +21,8 @@ from typing import Callable
 
 import polars as pl
 
-from collectors.decompress import gunzip_if_needed, is_tar, too_large
+from collectors import formats
+from collectors.decompress import gunzip_if_needed, too_large
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
 from collectors.schema import Parsed, finish_meta
@@ -33,64 +34,27 @@ SKIP_NAMES = {"record_summary.json", "expected.json", "LICENSE", "manifest.json"
 SKIP_DIRS = {"__pycache__"}            # Python's compiled sources, beside the sources the walk skips
 
 
-def _is_sqlite(head: bytes) -> bool:
-    return head.startswith(b"SQLite format 3\x00")
-
-
-def _is_kineto_tar(head: bytes, lname: str) -> bool:
-    if not is_tar(head):
-        return False
-    first = head[:100].split(b"\0", 1)[0].lower()
-    return lname.endswith(".kineto.tar") or first.endswith((b".json", b".json.gz"))
-
-
 def detect_kind(data: bytes, name: str) -> str:
-    """Recognise an (already decompressed) artifact from its content first, its name second."""
-    head = data[:4096]
-    lname = name.lower()
+    """Recognise an (already decompressed) artifact from its name's telling suffix, else its content
+    (collectors.formats: the registry's rules, in order)."""
     if not data:
         raise ArtifactError(name, "empty file")
-    if lname.endswith((".ncu-rep", ".nsight-cuprof-report")):
-        return "ncu"
-    if lname.endswith(".nsys-rep") or lname.endswith(".qdrep"):
-        return "nsys-rep"
-    if _is_sqlite(head):
-        return "nsys"
-    if _is_kineto_tar(head, lname):
-        return "kineto"  # a folder of rank traces packed by pack_rank_folder
-    stripped = head.lstrip()
-    if stripped[:1] in (b"{", b"["):
-        if b'"kernelscope_bench"' in data[:65536]:
-            return "bench"
-        return "kineto"
-    text = head.decode("utf-8", errors="replace")
-    if '"Kernel Name"' in text or "==PROF==" in text or "ERR_NVGPUCTRPERM" in text or lname.endswith(".csv"):
-        return "ncu"                # an ncu log with the permission error is explained by the ncu reader
-    raise ArtifactError(
-        name,
-        "not a recognised artifact: expected an Nsight Compute report (.ncu-rep) or CSV export, "
-        "a PyTorch profiler trace (.json/.json.gz), an Nsight Systems SQLite export, or a kernelscope bench result",
-    )
+    fmt = formats.detect(data, name)
+    if fmt is None:
+        raise ArtifactError(
+            name,
+            "not a recognised artifact: expected an Nsight Compute report (.ncu-rep) or CSV export, "
+            "a PyTorch profiler trace (.json/.json.gz), an Nsight Systems SQLite export, or a kernelscope bench result",
+        )
+    return fmt.kind
 
 
 def _parser(kind: str, name: str) -> Callable[[bytes, str], Parsed]:
-    # imported here so that reading one format loads one parser (and the ncu reader only when needed)
-    if kind == "ncu":
-        from collectors import ncu
-        return ncu.parse
-    if kind == "kineto":
-        from collectors import kineto
-        return kineto.parse
-    if kind == "nsys":
-        from collectors import nsys
-        return nsys.parse
-    if kind == "nsys-rep":
-        from collectors import nsys
-        return nsys.parse_report
-    if kind == "bench":
-        from collectors.bench import results
-        return results.parse
-    raise ArtifactError(name, f"no parser for artifact kind {kind!r}")
+    # resolved on first use, so that reading one format loads one parser (and the ncu reader only when needed)
+    fmt = formats.FORMATS.get(kind)
+    if fmt is None:
+        raise ArtifactError(name, f"no parser for artifact kind {kind!r}")
+    return formats.resolve(fmt.parser)
 
 
 #: what a parser may raise on input it does not expect: a refusal of the file, never a crash of the caller
@@ -236,28 +200,22 @@ def with_companion_log(parsed: Parsed, path: str | os.PathLike) -> Parsed:
 
 
 def _streamed_parser(p: Path, partial: bool = False) -> tuple[str, Callable] | None:
-    """(kind, the parser that reads file p from its path) for kinds read as a stream; None for the others.
-    partial: a raw page's metrics are read in part (parse_path's metrics="analysis")."""
+    """(kind, the parser that reads file p from its path) for a format read as a stream (the registry's `streamed`,
+    when its `stream_if` holds for the file); None for the others. partial: the format's partial reader
+    (`streamed_partial`: an ncu raw page's analysis metrics only) where it has one."""
     from collectors.decompress import read_chunks
     try:
         head = next(read_chunks(p, p.name, step=1 << 16), b"")
     except OSError:
         return None
     inner = p.name[:-3] if p.name.endswith(".gz") else p.name
-    kind = detect_kind(head, inner) if head else None
-    if kind == "kineto" and not is_tar(head):
-        from collectors import kineto
-        return kind, kineto.parse_file
-    if kind == "nsys" and not is_gzip_file(p):
-        from collectors import nsys
-        return kind, nsys.parse_file
-    if kind == "ncu" and not inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
-        from collectors import ncu
-        if partial:
-            from collectors.ncu_values import analysis_metric
-            return kind, lambda path, name: ncu.parse_file(path, name, keep=analysis_metric)
-        return kind, ncu.parse_file    # a CSV export: a raw page read batch by batch
-    return None
+    fmt = formats.detect(head, inner) if head else None
+    if fmt is None or fmt.streamed is None:
+        return None
+    if fmt.stream_if is not None and not fmt.stream_if(head, inner.lower(), is_gzip_file(p)):
+        return None
+    ref = fmt.streamed_partial if partial and fmt.streamed_partial else fmt.streamed
+    return fmt.kind, formats.resolve(ref)
 
 
 def is_gzip_file(p: Path) -> bool:

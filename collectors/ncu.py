@@ -554,3 +554,10 @@ def parse(data: bytes, name: str) -> Parsed:
         return _build(idents, long, name, "ncu-rep", source, sections)
     (idents, long, sections, names, units), fmt = _parse_csv(data, name)
     return _build(idents, long, name, fmt, sections=sections, names=names, units=units)
+
+
+def parse_file_analysis(path, name: str) -> Parsed:
+    """`parse_file` keeping only the metrics the analysis and the pages read (collectors.ncu_values.analysis_metric):
+    the format registry's partial reader of Nsight Compute CSV exports."""
+    from collectors.ncu_values import analysis_metric
+    return parse_file(path, name, keep=analysis_metric)

@@ -16,7 +16,7 @@ Kinds and their tables:
     bench   ceilings, results (BENCH_SCHEMA); predictions and verdicts are added when a run is read
             (analyzers.cases.bench_verdicts), never stored
 
-`TABLE_VERSIONS` is the version of each kind's tables: the store keeps the tables of one version in a folder of
+`TABLE_VERSIONS` (collectors.formats, the format registry) is the version of each kind's tables: the store keeps the tables of one version in a folder of
 their own and rebuilds them from the kept artifact when a reader expects a newer one.
 """
 from __future__ import annotations
@@ -26,12 +26,8 @@ from typing import TypedDict
 
 import polars as pl
 
-#: version of each kind's normalized tables (bump when a parser's output changes: stored runs are re-derived)
-TABLE_VERSIONS = {"ncu": 9, "kineto": 5, "nsys": 5, "bench": 3}   # ncu 9: enum casts in names (issue 39)
-KINDS = tuple(TABLE_VERSIONS)
-TRACE_KINDS = ("kineto", "nsys")
-#: what a run's item count counts, per kind
-ITEM_LABELS = {"ncu": "profiled launches", "kineto": "kernels", "nsys": "kernels", "bench": "results"}
+# version of each kind's tables, the kinds, the timeline kinds, what an item count counts: the format registry's
+from collectors.formats import ITEM_LABELS, KINDS, TABLE_VERSIONS, TRACE_KINDS  # noqa: F401 (re-exported)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import math
 import polars as pl
 
 from collectors.errors import ArtifactError
+from collectors.formats import FORMATS, resolve
 from collectors.limits import LONG_STRING_COLUMNS, MAX_ROWS, MAX_STRING_CHARS
 from collectors.schema import Parsed
 
@@ -55,9 +56,9 @@ def validate(parsed: Parsed, name: str) -> Parsed:
             parsed.tables[tname] = df = _finite_or_text(df, parsed.meta)
         _finite(df, tname, name)
         _strings(df, tname, name)
-    check = {"ncu": _ncu, "kineto": _timeline, "nsys": _timeline, "bench": _bench}.get(parsed.kind)
-    if check is not None:
-        check(parsed, name)
+    fmt = FORMATS.get(parsed.kind)
+    if fmt is not None and fmt.check is not None:
+        resolve(fmt.check)(parsed, name)
     return parsed
 
 
@@ -152,7 +153,7 @@ def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, 
 # ---------------------------------------------------------------------------------------------------
 # Nsight Compute
 
-def _ncu(parsed: Parsed, name: str) -> None:
+def check_ncu(parsed: Parsed, name: str) -> None:
     k = parsed.tables["kernels"]
     if k["id"].null_count():
         raise ArtifactError(name, f"{k['id'].null_count()} launch(es) without a numeric id")
@@ -207,7 +208,7 @@ def _ncu(parsed: Parsed, name: str) -> None:
 # Timelines (Kineto, nsys)
 
 _TIME_COLUMNS = {"gpu_ops": ("start_ns", "end_ns", "device", "rank", "stream", "kind", "name"),
-                 "api_calls": ("start_ns", "end_ns", "rank")}      # a null refused (_timeline)
+                 "api_calls": ("start_ns", "end_ns", "rank")}      # a null refused (check_timeline)
 _GPU_RANGES = [("device", 0, 1 << 20, "(not a device ordinal)"),
                *[(f"{dim}_{ax}", 0, most[ax], f"(CUDA allows 1..{most[ax]:,})")
                  for ax in "xyz" for dim, most in (("block", MAX_BLOCK), ("grid", MAX_GRID))],
@@ -217,7 +218,7 @@ _GPU_RANGES = [("device", 0, 1 << 20, "(not a device ordinal)"),
 
 
 def _timeline_sound(parsed: Parsed) -> bool:
-    """True when _timeline's checks all pass (one query per table); False when one of them may not."""
+    """True when check_timeline's checks all pass (one query per table); False when one of them may not."""
     g, a = parsed.tables.get("gpu_ops"), parsed.tables.get("api_calls")
     if a is not None and a.height and g is None:
         return False
@@ -227,7 +228,7 @@ def _timeline_sound(parsed: Parsed) -> bool:
             continue
         cols = set(df.columns)
         if not {"start_ns", "end_ns", *_TIME_COLUMNS.get(tname, ())} <= cols:
-            return False                               # _timeline says which is missing
+            return False                               # check_timeline says which is missing
         bad = [_out_of(c, -TIME_BOUND_NS, TIME_BOUND_NS) for c in ("start_ns", "end_ns") if c in cols]
         bad.append(pl.col("end_ns") < pl.col("start_ns"))
         if "duration_ns" in cols:
@@ -270,7 +271,7 @@ def _dedupe_gpu_ops(parsed: Parsed) -> None:
         meta["item_count"] = k
 
 
-def _timeline(parsed: Parsed, name: str) -> None:
+def check_timeline(parsed: Parsed, name: str) -> None:
     _dedupe_gpu_ops(parsed)
     if _timeline_sound(parsed):
         return
@@ -361,7 +362,7 @@ def _bench_params(df: pl.DataFrame, tname: str, name: str) -> None:
                 raise ArtifactError(name, f"{_where(row, tname)}: {p}")
 
 
-def _bench(parsed: Parsed, name: str) -> None:
+def check_bench(parsed: Parsed, name: str) -> None:
     for tname in ("results", "ceilings"):
         df = parsed.tables.get(tname)
         if df is None or not df.height:

@@ -14,41 +14,17 @@ signed cookie below (dashboard.auth) serve `streamlit run dashboard/app.py`.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import streamlit as st
 
 from dashboard import auth, data, ui
+from dashboard import pages as registry
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
 
-VIEWS = Path(__file__).parent / "views"
-
-
-def page(fname: str, title: str, slug: str, icon: str, **kw):
-    return st.Page(f"views/{fname}", title=title, url_path=slug, icon=icon, **kw)
-
-
-def optional(fname: str, title: str, slug: str, icon: str):
-    """Pages written by other parts of the project appear once their file exists."""
-    return page(fname, title, slug, icon) if (VIEWS / fname).is_file() else None
-
-
-sections = {
-    "Kernelscope": [page("home.py", "Home", "home", ":material/home:", default=True),
-                    page("upload.py", "Upload", "upload", ":material/upload:"),
-                    page("runs.py", "Runs", "runs", ":material/list:")],
-    "Analyse": [page("kernels.py", "Kernels", "kernels", ":material/memory:"),
-                optional("timeline.py", "Timeline", "timeline", ":material/timeline:"),
-                optional("ranks.py", "Ranks", "ranks", ":material/grid_on:"),
-                optional("history.py", "History", "history", ":material/query_stats:"),
-                page("compare.py", "Compare", "compare", ":material/compare_arrows:")],
-    "Hardware": [page("gpus.py", "GPUs", "gpus", ":material/developer_board:"),
-                 page("live.py", "Live", "live", ":material/monitor_heart:")],
-    "Textbook": [optional("cases.py", "Textbook cases", "cases", ":material/menu_book:"),
-                 optional("claims.py", "Claims", "claims", ":material/fact_check:")],
-}
-pages = {k: [p for p in v if p is not None] for k, v in sections.items() if any(p is not None for p in v)}
+# the page registry (dashboard.pages): one row per page; a page whose script is missing is left out
+pages = {section: [st.Page(p.script, title=p.title, url_path=p.slug, icon=p.icon, default=p.default) for p in ps]
+         for section, ps in registry.sections().items()}
 
 token = os.environ.get("KERNELSCOPE_TOKEN")
 if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:       # numpy comes with analyzers.stragglers: `analyze` of one file asks is_multi_rank_target only
     from analyzers.stragglers import MultiRank
 from collectors.errors import ArtifactError
+from collectors.formats import TRACE_KINDS
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep", ".qdrep")
 _SKIP = {"manifest.json", "record_summary.json", "expected.json"}
@@ -147,7 +148,7 @@ def rank_task(job: dict) -> dict:
             except ArtifactError as e:
                 raise ArtifactError(src.path, e.problem) from None
             del data
-            if parsed.kind not in ("kineto", "nsys"):
+            if parsed.kind not in TRACE_KINDS:
                 raise ArtifactError(src.path, f"a {parsed.kind} artifact, not a PyTorch profiler trace or an Nsight "
                                               "Systems export")
             out["summaries"] = _summaries(parsed, src.path, job.get("step_pattern"), job.get("floors") or {})

@@ -44,9 +44,6 @@ if TYPE_CHECKING:
     from analyzers.timeline import TimelineSummary
     from analyzers.timeline_view import TimelineTracks
 
-#: the page that shows a run of each kind
-PAGE_FOR_KIND = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}
-
 
 @dataclass
 class TraceAnalysis:

@@ -1,10 +1,13 @@
 """Architecture rules a test keeps: imports flow one way (no cycles, function-level imports included), Streamlit
-and altair stay in the Streamlit and chart modules, modules stay small, help on every command, and `analyze`
-loads no page code."""
+and altair stay in the Streamlit and chart modules (the core never reaches Streamlit, even through another
+module), modules stay small, help on every command, `analyze` loads no page code, every page is in the page
+registry and every format parser in the format registry, ruff finds nothing, and no test imports another."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -219,10 +222,14 @@ def test_each_command_is_registered_by_the_module_the_cli_imports_for_it():
     assert json.loads(r.stdout) == COMMAND_MODULES
 
 
-@pytest.mark.parametrize("mod", ["collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"])
+def _parser_modules() -> set[str]:
+    from collectors.formats import FORMATS
+    return {f.parser.split(":")[0] for f in FORMATS.values()}
+
+
+@pytest.mark.parametrize("mod", sorted(_parser_modules()))
 def test_one_format_per_parser_no_imports_between_them(mod):
-    others = {"collectors.ncu", "collectors.kineto", "collectors.nsys", "collectors.bench.results"} - {mod}
-    assert not (GRAPH[mod] & others)
+    assert not (GRAPH[mod] & (_parser_modules() - {mod}))
 
 
 def test_ruff_finds_no_errors():
@@ -253,3 +260,56 @@ def test_no_test_module_imports_another():
             if any(n.startswith("tests.") and n.split(".")[-1].startswith("test_") for n in names):
                 bad.append(f"{f.relative_to(REPO)}:{node.lineno}")
     assert not bad, "test modules imported by other files: " + ", ".join(bad)
+
+
+#: the application core: what the command line, the pages and the server all call; it never needs Streamlit
+CORE_PREFIXES = ("analyzers.", "collectors.", "dashboard.cli.", "dashboard.reports.")
+CORE_MODULES = ("dashboard.source", "dashboard.ranks", "dashboard.execute", "dashboard.fleet", "dashboard.pages",
+                "dashboard.textbook")
+
+
+def _closure(name: str) -> set[str]:
+    seen, todo = set(), [name]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(GRAPH.get(m, ()))
+    return seen
+
+
+def test_no_module_of_the_core_imports_streamlit_even_through_another():
+    bad = {}
+    for m in MODULES:
+        if not (m.startswith(CORE_PREFIXES) or m in CORE_MODULES):
+            continue
+        via = sorted(d for d in _closure(m) if "streamlit" in {x.split(".")[0] for x in RAW.get(d, ())})
+        if via:
+            bad[m] = via
+    assert bad == {}
+
+
+def test_every_page_is_in_the_page_registry_and_the_app_draws_only_those():
+    from dashboard import pages
+    views = {p.name for p in (REPO / "dashboard" / "views").glob("*.py") if p.name != "__init__.py"}
+    assert views == {p.view for p in pages.PAGES.values()}
+    app = (REPO / "dashboard" / "app.py").read_text()
+    assert app.count("st.Page(") == 1 and "registry.sections()" in app
+    for p in pages.PAGES.values():
+        if p.report:
+            assert importlib.util.find_spec(p.report) is not None, p.slug
+
+
+def test_every_format_parser_is_in_the_format_registry():
+    """A module of collectors/ with a `parse(data, name)` reader is a format's parser: the registry must name it
+    (else the format is unreachable from ingest, upload and the store)."""
+    from collectors import formats
+    named = {f.parser.split(":")[0] for f in formats.FORMATS.values()}
+    parsers = {m for m, p in MODULES.items() if m.startswith("collectors.")
+               and re.search(r"^def parse\(data: bytes, name: str", p.read_text(), re.M)}
+    assert parsers and parsers <= named, parsers - named
+    for f in formats.FORMATS.values():
+        for ref in (f.parser, f.streamed, f.streamed_partial, f.check):
+            if ref:
+                assert callable(formats.resolve(ref)), ref

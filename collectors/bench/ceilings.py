@@ -208,7 +208,7 @@ def ceiling_host_link(ctx: Context) -> None:
 CHASE_LINE = 128          # bytes between chained elements: one element per L2 line, so no two loads share a line
 
 
-def chase_chain(np, footprint: int, seed: int = 5) -> "np.ndarray":
+def chase_chain(np, footprint: int, seed: int = 5):
     """A random single cycle through footprint / CHASE_LINE lines (Sattolo's shuffle), as a uint64 array of
     footprint / 8 elements where element line·16 holds the index of the next line's element: following it from 0
     visits every line once before it returns to 0, in an order no prefetcher can guess."""

@@ -11,6 +11,7 @@ import typer
 
 from analyzers.errors import AnalysisError
 from collectors.errors import ArtifactError, InputError, StoreError
+from collectors.formats import TRACE_KINDS
 from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
                                 open_source, open_store, repo_root)
 from dashboard.cli.render import print_table, to_csv
@@ -150,7 +151,7 @@ def report_for(src, run, source: str, *, executor=None, step: str | None = None,
         rep["kernels"], rep["models"] = report_section(models, rep["kernels"])
         rows = rep["kernels"]
         warnings = list(run.meta.get("warnings") or []) + ([a.gpu_warning] if a.gpu_warning else [])
-    elif run.kind in ("kineto", "nsys"):
+    elif run.kind in TRACE_KINDS:
         from dashboard.cli import ranks, timeline
         if step:
             from analyzers.steps import check_step_pattern
@@ -263,7 +264,7 @@ def analyze(
     run, source = load(path_or_run, store, gpu, src=src, metrics="analysis")   # the report shows no other metric
     executor = None
     from collectors.store import Run
-    if (ray is not None or workers) and isinstance(run, Run) and run.kind in ("kineto", "nsys"):
+    if (ray is not None or workers) and isinstance(run, Run) and run.kind in TRACE_KINDS:
         from dashboard import execute
         executor = execute.make_executor(ray=ray, workers=workers, mode="pool", tasks=2)
     trace_run, shapes = None, None
@@ -271,7 +272,7 @@ def analyze(
         if run.kind != "ncu":
             raise typer.BadParameter(f"--trace joins a trace to an Nsight Compute report; {source} is a {run.kind} run")
         trace_run, trace_name = load(trace, store, gpu, src=src)
-        if trace_run.kind not in ("kineto", "nsys"):
+        if trace_run.kind not in TRACE_KINDS:
             raise typer.BadParameter(f"--trace {trace}: a {trace_run.kind} run, not a PyTorch profiler trace")
         if Path(trace).exists():
             from dashboard.textbook import shapes_of
@@ -280,7 +281,7 @@ def analyze(
                                  profiler_ns=None if profiler_event_us is None else profiler_event_us * 1e3,
                                  trace=trace_run, trace_shapes=shapes)
     if compat is not None:
-        if run.kind not in ("kineto", "nsys"):
+        if run.kind not in TRACE_KINDS:
             raise typer.BadParameter(f"--compat {compat.value} compares trace statistics; {source} is a {run.kind} run")
         from analyzers.hta_compat import compare
         rep["compat"] = {"hta": compare(run.table("gpu_ops"), int(run.meta.get("base_time_ns") or 0)),
@@ -293,7 +294,7 @@ def analyze(
         head = rep.get("gpu", {})
         if isinstance(head, dict) and head.get("name"):
             typer.echo(f"{source}: {run.kind}, GPU {head.get('identified') or head['name']}")
-        elif run.kind in ("kineto", "nsys"):
+        elif run.kind in TRACE_KINDS:
             typer.echo(f"{source}: {run.kind}, GPU {src.meta(run).get('gpu_name') or 'not named in the file'}")
         if rep.get("ceiling_status"):
             typer.echo("measured ceilings (status: how the store uses them; throttled: measured while NVML reported a "

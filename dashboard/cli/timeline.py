@@ -12,9 +12,10 @@ from typing import Annotated
 
 import typer
 
+from collectors.formats import TRACE_KINDS
 from dashboard.cli._app import ListFormat, MaxMBOpt, Rows, StoreOpt, app, apply_limits, echo_json, load
 
-TIMELINE_KINDS = ("kineto", "nsys")
+TIMELINE_KINDS = TRACE_KINDS          # the format registry's timeline kinds
 
 
 # columns of the per-kernel table (`kernelscope analyze TRACE` without --format json): (key, header, scale)

@@ -27,16 +27,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from analyzers.errors import UnknownName
 from dashboard.reports.blocks import Report
 from dashboard.reports.common import REPEATABLE
-from dashboard.source import PAGE_FOR_KIND, Source
+from dashboard.pages import EXPORTABLE, PAGE_FOR_KIND, PAGES
+from dashboard.source import Source
 
-EXPORTABLE = ("home", "runs", "kernels", "compare", "gpus", "timeline", "ranks", "history", "cases", "claims")
 
 
 def build(src: Source, page: str, params: dict) -> Report:
     """The report of an exportable page for its query parameters."""
     if page not in EXPORTABLE:
         raise UnknownName("exportable page", page, "exportable: " + ", ".join(EXPORTABLE))
-    return importlib.import_module(f"dashboard.reports.{page}").build(src, params)
+    return importlib.import_module(PAGES[page].report).build(src, params)
 
 
 def parse_target(src: Source, target: str) -> tuple[str, dict, str | None]:

@@ -11,7 +11,8 @@ from analyzers.gpus import all_gpus, find_gpu
 from collectors.errors import RunNotFound
 from collectors.store import Run
 from dashboard.reports.blocks import Col, Table, Text, code, num, text
-from dashboard.source import PAGE_FOR_KIND, Source
+from dashboard.pages import PAGE_FOR_KIND
+from dashboard.source import Source
 
 REPEATABLE = ("meas", "verdict")   # query parameters that may repeat (?meas=…&meas=…): kept as lists
 

@@ -18,7 +18,7 @@ import polars as pl
 from analyzers.baseline import RELATED_MIN
 from analyzers.compare import CompareResult
 from analyzers.units import fmt_ns
-from collectors.schema import TRACE_KINDS
+from collectors.schema import KINDS, TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
@@ -26,7 +26,7 @@ from dashboard.reports.common import pick_run
 from dashboard.reports.gpus import gpu_pair_blocks
 from dashboard.source import Source
 
-COMPARABLE = ("ncu", "kineto", "nsys", "bench")
+COMPARABLE = KINDS                  # every stored kind (the format registry)
 
 
 @dataclass

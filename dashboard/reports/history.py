@@ -16,7 +16,8 @@ from analyzers.errors import ParameterError
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Col, Heading, Report, Table, Text, code, num, text
 from dashboard.reports.common import link
-from dashboard.source import PAGE_FOR_KIND, Source
+from dashboard.pages import PAGE_FOR_KIND
+from dashboard.source import Source
 
 MAX_ROWS = 500
 RESOURCE_LABELS = {k: v[1] for k, v in RESOURCES.items()}

@@ -15,7 +15,7 @@ from collectors.errors import ArtifactError, StoreError
 from dashboard import data
 from dashboard.reports.blocks import code
 from dashboard.reports.common import link
-from dashboard.source import PAGE_FOR_KIND
+from dashboard.pages import PAGE_FOR_KIND
 
 
 def cap_bytes() -> int:

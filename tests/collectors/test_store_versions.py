@@ -69,12 +69,19 @@ def test_runs_of_the_first_store_format_are_re_derived_on_read(store):
     assert any(f"/tables-v{TABLE_VERSIONS['bench']}/" in k for k in new_files)          # the new version beside
 
 
+def bump_table_version(monkeypatch, kind: str, version: int) -> None:
+    """A newer parser output, declared as a format declares it: one field of its registry row."""
+    import dataclasses
+
+    from collectors import formats
+    monkeypatch.setitem(formats.FORMATS, kind, dataclasses.replace(formats.FORMATS[kind], table_version=version))
+
+
 def test_a_newer_table_version_is_re_derived_once(store, monkeypatch):
-    from collectors import schema, store as store_mod
+    from collectors import schema
     run, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
     current = schema.TABLE_VERSIONS["ncu"]
-    monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
-    monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
+    bump_table_version(monkeypatch, "ncu", 99)
     again = store.get(run.run_id)
     assert again.table("kernels").height == 9 and (run.path / "tables-v99" / "meta.json").is_file()
     assert (run.path / f"tables-v{current}" / "kernels.parquet").is_file()          # the older version is kept
@@ -140,13 +147,11 @@ def test_command_line_mistakes_give_usage_and_exit_2(argv, capsys):
 
 def test_a_gpu_given_at_ingest_survives_re_derivation(store, monkeypatch):
     """`ingest --gpu` is kept in the manifest, not in the derived tables: a newer table version keeps it."""
-    from collectors import schema, store as store_mod
     from tests.conftest import REPO
     f = REPO / "tests" / "corpus" / "physicell-fork" / "profile.old-details-layout.constructed.csv.gz"
     run, _ = store.ingest_bytes(f.read_bytes(), f.name, gpu="NVIDIA Tesla V100 PCIe 16GB")
     assert run.meta["gpu_name"] == "NVIDIA Tesla V100 PCIe 16GB" and run.meta["gpu_name_in_file"] is None
-    monkeypatch.setitem(schema.TABLE_VERSIONS, "ncu", 99)
-    monkeypatch.setattr(store_mod, "TABLE_VERSIONS", schema.TABLE_VERSIONS)
+    bump_table_version(monkeypatch, "ncu", 99)
     again = store.get(run.run_id)
     assert again.meta["gpu_override"] == "NVIDIA Tesla V100 PCIe 16GB" and (run.path / "tables-v99").is_dir()
     assert "gpu_override" not in json.loads((run.path / "tables-v99" / "meta.json").read_text())

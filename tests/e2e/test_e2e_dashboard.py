@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard import pages as registry
 from tests.conftest import H200_TORCH, SAMPLES
 from tests.dashboard.helpers import BASIC, FULL
 from tests.support.e2e_browser import CHROMIUM, ARGS, SHOTS, DRAWN, _free_port, _start, _stop  # noqa: F401
@@ -383,9 +384,10 @@ def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, bro
         _stop(proc)
 
 
-PAGES = [("home", ""), ("upload", ""), ("runs", ""), ("kernels", "kernel=5"), ("kernels", "kernel=7&show=charts"),
-         ("compare", "pair=5"), ("gpus", ""), ("live", ""), ("timeline", ""), ("timeline", "show=delays"),
-         ("timeline", "show=idle"), ("ranks", ""), ("history", ""), ("cases", ""), ("claims", "")]
+#: every page of the page registry, some with more than one view (query parameters)
+VIEWS_OF = {"kernels": ["kernel=5", "kernel=7&show=charts"], "compare": ["pair=5"],
+            "timeline": ["", "show=delays", "show=idle"]}
+PAGES = [(slug, q) for slug in registry.PAGES for q in VIEWS_OF.get(slug, [""])]
 
 
 def _ink(png: bytes) -> float:
