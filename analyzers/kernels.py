@@ -6,36 +6,17 @@ counters are missing and which ncu option collects them.
 """
 from __future__ import annotations
 
-import math
 
 import polars as pl
 
 from analyzers.gpus import GPUSpec
 from analyzers.occupancy import occupancy
+from analyzers.quantities import missing_label, requirements
 
 SECTOR_BYTES = 32  # an L1/L2 sector (Kernel Profiling Guide)
 
-# quantity -> (counters it needs, the ncu option that collects them)
-REQUIREMENTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "dram_bandwidth_gbps": (("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"),
-                            "--set full (or --section MemoryWorkloadAnalysis_Chart)"),
-    "smem_conflict_degree": (("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-                              "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
-                             "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
-    "global_ld_sectors_per_request": (("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-                                       "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
-                                      "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
-    "achieved_occupancy_pct": (("sm__warps_active.avg.pct_of_peak_sustained_active",),
-                               "--section Occupancy (in every set)"),
-    "theoretical_occupancy_pct": (("sm__maximum_warps_per_active_cycle_pct",), "--section Occupancy (in every set)"),
-    "l2_read_from_l1_bytes": (("lts__t_sectors_srcunit_tex_op_read.sum",),
-                              "--set full (or --section MemoryWorkloadAnalysis_Tables)"),
-    "flop_tensor": (("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
-                     "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-                    "--set full (or --section SpeedOfLight_HierarchicalTensorRooflineChart)"),
-}
+#: quantity -> (counters it needs, the ncu option that collects them): the catalog's (analyzers.quantities)
+REQUIREMENTS: dict[str, tuple[tuple[str, ...], str]] = requirements()
 
 #: tensor-core source types, in the order of the kernel table's tensor_flop_<type> columns
 TENSOR_TYPES = ("bf16", "fp16", "tf32", "fp8", "fp64")
@@ -231,21 +212,12 @@ def analyze_kernels(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     return occupancy_metrics(coalescing(bank_conflicts(tensor_metrics(memory_metrics(k, gpu), gpu))), gpu)
 
 
-#: what each quantity is called where a person reads it
-QUANTITY_LABELS = {
-    "dram_bandwidth_gbps": "DRAM traffic and bandwidth", "smem_conflict_degree": "shared-memory bank conflicts",
-    "global_ld_sectors_per_request": "global-load coalescing (sectors per request)",
-    "achieved_occupancy_pct": "achieved occupancy", "theoretical_occupancy_pct": "ncu's theoretical occupancy",
-    "l2_read_from_l1_bytes": "L2 reads from L1", "flop_tensor": "tensor-core FLOP",
-}
-
-
 def missing_quantities(analyzed: pl.DataFrame) -> list[dict]:
     """Quantities that no launch of the report has, with the counters they need and how to collect them."""
     out = []
     for q, (metrics, how) in REQUIREMENTS.items():
         if q in analyzed.columns and analyzed[q].null_count() == analyzed.height:
-            out.append({"quantity": q, "label": QUANTITY_LABELS.get(q, q), "needs": list(metrics),
+            out.append({"quantity": q, "label": missing_label(q), "needs": list(metrics),
                         "collect_with": f"ncu {how}"})
     return out
 
@@ -261,27 +233,3 @@ def missing_groups(missing: list[dict]) -> list[dict]:
         g["quantities"].append(m["quantity"])
         g["needs"] += [n for n in m["needs"] if n not in g["needs"]]
     return list(groups.values())
-
-
-# columns of the per-kernel JSON (`kernelscope analyze --format json`), with units for tables
-KERNEL_REPORT_COLUMNS: dict[str, str] = {
-    "id": "", "name": "", "duration_ns": "ns", "dram_read_bytes": "bytes", "dram_write_bytes": "bytes",
-    "dram_bandwidth_gbps": "GB/s", "dram_peak_fraction": "fraction of spec peak",
-    "achieved_occupancy_pct": "%", "theoretical_occupancy_pct": "% (ncu)", "predicted_occupancy_pct": "% (ours)",
-    "occupancy_limiter": "", "smem_wavefronts": "wavefronts", "smem_bank_conflicts": "wavefronts",
-    "smem_conflict_degree": "ways", "smem_ld_conflict_degree": "ways", "smem_st_conflict_degree": "ways",
-    "global_ld_sectors_per_request": "sectors/request", "global_ld_ideal_sectors_per_request": "sectors/request",
-    "l2_read_from_l1_bytes": "bytes", "l2_bytes": "bytes", "flop_fp32": "FLOP",
-    "flop_tensor": "FLOP", "tensor_type": "", "tensor_tflops": "TFLOP/s",
-    "tensor_peak_fraction": "fraction of the spec tensor peak for its types",
-    "registers_per_thread": "registers", "block_size": "threads", "grid_size": "blocks",
-}
-
-
-def kernel_report_rows(analyzed: pl.DataFrame) -> list[dict]:
-    rows = analyzed.rename({"kernel_name": "name"}).select(list(KERNEL_REPORT_COLUMNS)).to_dicts()
-    for r in rows:
-        for key, v in r.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                r[key] = None
-    return rows

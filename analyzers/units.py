@@ -31,7 +31,10 @@ _UNITS: dict[str, tuple[float, str]] = {
     "FLOP/B": (1.0, "FLOP/B"),
     "%": (1.0, "%"), "fraction": (100.0, "%"),
     "×": (1.0, "×"), "x": (1.0, "×"), "ratio": (1.0, "×"),
-    "count": (1.0, "count"), "way": (1.0, "way"), "ULP": (1.0, "ULP"), "": (1.0, ""),
+    "count": (1.0, "count"), "way": (1.0, "way"), "ways": (1.0, "way"), "ULP": (1.0, "ULP"), "": (1.0, ""),
+    # counts of a launch's things (analyzers.quantities): sectors per request, registers per thread, a block's
+    # threads, a grid's blocks
+    "sectors": (1.0, "count"), "registers": (1.0, "count"), "threads": (1.0, "count"), "blocks": (1.0, "count"),
     "text": (1.0, "text"),
 }
 

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from analyzers.errors import AnalysisError
+from analyzers.quantities import cli_columns, json_units
 from collectors.errors import ArtifactError, InputError, StoreError
 from collectors.formats import TRACE_KINDS
 from dashboard.cli._app import (Format, GpuOpt, ListFormat, MaxMBOpt, StoreOpt, app, apply_limits, echo_json, load,
@@ -85,32 +86,10 @@ def rm(
 
 # ---- Nsight Compute -------------------------------------------------------------------------------------
 
-#: keys of the per-kernel JSON (`kernelscope analyze --format json`) with their units; values come from
-#: analyzers.ncu_run.NcuAnalysis.kernels unchanged
-NCU_COLUMNS: dict[str, str] = {
-    "id": "", "name": "canonical (collectors.kernel_names)", "raw_name": "as in the file", "duration_ns": "ns", "dram_read_bytes": "bytes", "dram_write_bytes": "bytes",
-    "dram_bandwidth_gbps": "GB/s", "dram_peak_fraction": "fraction of spec peak",
-    "dram_measured_fraction": "fraction of the measured copy ceiling",
-    "achieved_occupancy_pct": "%", "theoretical_occupancy_pct": "% (ncu)", "predicted_occupancy_pct": "% (ours)",
-    "occupancy_limiter": "", "smem_wavefronts": "wavefronts", "smem_bank_conflicts": "wavefronts",
-    "smem_conflict_degree": "ways", "smem_ld_conflict_degree": "ways", "smem_st_conflict_degree": "ways",
-    "global_ld_sectors_per_request": "sectors/request", "global_ld_ideal_sectors_per_request": "sectors/request",
-    "l2_read_from_l1_bytes": "bytes", "l2_bytes": "bytes", "flop_fp32": "FLOP", "fp32_tflops": "TFLOP/s",
-    "flop_tensor": "FLOP", "tensor_type": "", "tensor_tflops": "TFLOP/s",
-    "tensor_peak_fraction": "fraction of the spec tensor peak for its types",
-    "arithmetic_intensity": "FLOP/B", "top_finding": "", "top_finding_key": "", "lost_ns": "ns",
-    "lost_share": "fraction of the launch",
-    "registers_per_thread": "registers", "block_size": "threads", "grid_size": "blocks",
-    "flags": "what is physically implausible for this GPU (analyzers.plausibility)",
-}
-NCU_TABLE = [
-    ("id", "id", None), ("name", "kernel", None), ("duration_ns", "duration [µs]", 1e-3),
-    ("dram_bandwidth_gbps", "DRAM [GB/s]", 1), ("dram_peak_fraction", "DRAM [% spec]", 100),
-    ("achieved_occupancy_pct", "occ. achieved [%]", 1), ("theoretical_occupancy_pct", "occ. ncu [%]", 1),
-    ("predicted_occupancy_pct", "occ. ours [%]", 1), ("occupancy_limiter", "limiter", None),
-    ("smem_conflict_degree", "bank ways", 1), ("global_ld_sectors_per_request", "ld sectors/req", 1),
-    ("top_finding", "biggest finding", None), ("lost_ns", "est. lost [µs]", 1e-3),
-]
+#: keys of the per-kernel JSON (`kernelscope analyze --format json`) with their units, and the table's columns:
+#: the quantity catalog's (analyzers.quantities); values come from analyzers.ncu_run.NcuAnalysis.kernels unchanged
+NCU_COLUMNS: dict[str, str] = json_units()
+NCU_TABLE = cli_columns()
 
 #: the textbook model's columns of the table (analyzers.kernel_models): the launch carrying an op's model has them
 MODEL_TABLE = [("model_class", "class", None), ("model_pred_ns", "model [µs]", 1e-3), ("model_ratio", "meas/model", 1),

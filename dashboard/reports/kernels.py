@@ -24,6 +24,7 @@ from analyzers.kernel_models import summary as textbook_summary
 from analyzers.kernels import missing_groups
 from analyzers.ncu_run import NcuAnalysis
 from analyzers.roofline import flop_roofline, instruction_roofline
+from analyzers.quantities import QUANTITIES
 from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard import charts
@@ -33,26 +34,10 @@ from dashboard.reports.common import notes_blocks, pick_run
 from dashboard.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.source import Source
 
-#: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels
-DISPLAY = {
-    "id": ("id", None), "kernel": ("display_name", None), "duration_us": ("duration_ns", 1e-3),
-    "top_finding": ("top_finding", None), "lost_us": ("lost_ns", 1e-3),
-    "dram_gbps": ("dram_bandwidth_gbps", None), "dram_pct_spec": ("dram_peak_fraction", 100),
-    "dram_pct_measured": ("dram_measured_fraction", 100), "fp32_tflops": ("fp32_tflops", None),
-    "tensor_tflops": ("tensor_tflops", None), "tensor_type": ("tensor_type", None),
-    "tensor_pct_spec": ("tensor_peak_fraction", 100), "ai": ("arithmetic_intensity", None),
-    "achieved_occupancy_pct": ("achieved_occupancy_pct", None),
-    "theoretical_occupancy_pct": ("theoretical_occupancy_pct", None),
-    "predicted_occupancy_pct": ("predicted_occupancy_pct", None), "occupancy_limiter": ("occupancy_limiter", None),
-    "smem_ld_conflict_degree": ("smem_ld_conflict_degree", None),
-    "smem_st_conflict_degree": ("smem_st_conflict_degree", None), "smem_conflict_degree": ("smem_conflict_degree", None),
-    "global_ld_sectors_per_request": ("global_ld_sectors_per_request", None),
-    "global_ld_ideal_sectors_per_request": ("global_ld_ideal_sectors_per_request", None),
-    "global_ld_coalescing_ratio": ("global_ld_coalescing_ratio", None),
-    "registers_per_thread": ("registers_per_thread", None), "block_size": ("block_size", None),
-    "grid_size": ("grid_size", None),
-    "sm_pct": ("sm_throughput_pct", None), "mem_pct": ("dram_throughput_pct", None),
-}
+#: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels — the quantity
+#: catalog's page columns (analyzers.quantities), and the kernel's short name
+DISPLAY = {"kernel": ("display_name", None),
+           **{q.column: (q.key, None if q.scale == 1 else q.scale) for q in QUANTITIES if q.on_page and q.key != "name"}}
 #: the same, of one row per kernel (analyzers.kernel_groups): totals, and time-weighted means of the rates
 GROUP_DISPLAY = {
     **{k: v for k, v in DISPLAY.items() if k not in ("duration_us", "lost_us")},
@@ -60,39 +45,13 @@ GROUP_DISPLAY = {
     "share_pct": ("share", 100), "lost_us": ("lost_total_ns", 1e-3),
 }
 
+
+def _col(q) -> Col:
+    return text(q.label, q.help or None) if q.text else num(q.label, q.unit, q.fmt, q.help or None)
+
+
 KERNEL_COLS: dict[str, Col] = {
-    "id": num("launch id"),
-    "kernel": text("kernel", "function name with its template arguments (hover for the full demangled name)"),
-    "duration_us": num("duration", "µs", "%.2f", "gpu__time_duration.sum (ncu counter)"),
-    "top_finding": text("biggest finding", "analyzers/findings.py; details in the launch's view"),
-    "lost_us": num("est. lost", "µs", "%.1f", "time the biggest finding is estimated to cost"),
-    "dram_gbps": num("DRAM", "GB/s", "%.0f", "(dram__bytes_read.sum + dram__bytes_write.sum) / duration"),
-    "dram_pct_spec": num("DRAM of spec", "%", "%.1f", "achieved / the spec-sheet peak"),
-    "dram_pct_measured": num("DRAM of measured", "%", "%.1f", "achieved / the measured copy ceiling (bench run)"),
-    "fp32_tflops": num("FP32", "TFLOP/s", "%.2f", "(fadd + fmul + 2·ffma) thread instructions / duration"),
-    "tensor_tflops": num("tensor", "TFLOP/s", "%.1f", "sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum / duration"),
-    "tensor_type": text("tensor type", "the source type with the most tensor FLOP"),
-    "tensor_pct_spec": num("tensor of spec", "%", "%.1f",
-                           "tensor FLOP / duration / the spec dense BF16 peak × type rate (TF32 ½, FP8 2)"),
-    "ai": num("arith. intensity", "FLOP/B", "%.2f", "(FP32 + tensor FLOP) / DRAM bytes"),
-    "achieved_occupancy_pct": num("occ. achieved", "%", "%.1f", "sm__warps_active.avg.pct_of_peak_sustained_active"),
-    "theoretical_occupancy_pct": num("occ. theoretical (ncu)", "%", "%.1f", "sm__maximum_warps_per_active_cycle_pct"),
-    "predicted_occupancy_pct": num("occ. theoretical (ours)", "%", "%.1f", "CUDA occupancy rules, analyzers/occupancy.py"),
-    "occupancy_limiter": text("occ. limiter (ours)"),
-    "smem_ld_conflict_degree": num("bank ways, loads", "ways", "%.2f", "wavefronts / (wavefronts − conflicts)"),
-    "smem_st_conflict_degree": num("bank ways, stores", "ways", "%.2f", "wavefronts / (wavefronts − conflicts)"),
-    "smem_conflict_degree": num("bank ways, all", "ways", "%.2f", "wavefronts / (wavefronts − conflicts)"),
-    "global_ld_sectors_per_request": num("ld sectors/request", "sectors", "%.1f",
-                                         "l1tex__t_sectors / l1tex__t_requests (global loads)"),
-    "global_ld_ideal_sectors_per_request": num("ideal sectors/request", "sectors", "%.0f",
-                                               "from the bytes used per sector"),
-    "global_ld_coalescing_ratio": num("coalescing ratio", "×", "%.2f", "sectors per request / ideal (1 = coalesced)"),
-    "registers_per_thread": num("registers/thread", "regs"), "block_size": num("block", "threads"),
-    "grid_size": num("grid", "blocks"),
-    "sm_pct": num("SM throughput", "% of peak", "%.0f", "sm__throughput.avg.pct_of_peak_sustained_elapsed: Nsight Compute's "
-                  "Speed of Light, compute side (the busiest SM pipeline or unit)"),
-    "mem_pct": num("DRAM throughput", "% of peak", "%.0f", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed: "
-                   "Nsight Compute's Speed of Light, DRAM side"),
+    **{q.column: _col(q) for q in QUANTITIES if q.on_page},
     "config": text("grid · block", "launch configuration: blocks in the grid · threads in a block (x×y×z where "
                                    "y or z is not 1)"),
     "launches": num("launches", help="launches of this kernel (same name, template arguments, grid and block)"),
