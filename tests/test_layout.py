@@ -313,3 +313,21 @@ def test_every_format_parser_is_in_the_format_registry():
         for ref in (f.parser, f.streamed, f.streamed_partial, f.check):
             if ref:
                 assert callable(formats.resolve(ref)), ref
+
+
+#: what a unit test (tests/unit/) never uses: a process, the Streamlit test runner, the run store, a browser, Ray
+UNIT_FORBIDDEN = ("subprocess", "streamlit", "collectors.store", "dashboard.source", "dashboard.data", "playwright",
+                  "ray", "tests.ray_helpers", "tests.support.e2e_browser")
+
+
+def test_the_unit_layer_stays_in_memory():
+    """tests/unit/ is what `./ks test --fast` runs in well under a minute: no subprocess, AppTest, run store,
+    browser or Ray cluster there (those tests live beside it, by package)."""
+    bad = {}
+    for p in sorted((REPO / "tests" / "unit").rglob("test_*.py")):
+        mods = _imports(p.stem, p)
+        hits = sorted(m for m in mods if any(m == f or m.startswith(f + ".") for f in UNIT_FORBIDDEN))
+        if hits:
+            bad[str(p.relative_to(REPO))] = hits
+    assert bad == {}
+    assert len(list((REPO / "tests" / "unit").rglob("test_*.py"))) >= 10

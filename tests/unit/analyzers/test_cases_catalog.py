@@ -18,7 +18,7 @@ from analyzers.cases.model import Params
 from analyzers.units import BASE_UNITS
 from analyzers.gpus import all_gpus
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "chapter5-cases.md"
+REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "chapter5-cases.md"
 # query-string keys other pages use: a parameter with one of these names would clash in a shared URL
 RESERVED = {"case", "gpu", "meas", "run", "baseline", "kernel", "token", "page", "claim", "verdict"}
 
