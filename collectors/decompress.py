@@ -17,6 +17,7 @@ import stat
 import tempfile
 import zlib
 
+from collectors import progress
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes, size_text
 
@@ -169,6 +170,7 @@ def read_chunks(path, name: str, step: int = _STEP, limit: int | None = None):
 def _read_chunks(path, name: str, step: int, limit: int | None):
     cap = max_artifact_bytes() if limit is None else limit
     with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
         first = f.read(step)
         if not is_gzip(first):
             total = 0
@@ -176,6 +178,7 @@ def _read_chunks(path, name: str, step: int, limit: int | None):
                 total += len(first)
                 if total > cap:
                     raise too_large(name, cap, "is")
+                progress.report("reading", f.tell(), size, "B")
                 yield first
                 first = f.read(step)
             return
@@ -189,6 +192,7 @@ def _read_chunks(path, name: str, step: int, limit: int | None):
                     total += len(chunk)
                     if total > cap:
                         raise too_large(name, cap)
+                    progress.report("reading", f.tell(), size, "B")      # compressed bytes: the file's own size
                     yield chunk
                     chunk = d.decompress(d.unconsumed_tail, step) if d.unconsumed_tail else b""
                 if d.eof:

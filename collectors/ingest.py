@@ -21,7 +21,7 @@ from typing import Callable
 
 import polars as pl
 
-from collectors import formats
+from collectors import formats, progress
 from collectors.decompress import gunzip_if_needed, too_large
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
@@ -99,8 +99,11 @@ def parse_bytes(data: bytes, name: str) -> Parsed:
     cap = max_artifact_bytes()
     if len(data) > cap:
         raise too_large(name, cap, "is")
+    if data[:2] == b"\x1f\x8b":
+        progress.report("inflating", len(data), None, "B")
     raw, inner = gunzip_if_needed(data, name)
     kind = detect_kind(raw, inner)
+    progress.report(f"reading {Path(inner).name}", len(raw), None, "B")
     try:
         parsed = _parser(kind, name)(raw, name)
         finish_meta(parsed.kind, parsed.meta)

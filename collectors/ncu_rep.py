@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 
+from collectors import progress
 from collectors.errors import ArtifactError
 
 _SI = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -67,10 +68,14 @@ def read_report_file(path: str, name: str) -> dict:
     out = []
     sections: dict[str, str] = {}
     source: dict = {"sass": [], "metrics": [], "files": {}}
+    total = sum(ctx.range_by_idx(ri).num_actions() for ri in range(ctx.num_ranges()))
+    done = 0
     for ri in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
             act = rng.action_by_idx(ai)
+            done += 1
+            progress.report("reading launch", done, total)
             for m, sec in sections_of(act).items():
                 sections.setdefault(m, sec)
             metrics = {}

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import orjson
 
+from collectors import progress
 from collectors.errors import ArtifactError
 from collectors.limits import ncu_child_memory_bytes, ncu_child_seconds, size_text
 
@@ -57,19 +58,37 @@ def run_reader(task: str, data: bytes, name: str, suffix: str) -> object:
             raise ArtifactError(name, f"cannot write a temporary copy to read it ({e.strerror})") from None
         env = dict(os.environ, KS_SANDBOX_AS=str(memory), KS_SANDBOX_CPU=str(int(seconds) + 1),
                    PYTHONPATH=os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        listening = progress.listening()
+        pfile = str(folder / "progress.tsv")
+        if listening:
+            env[progress.CHILD_FILE] = pfile       # the child says which launch it reads; relayed below
         cmd = [sys.executable, "-m", "collectors.sandbox", task, str(folder)]
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env=env, cwd=str(folder), start_new_session=True)
+        err_path = folder / "stderr.log"          # a file, not a pipe: the wait below polls, it does not read
+        with open(err_path, "wb") as errf:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf, env=env,
+                                    cwd=str(folder), start_new_session=True)
         try:
-            _, err = proc.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            raise ArtifactError(name, f"reading it took longer than {seconds:g} s (the limit for one report; "
-                                      "KERNELSCOPE_NCU_SECONDS raises it)") from None
+            while True:
+                left = seconds - (time.monotonic() - started)
+                if left <= 0:
+                    _kill(proc)
+                    raise ArtifactError(name, f"reading it took longer than {seconds:g} s (the limit for one report; "
+                                              "KERNELSCOPE_NCU_SECONDS raises it)")
+                try:
+                    proc.wait(timeout=min(left, 0.2) if listening else left)
+                    break
+                except subprocess.TimeoutExpired:
+                    step = progress.read_child(pfile) if listening else None
+                    if step is not None:
+                        progress.report(step.stage, step.done, step.total, step.unit)
         except BaseException:
             _kill(proc)
             raise
+        try:
+            err = err_path.read_bytes()[-65536:]
+        except OSError:
+            err = b""
         rc = proc.returncode
         result, error = folder / _RESULT, folder / _ERROR
         if rc == 0 and result.is_file():
@@ -175,9 +194,11 @@ def _child(task: str, folder: str) -> int:
     out = Path(folder)
     artifact = next(out.glob("artifact*"))
     module, func = TASKS[task]
+    pfile = os.environ.get(progress.CHILD_FILE)
     try:
         fn = getattr(importlib.import_module(module), func)
-        result = fn(str(artifact), artifact.name)
+        with progress.reporting(progress.child_sink(pfile) if pfile else None):
+            result = fn(str(artifact), artifact.name)
     except ArtifactError as e:
         (out / _ERROR).write_bytes(orjson.dumps({"problem": e.problem}))
         return 3

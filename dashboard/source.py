@@ -33,6 +33,7 @@ from analyzers.errors import AnalysisError
 from analyzers.gpu_compare import gpu_label
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
 from analyzers.gpus import GPUSpec, find_gpu, get_gpu
+from collectors import progress
 from collectors.errors import ArtifactError, InputError, RunNotFound
 from collectors.ingest import companion_warnings, parse_bytes, read_path
 from collectors.schema import TRACE_KINDS, Parsed
@@ -459,7 +460,9 @@ class Source:
         if rid in self.store:
             return self.store.get(rid), False
         parsed = parse_bytes(data, name)
+        progress.report("analysing")
         self.check(parsed, name, gpu)
+        progress.report("storing")
         return self.store.ingest_bytes(data, name, parsed, gpu=gpu,
                                        companion=companion_warnings(parsed, path) if path else None)
 

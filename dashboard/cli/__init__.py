@@ -134,7 +134,9 @@ def _main(argv: list[str] | None) -> int:
         argv = [a for a in argv if a != "--debug"]
         os.environ["KERNELSCOPE_DEBUG"] = "1"
     try:
-        app_for(argv)(args=argv, prog_name="kernelscope", standalone_mode=True)
+        from dashboard.cli.progress import shown
+        with shown():                  # a progress line on stderr when it is a terminal; nothing when piped
+            app_for(argv)(args=argv, prog_name="kernelscope", standalone_mode=True)
     except SystemExit as e:
         code = e.code
         if code is None:

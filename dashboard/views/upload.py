@@ -1,4 +1,5 @@
-"""Upload: several artifacts at once, with progress, a result or an error per file, and a link to each run.
+"""Upload: several artifacts at once, with progress (each file's stages: received, inflating, reading — launch k of
+n for a report —, analysing, storing), a result or an error per file, and a link to each run.
 
 A file that is not an artifact (wrong type, truncated, random bytes) or is above the upload cap is named with
 the problem; nothing of it is stored. Results are kept per uploaded file for the session, so a rerun does not
@@ -7,11 +8,13 @@ ingest again.
 from __future__ import annotations
 
 import os
+import time
 
 import streamlit as st
 
 from analyzers.gpus import all_gpus
 from collectors.errors import ArtifactError, StoreError
+from collectors.progress import Step, reporting
 from dashboard import data
 from dashboard.reports.blocks import code
 from dashboard.reports.common import link
@@ -51,6 +54,22 @@ gpu_choice = st.selectbox(
          "a trace without deviceProperties): the GPU they were recorded on. `kernelscope gpus` lists the specs.")
 gpu = None if gpu_choice == AUTO else gpu_choice
 files = st.file_uploader("Artifacts", accept_multiple_files=True, key="uploads")
+
+
+def _stages(bar, name: str, i: int, n: int):
+    """A progress sink (collectors.progress) that shows each stage of reading file i of n on the bar: received,
+    inflating, reading (launch k of n for a report), analysing, storing; at most ten redraws a second."""
+    last = {"t": 0.0, "stage": None}
+
+    def show(step: Step) -> None:
+        now = time.monotonic()
+        if step.stage == last["stage"] and now - last["t"] < 0.1 and step.fraction != 1.0:
+            return
+        last.update(t=now, stage=step.stage)
+        within = step.fraction or 0.0
+        bar.progress(min(1.0, (i + within) / n), text=f"{name} ({i + 1} of {n}): {step.text()}")
+    return show
+
 done: dict = st.session_state.setdefault("ingested", {})
 if files:
     bar = st.progress(0.0, text=f"0 of {len(files)} files")
@@ -63,7 +82,9 @@ if files:
                                       f"{cap / 1e6:,.0f} MB. Copy it to the server and run `kernelscope ingest FILE`.")
             else:
                 try:
-                    with data.PARSE_SLOTS:          # a bound on the parses running at once
+                    show = _stages(bar, f.name, i, len(files))
+                    show(Step("received", f.size, None, "B"))
+                    with data.PARSE_SLOTS, reporting(show):     # a bound on the parses running at once
                         run, created = src.ingest_bytes(f.getvalue(), f.name, gpu=gpu)
                     done[key] = ("ok", run.run_id, run.kind, created, tuple(run.meta.get("warnings") or ()))
                 except ArtifactError as e:

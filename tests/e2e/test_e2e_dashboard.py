@@ -91,6 +91,42 @@ def _full_run(server):
     return store.ingest_path(FULL)[0].run_id          # uploaded by the first test; here, or stored now
 
 
+LARGE_REPORT = SAMPLES / "llm_workloads" / "h100_schedule" / "decode_compile_token8.ncu-rep.gz"   # 11 MB, 122 launches
+#: every text the page's progress bars show, recorded as it changes (a MutationObserver, set before the upload)
+RECORD_PROGRESS = """() => {
+  window.__stages = [];
+  const grab = () => document.querySelectorAll('[data-testid=stProgress]').forEach(e => {
+    const t = e.innerText.trim();
+    if (t && window.__stages[window.__stages.length - 1] !== t) window.__stages.push(t);
+  });
+  new MutationObserver(grab).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_uploading_a_large_report_shows_its_stages_before_the_result(server, browser):
+    """Issue 43: an 11 MB real `.ncu-rep` (122 launches) says what is happening while it is read — received,
+    inflating, reading launch k of 122 (relayed from the child process that reads it), analysing, storing — and
+    only then the result."""
+    url, store, _ = server
+    b, _ = browser
+    page = _new_page(b)
+    page.goto(f"{url}/upload")
+    page.wait_for_selector(IDLE, timeout=90_000)
+    page.evaluate(RECORD_PROGRESS)
+    page.locator("input[type=file]").set_input_files(str(LARGE_REPORT))
+    ok = page.locator("[data-testid=stAlertContentSuccess]")
+    ok.wait_for(timeout=240_000)
+    seen = page.evaluate("window.__stages")
+    stages = {t.split(": ", 1)[1].split(" ")[0] for t in seen if ": " in t}
+    # Streamlit may draw two quick stages in one frame (received and inflating): three of them at least
+    assert len(stages & {"received", "inflating", "reading", "analysing", "storing"}) >= 3, seen
+    assert "reading" in stages, seen
+    launches = [t for t in seen if "reading launch" in t]
+    assert len(launches) >= 3 and launches[-1].endswith("reading launch 122 of 122"), launches
+    assert "decode_compile_token8.ncu-rep.gz" in ok.inner_text()
+    page.context.close()
+
+
 def test_upload_row_click_sort_and_shared_link(server, browser):
     url, store, _ = server
     b, sync_api = browser
