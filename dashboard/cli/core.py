@@ -188,7 +188,7 @@ def analyze_ranks(target: str, store, format: Format, ray: Optional[str], worker
     ex = execute.make_executor(ray=ray, workers=workers, total_bytes=total, tasks=len(sources))
     floors = {c["gpu_name"]: src.launch_floor_ns(c["gpu_name"]) for c in src.ceilings().select("gpu_name").unique().to_dicts()}
     mr, info = ranks.analyze_sources(sources, ex, step_pattern=step, threshold=threshold, floors=floors,
-                                     on_done=R.progress() if len(sources) > 16 else None)
+                                     on_done=R.progress())
     rep = R.folder_report(mr, info, target)
     if format is Format.json:
         echo_json(rep)

@@ -152,12 +152,10 @@ def echo_execution(ex, err: bool = True) -> None:
 
 
 def progress(total_label: Optional[str] = None):
-    """An on_done callback printing "ranks: done/total" to stderr (a line per tenth)."""
-    last = {"step": -1}
+    """An on_done callback that reports "analysing ranks done of total" (collectors.progress): the command line's
+    bar shows it on a terminal, with an estimate; piped, nothing is printed."""
+    from collectors.progress import report
 
     def cb(done: int, total: int, label: str) -> None:
-        step = (10 * done) // max(total, 1)
-        if step != last["step"] or done == total:
-            last["step"] = step
-            typer.echo(f"  rank sources analysed: {done}/{total}", err=True)
+        report("analysing ranks", done, total)
     return cb
