@@ -71,11 +71,13 @@ def test_launch_detail_gives_the_terms_and_how(ids):
     assert "Terms: n·t0" in t and "Traffic: DRAM" in t and "at the minimum" in t
 
 
-def test_analyze_json_carries_the_same_models(ids, tmp_path):
+def test_analyze_json_carries_the_same_models(store, ids):
+    """The stored runs (a .ncu-rep file given by path is read again in its child process, 20 s for this one)."""
     from typer.testing import CliRunner
 
     from dashboard.cli import app_for
-    argv = ["analyze", str(NCU), "--trace", str(TRACE), "--format", "json", "--store", str(tmp_path / "s")]
+    root = str(store[0])
+    argv = ["analyze", ids["ncu"], "--trace", ids["trace"], "--format", "json", "--store", root]
     r = CliRunner().invoke(app_for(argv), argv)
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
@@ -87,6 +89,6 @@ def test_analyze_json_carries_the_same_models(ids, tmp_path):
     k = {x["id"]: x for x in d["kernels"]}[119]
     assert k["model_class"] == "matrix multiply" and k["model_verdict"] in ("agrees", "slower than the model")
     # without a trace: classes from the counters, nothing from shapes, said
-    argv = ["analyze", str(NCU), "--format", "json", "--store", str(tmp_path / "s")]
+    argv = ["analyze", ids["ncu"], "--format", "json", "--store", root]
     d2 = json.loads(CliRunner().invoke(app_for(argv), argv).stdout)["models"]
     assert d2["shapes_ns"] == 0 and d2["coverage"] == pytest.approx(1.0) and "no trace" in d2["notes"][0]
