@@ -108,6 +108,8 @@ NAME_KEYS = re.compile(r"(^|_)(kernel|name|names|source|file|signature|case|op|m
 #: a text column whose longest cell is at most this long stays on one line (a verdict, a date); longer text wraps at
 #: its spaces
 SHORT_TEXT = 24
+#: a text column whose longest cell is longer than this gets a wider minimum (table.css td.pw)
+LONG_TEXT = 72
 
 
 def shorten(v: str, n: int = NAME_CHARS) -> str:
@@ -122,7 +124,8 @@ def shorten(v: str, n: int = NAME_CHARS) -> str:
 def column_class(key: str, col: "Col", cells: list) -> str:
     """How a column's cells lay out (dashboard/static/table.css): "num" (right-aligned, one line), "name" (one line,
     shortened with an ellipsis, the full text on hover), "prose" (wrapped at spaces, never inside a word, with a
-    minimum width: sentences, GPU names) or "" (short text on one line)."""
+    minimum width: sentences, GPU names), "prose-wide" (the same with a wider minimum: long texts) or "" (short text on
+    one line)."""
     if col.kind == "number":
         return "num"
     if col.kind == "link":
@@ -132,6 +135,8 @@ def column_class(key: str, col: "Col", cells: list) -> str:
     if NAME_KEYS.search(key):
         return "name"
     longest = max((len(str(v)) for v in cells), default=0)
+    if longest > LONG_TEXT:
+        return "prose-wide"           # a long text (a bench record's parameters): room for a few words more a line
     return "prose" if longest > SHORT_TEXT else ""
 
 

@@ -9,7 +9,7 @@ import polars as pl
 from analyzers.ceilings import HOST_RESOURCES, RESOURCES, result_peak, spec_peak
 from analyzers.gpu_compare import compare_gpus
 from analyzers.gpus import find_gpu
-from analyzers.units import fmt_short
+from analyzers.units import fmt_bytes, fmt_short
 from dashboard import charts
 from dashboard.reports.blocks import Chart, Heading, Report, Table, Text, code, num, text
 from dashboard.reports.common import gpu_table, link, runs_table
@@ -21,6 +21,21 @@ def _gpu_list(raw) -> list[str]:
         return []
     items = raw if isinstance(raw, list) else str(raw).split(",")
     return [s.strip() for s in items if s.strip()]
+
+
+def params_text(params: dict) -> str:
+    """A bench record's parameters for reading: "bytes 64 MiB · chunks 4 · memory pinned" (sizes in binary units,
+    lists and nested values as compact JSON), not the raw JSON that wrapped a table's rows onto five lines."""
+    out = []
+    for k, v in params.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            shown = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+        elif "bytes" in k and v >= 1024:
+            shown = fmt_bytes(v)
+        else:
+            shown = f"{v:,}" if isinstance(v, int) else f"{v:g}"
+        out.append(f"{k} {shown}")
+    return " · ".join(out)
 
 
 def build(src: Source, params: dict) -> Report:
@@ -147,7 +162,8 @@ def bench_compare_blocks(src: Source, run_ids: list[str], wanted: list[str] | No
             params = {}
         peak, peak_name = result_peak(find_gpu(r["gpu_name"]), r["case"], r["metric"], r["unit"] or "",
                                       params if isinstance(params, dict) else {})
-        rows.append({"case": r["case"], "metric": r["metric"], "params": r["params"] or "", "gpu": r["gpu"],
+        rows.append({"case": r["case"], "metric": r["metric"], "gpu": r["gpu"],
+                     "params": params_text(params) if isinstance(params, dict) and params else (r["params"] or ""),
                      "value": r["value"], "unit": r["unit"] or "", "shown": fmt_short(r["value"], r["unit"] or ""),
                      "pct": r["value"] / peak * 100 if peak and r["value"] is not None else None,
                      "peak": peak_name, "cv_pct": r["cv"] * 100 if r["cv"] is not None else None,

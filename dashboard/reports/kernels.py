@@ -70,7 +70,8 @@ SORT_KEYS = tuple(KERNEL_COLS)
 _ALWAYS = ("id", "kernel", "duration_us")
 _ALWAYS_GROUP = ("kernel", "config", "launches", "total_us", "share_pct", "duration_us")
 #: the summary columns of one row per kernel (the rates per resource are in the other column groups)
-SUMMARY_PER_KERNEL = ("model_verdict", "win_us", "top_finding", "lost_us", "sm_pct", "mem_pct")
+#: (Speed of Light per kernel is in Memory and Compute: beside the finding it left the kernel's name 12 characters)
+SUMMARY_PER_KERNEL = ("model_verdict", "win_us", "top_finding", "lost_us")
 #: ?by=: one row per kernel (default) or per launch
 BY = {"kernel": "Kernels", "launch": "Launches"}
 #: what the page shows below the table (?show=…); the export has all of them
@@ -79,9 +80,9 @@ SECTIONS = {"detail": "Launch detail", "charts": "Rooflines & charts", "metrics"
 COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "summary": ("Summary", ("top_finding", "lost_us", "sm_pct", "mem_pct", "dram_pct_spec", "tensor_pct_spec",
                             "achieved_occupancy_pct")),
-    "memory": ("Memory", ("dram_gbps", "dram_pct_spec", "dram_pct_measured", "ai", "global_ld_sectors_per_request",
+    "memory": ("Memory", ("mem_pct", "dram_gbps", "dram_pct_spec", "dram_pct_measured", "global_ld_sectors_per_request",
                           "global_ld_ideal_sectors_per_request", "global_ld_coalescing_ratio")),
-    "compute": ("Compute", ("fp32_tflops", "tensor_tflops", "tensor_type", "tensor_pct_spec", "ai")),
+    "compute": ("Compute", ("sm_pct", "fp32_tflops", "tensor_tflops", "tensor_type", "tensor_pct_spec", "ai")),
     "occupancy": ("Occupancy & launch", ("achieved_occupancy_pct", "theoretical_occupancy_pct",
                                          "predicted_occupancy_pct", "occupancy_limiter", "registers_per_thread",
                                          "block_size", "grid_size")),

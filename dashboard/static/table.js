@@ -102,7 +102,7 @@ function draw(box) {
       const href = c.link && v ? safeHref(v) : null;
       const cell = c.link ? (href ? `<a href="${esc(href)}" target="_self">${esc(c.link_text || v)}</a>` : (v ? esc(v) : "—"))
         : esc(v);
-      const cls = c.num ? "n" : (c.cls === "name" ? "w" : (c.cls === "prose" ? "p" : "s"));
+      const cls = c.num ? "n" : (c.cls === "name" ? "w" : (c.cls === "prose" ? "p" : (c.cls === "prose-wide" ? "p pw" : "s")));
       return `<td class="${cls}"${t}>${cell}</td>`;
     }).join("") + "</tr>";
   }).join("");
