@@ -169,9 +169,19 @@ def _contiguous_window(ncu_keys: list[str], k: pl.DataFrame,
     n = len(ncu_keys)
     if n < 2 or len(keys) < n:
         return None
+    # the matches of every offset at once: each ncu launch votes for the offsets that put it on a trace launch of
+    # the same key (about a hundred thousand votes on a decode's 16 tokens, instead of 5 million comparisons)
+    last = len(keys) - n
+    where: dict[str, list[int]] = {}
+    for j, key in enumerate(keys):
+        where.setdefault(key, []).append(j)
+    votes = [0] * (last + 1)
+    for i, key in enumerate(ncu_keys):
+        for j in where.get(key, ()):
+            if i <= j <= last + i:
+                votes[j - i] += 1
     best, best_off = (0, False), None
-    for off in range(len(keys) - n + 1):
-        hits = sum(1 for i in range(n) if keys[off + i] == ncu_keys[i])
+    for off, hits in enumerate(votes):
         score = (hits, steps[off] == hint)
         if score > best:
             best, best_off = score, off
