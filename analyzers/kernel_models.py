@@ -270,6 +270,11 @@ def model_launches(kernels: pl.DataFrame, gpu: GPUSpec, measured: dict[str, Ceil
     elif not shp:
         notes.append("the joined trace has no input shapes (record it with torch.profiler.profile(record_shapes="
                      "True)): classes and traffic come from the counters")
+    elif total and with_shapes < 0.5 * total:
+        notes.append(f"only {with_shapes / total:.0%} of the kernel time matched a trace kernel whose op recorded "
+                     "shapes: kernels replayed from a CUDA graph run no op in the trace. Join a trace of the same "
+                     "program run without the graph (eager): its kernels and their order are the graph's, and it has "
+                     "their shapes")
     chains = fusion_chains(joined, by, works, rf) if joined is not None else []
     return ModelResult(rf, out, chains, total, covered, with_shapes, notes)
 

@@ -46,6 +46,10 @@ def runs(tmp_path_factory):
                              LLM / "h100_schedule" / "decode_eager.json.gz"),
                             ("graph", LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz",
                              LLM / "h100_schedule" / "decode_graph.json.gz"),
+                            # the graph's kernels joined with the eager run's trace: the same kernels, in the same
+                            # order, with the ops and shapes the graph's replays do not record
+                            ("graph_eager", LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz",
+                             LLM / "h100_schedule" / "decode_eager.json.gz"),
                             ("train_h100", LLM / "h100_ncu" / "train_step_ncu_whole6_raw.csv.gz",
                              LLM / "h100_ncu" / "train_step_trace.json.gz"),
                             ("train", ROOT / "h200" / "train_step" / "train_step_ncu_whole.ncu-rep.gz",
@@ -55,7 +59,7 @@ def runs(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("key", ["decode", "eager", "graph", "train_h100", "train"])
+@pytest.mark.parametrize("key", ["decode", "eager", "graph", "graph_eager", "train_h100", "train"])
 def test_predictions_cover_the_kernel_time_and_say_how(runs, key):
     r = runs[key]
     assert 0.9 <= r.coverage <= 1.0 + 1e-12                      # a share above 100 % would be a bug
@@ -68,7 +72,7 @@ def test_predictions_cover_the_kernel_time_and_say_how(runs, key):
     assert "measured" in r.roofs.dram_src and "measured" in r.roofs.tensor_src   # the bench runs' ceilings
 
 
-@pytest.mark.parametrize("key", ["decode", "eager"])
+@pytest.mark.parametrize("key", ["decode", "eager", "graph_eager"])
 def test_decode_gemm_shapes_are_the_programs(runs, key):
     c = _consts(LLM / "record.py", "V, D, L, NH, FF, MAXLEN")
     want = {(1, 3 * c["D"], c["D"]), (1, c["D"], c["D"]), (1, c["FF"], c["D"]), (1, c["D"], c["FF"]),
@@ -129,6 +133,14 @@ def test_a_measurement_flips_each_class_verdict(runs):
             assert _verdict(fast.measured_ns / fast.predicted_ns) == "faster than the model"
             assert _verdict(at.measured_ns / at.predicted_ns) == "agrees"
     assert {"matmul", "attention", "norm", "elementwise", "reduction", "copy", "optimizer"} <= seen
+
+
+def test_a_graph_run_says_where_its_shapes_are(runs):
+    """The CUDA-graph decode joined with its own trace: the replays run no op, so almost nothing has shapes, and
+    the models say to join the eager run's trace; joined with it, >= 90 % of the kernel time has its shapes."""
+    g, ge = runs["graph"], runs["graph_eager"]
+    assert g.shapes_ns < 0.05 * g.total_ns and any("CUDA graph" in n for n in g.notes)
+    assert ge.shapes_ns >= 0.9 * ge.total_ns and not ge.notes
 
 
 def test_the_h200_training_step_reads_its_l2(runs):
