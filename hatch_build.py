@@ -1,10 +1,12 @@
 """Install-time build of the compiled Kineto scanner (collectors/_kineto_scan.c).
 
-hatchling builds no C extensions itself, so this hook compiles the one C file with setuptools' compiler
-support (the platform's compiler and flags for this Python) into the wheel, or next to its source for an editable
-install. Without a compiler the install goes on without it: collectors.kineto_typed then decodes every piece of a
-trace with msgspec (the same tables, about 1.5x the CPU time on a 300 MB trace). KERNELSCOPE_NO_EXTENSION=1 skips it.
+hatchling builds no C extensions itself, so this hook compiles the one C file with setuptools'
+compiler support (the platform's compiler and flags for this Python) into the wheel, or next to its
+source for an editable install. Without a compiler the install goes on without it:
+collectors.kineto_typed then decodes every piece of a trace with msgspec (the same tables, about
+1.5x the CPU time on a 300 MB trace). KERNELSCOPE_NO_EXTENSION=1 skips it.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,12 +29,16 @@ class ScannerBuildHook(BuildHookInterface):
         root = Path(self.root)
         try:
             self._out, built = _compile(root)
-        except Exception as e:  # noqa: BLE001 - no compiler, no headers: the pure-Python reader stays
-            self.app.display_warning(f"kernelscope: the compiled Kineto scanner was not built ({e}); traces are "
-                                     "read by msgspec alone, with the same results")
+        # any exception: no compiler, no headers: the pure-Python reader stays
+        except Exception as e:
+            self.app.display_warning(
+                f"kernelscope: the compiled Kineto scanner was not built ({e}); traces are read by "
+                "msgspec alone, with the same results"
+            )
             return
         rel = f"collectors/{built.name}"
-        if version == "editable":                  # the source tree is on the path: the module goes beside its source
+        # the source tree is on the path: the module goes beside its source
+        if version == "editable":
             shutil.copy2(built, root / rel)
         else:
             build_data["force_include"][str(built)] = rel
@@ -41,7 +47,7 @@ class ScannerBuildHook(BuildHookInterface):
 
     def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
         out = getattr(self, "_out", None)
-        if out is not None:                        # the wheel holds its copy now
+        if out is not None:  # the wheel holds its copy now
             shutil.rmtree(out, ignore_errors=True)
 
 
@@ -51,8 +57,12 @@ def _compile(root: Path) -> tuple[Path, Path]:
     from setuptools.command.build_ext import build_ext
 
     out = Path(tempfile.mkdtemp(prefix="ks-ext-"))
-    dist = Distribution({"name": "kernelscope-scan",
-                         "ext_modules": [Extension(MODULE, [str(root / SOURCE)], extra_compile_args=["-O2"])]})
+    dist = Distribution(
+        {
+            "name": "kernelscope-scan",
+            "ext_modules": [Extension(MODULE, [str(root / SOURCE)], extra_compile_args=["-O2"])],
+        }
+    )
     cmd = build_ext(dist)
     cmd.build_lib = str(out / "lib")
     cmd.build_temp = str(out / "tmp")

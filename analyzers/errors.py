@@ -1,8 +1,11 @@
-"""Typed errors of the analyzers: a name the registries do not know, a parameter a model cannot take.
+"""Typed errors of the analyzers: a name the registries do not know, a parameter a model cannot
+take.
 
-Like collectors.errors, each says in one line what the user can fix; the command line prints it and exits 1.
-(The analyzers do not import the collectors, so they have their own base class; the CLI catches both.)
+Like collectors.errors, each says in one line what the user can fix; the command line prints it and
+exits 1. (The analyzers do not import the collectors, so they have their own base class; the CLI
+catches both.)
 """
+
 from __future__ import annotations
 
 

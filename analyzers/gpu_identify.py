@@ -2,33 +2,48 @@
 
     ident = identify_gpu(Evidence(name=..., attributes=..., cc=(7, 5), sm_count=40), override=None)
     ident.spec        the GPUSpec the analyses use
-    ident.how         how it was identified ("named by the file (device attributes): NVIDIA A10G", ...)
-    ident.warning     None, or what the user should know (an inference, an ambiguity, a conflict with --gpu)
+    ident.how         how it was identified ("named by the file (device attributes): NVIDIA A10G",
+    ...)
+    ident.warning     None, or what the user should know (an inference, an ambiguity, a conflict
+    with --gpu)
 
 In order:
-1. `override` (the user's `--gpu NAME`, a registry name): that entry, refined by the file's device attributes
-   (they are facts of the device); a compute capability that contradicts the file is said in the warning.
-2. A name the file gives (ncu device attributes / NUMA table, Kineto deviceProperties or computeProperties, nsys
-   TARGET_INFO_GPU) that is in the registry: the entry, refined by the attributes (analyzers.gpus.resolve_gpu).
+1. `override` (the user's `--gpu NAME`, a registry name): that entry, refined by the file's device
+   attributes (they are facts of the device); a compute capability that contradicts the file is said
+   in the warning.
+2. A name the file gives (ncu device attributes / NUMA table, Kineto deviceProperties or
+   computeProperties, nsys TARGET_INFO_GPU) that is in the registry: the entry, refined by the
+   attributes (analyzers.gpus.resolve_gpu).
 3. A name not in the registry with usable device attributes: the GPU described from the attributes.
-4. No usable name: the registry entries that fit everything the file does give (compute capability, SM count,
-   memory size within 15 %, memory clock within 3 % where the entry lists one). Exactly one fits: that entry,
-   marked as inferred. None or several: a GPU built from the per-CC table (per-SM limits, no datasheet peaks),
-   named "unknown GPU (CC x.y, N SMs)", with a warning naming the candidates and `--gpu`.
+4. No usable name: the registry entries that fit everything the file does give (compute capability,
+   SM count, memory size within 15 %, memory clock within 3 % where the entry lists one). Exactly
+   one fits: that entry, marked as inferred. None or several: a GPU built from the per-CC table
+   (per-SM limits, no datasheet peaks), named "unknown GPU (CC x.y, N SMs)", with a warning naming
+   the candidates and `--gpu`.
 5. Nothing at all (no name, no compute capability): UnknownName, saying to give `--gpu NAME`.
 The same function serves `kernelscope ingest` and `analyze`, so they accept exactly the same files.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
 from analyzers.errors import UnknownName
-from analyzers.gpus import (CC_LIMITS, REGISTRY, GPUSpec, _strip_prefix, find_gpu, from_device_attributes, get_gpu,
-                            resolve_gpu)
+from analyzers.gpus import (
+    CC_LIMITS,
+    REGISTRY,
+    GPUSpec,
+    _strip_prefix,
+    find_gpu,
+    from_device_attributes,
+    get_gpu,
+    resolve_gpu,
+)
 
-#: total memory as a device reports it vs the datasheet's decimal GB: devices report usable bytes (a "32 GB" V100
-#: 34,084,028,416, a "141 GB" H200 150,109,880,320, a "16 GB" T4 with ECC 15,828,320,256); parts that share a CC
-#: and an SM count differ in memory by far more (16 / 32 GB, 80 / 141 GB)
+#: total memory as a device reports it vs the datasheet's decimal GB: devices report usable bytes (a
+#: "32 GB" V100 34,084,028,416, a "141 GB" H200 150,109,880,320, a "16 GB" T4 with ECC
+#: 15,828,320,256); parts that share a CC and an SM count differ in memory by far more (16 / 32 GB,
+#: 80 / 141 GB)
 MEMORY_TOLERANCE = 0.15
 CLOCK_TOLERANCE = 0.03
 
@@ -36,9 +51,10 @@ CLOCK_TOLERANCE = 0.03
 @dataclass(frozen=True)
 class Evidence:
     """What a file says about its GPU (all optional)."""
+
     name: str | None = None
-    name_source: str | None = None            # where the name comes from, said in `how`
-    attributes: dict = field(default_factory=dict)   # ncu device__attribute_* (prefix optional)
+    name_source: str | None = None  # where the name comes from, said in `how`
+    attributes: dict = field(default_factory=dict)  # ncu device__attribute_* (prefix optional)
     cc: tuple[int, int] | None = None
     sm_count: int | None = None
     memory_bytes: int | None = None
@@ -65,7 +81,11 @@ def _facts(ev: Evidence) -> tuple[tuple[int, int] | None, int | None, int | None
     if cc is None:
         try:
             major, minor = a.get("compute_capability_major"), a.get("compute_capability_minor")
-            cc = (int(float(major)), int(float(minor))) if major is not None and minor is not None else None
+            cc = (
+                (int(float(major)), int(float(minor)))
+                if major is not None and minor is not None
+                else None
+            )
         except (TypeError, ValueError):
             cc = None
     sm = ev.sm_count
@@ -136,8 +156,8 @@ def _from_cc_table(ev: Evidence) -> GPUSpec | None:
 
 
 def identify_gpu(ev: Evidence, override: str | None = None) -> Identified:
-    """The GPU of a file (see the module docstring). Raises UnknownName when nothing identifies it, or when
-    `override` is not a registry name."""
+    """The GPU of a file (see the module docstring). Raises UnknownName when nothing identifies it,
+    or when `override` is not a registry name."""
     attrs = ev.attributes or {}
     cc, sm, _ = _facts(ev)
     said = f"{ev.name} ({ev.name_source})" if ev.name else "no GPU"
@@ -146,42 +166,75 @@ def identify_gpu(ev: Evidence, override: str | None = None) -> Identified:
         spec = resolve_gpu(entry.name, attrs) if attrs else entry
         warning = None
         if cc is not None and cc != entry.cc:
-            warning = (f"--gpu {entry.name} has CC {_cc_text(entry.cc)} but the file says CC {_cc_text(cc)}: the "
-                       "file's device attributes are used where it has them, the datasheet otherwise")
-        return Identified(spec, f"{spec.name}: given with --gpu (the file names {said})", warning=warning)
+            warning = (
+                f"--gpu {entry.name} has CC {_cc_text(entry.cc)} but the file says CC "
+                f"{_cc_text(cc)}: the file's device attributes are used where it has them, the "
+                "datasheet otherwise"
+            )
+        return Identified(
+            spec, f"{spec.name}: given with --gpu (the file names {said})", warning=warning
+        )
     if ev.name and find_gpu(ev.name):
-        return Identified(resolve_gpu(ev.name, attrs), f"{find_gpu(ev.name).name}: named by the file ({said})")
+        return Identified(
+            resolve_gpu(ev.name, attrs), f"{find_gpu(ev.name).name}: named by the file ({said})"
+        )
     if ev.name and attrs:
         dev = from_device_attributes(attrs)
         if dev.cc is not None or dev.sm_count is not None:
-            return Identified(dev, f"{dev.name}: named by the file ({ev.name_source}), not in the registry; "
-                                   "described from the file's device attributes (no datasheet peaks)")
+            return Identified(
+                dev,
+                f"{dev.name}: named by the file ({ev.name_source}), not in the registry; described "
+                "from the file's device attributes (no datasheet peaks)",
+            )
     if ev.name:
         # a name the registry does not know and no attributes: the facts may still describe it
         spec = _from_cc_table(ev)
         if spec is not None:
             spec = replace(spec, name=ev.name)
-            return Identified(spec, f"{ev.name}: named by the file ({ev.name_source}), not in the registry; "
-                                    f"per-SM limits from the CC {_cc_text(cc)} table (no datasheet peaks)")
-        raise UnknownName("GPU", ev.name, "not in the registry and the file gives no compute capability; give "
-                                          "--gpu NAME (`kernelscope gpus` lists them)")
+            return Identified(
+                spec,
+                f"{ev.name}: named by the file ({ev.name_source}), not in the registry; per-SM "
+                f"limits from the CC {_cc_text(cc)} table (no datasheet peaks)",
+            )
+        raise UnknownName(
+            "GPU",
+            ev.name,
+            "not in the registry and the file gives no compute capability; give --gpu NAME "
+            "(`kernelscope gpus` lists them)",
+        )
     fits = candidates(ev)
     facts = _facts_text(ev)
-    if len(fits) == 1 and sm is not None:   # a compute capability alone is shared by too many parts
+    if len(fits) == 1 and sm is not None:  # a compute capability alone is shared by too many parts
         g = fits[0]
         spec = resolve_gpu(g.name, attrs) if attrs else g
-        return Identified(spec, f"{g.name}: inferred, the only registry GPU with {facts} (the file names no GPU)",
-                          inferred=True, candidates=(g.name,),
-                          warning=f"GPU inferred from {facts}: {g.name} is the only registry GPU that fits; give "
-                                  "--gpu NAME if it was another")
+        return Identified(
+            spec,
+            f"{g.name}: inferred, the only registry GPU with {facts} (the file names no GPU)",
+            inferred=True,
+            candidates=(g.name,),
+            warning=f"GPU inferred from {facts}: {g.name} is the only registry GPU "
+            "that fits; give --gpu NAME if it was another",
+        )
     spec = _from_cc_table(ev)
     if spec is None:
-        raise UnknownName("GPU", None, message="no GPU identified: the file names no GPU and gives no compute "
-                                               "capability; give --gpu NAME (`kernelscope gpus` lists them)")
+        raise UnknownName(
+            "GPU",
+            None,
+            message="no GPU identified: the file names no GPU and gives "
+            "no compute capability; give --gpu NAME (`kernelscope gpus` lists them)",
+        )
     names = tuple(g.name for g in fits)
-    fit = (f"fits {' and '.join(names)}" if len(names) > 1 else
-           f"alone does not identify a GPU (registry GPUs with it: {names[0]})" if names else "fits no registry GPU")
-    return Identified(spec, f"{spec.name}: not identified, {facts} {fit} (the file names no GPU)",
-                      candidates=names,
-                      warning=f"GPU not identified: {facts} {fit}; give --gpu NAME for the datasheet peaks (DRAM "
-                              "bandwidth, FLOP/s); per-SM limits come from the CC table")
+    fit = (
+        f"fits {' and '.join(names)}"
+        if len(names) > 1
+        else f"alone does not identify a GPU (registry GPUs with it: {names[0]})"
+        if names
+        else "fits no registry GPU"
+    )
+    return Identified(
+        spec,
+        f"{spec.name}: not identified, {facts} {fit} (the file names no GPU)",
+        candidates=names,
+        warning=f"GPU not identified: {facts} {fit}; give --gpu NAME for the "
+        "datasheet peaks (DRAM bandwidth, FLOP/s); per-SM limits come from the CC table",
+    )

@@ -1,31 +1,40 @@
-"""What a real kernel does, and the work it must do: its class, its parameters and the minimum traffic and FLOP of
-that work, for the chapter's models (analyzers.kernel_models).
+"""What a real kernel does, and the work it must do: its class, its parameters and the minimum
+traffic and FLOP of that work, for the chapter's models (analyzers.kernel_models).
 
-A launch's class comes from what it does: its counters (tensor-pipe or FP32 FLOP, DRAM bytes) and, when the Nsight
-Compute run is joined with a trace of the same program (analyzers.join), the aten op that launched it and that
-op's input shapes and types (collectors.kineto_shapes, `record_shapes=True`). The op names the operation; the
-counters must agree (a launch of `aten::mm` that counts no FLOP is a copy or a split-K reduction, not the GEMM; a
-launch of anything that counts tensor FLOP is a matrix multiply). A kernel's name may support the class (an
-Inductor `triton_red_fused_..._rsqrt` kernel is a norm), never decide it: where neither the op nor the counters
-say more, the class is the generic memory-bound operator.
+A launch's class comes from what it does: its counters (tensor-pipe or FP32 FLOP, DRAM bytes) and,
+when the Nsight Compute run is joined with a trace of the same program (analyzers.join), the aten op
+that launched it and that op's input shapes and types (collectors.kineto_shapes,
+`record_shapes=True`). The op names the operation; the counters must agree (a launch of `aten::mm`
+that counts no FLOP is a copy or a split-K reduction, not the GEMM; a launch of anything that counts
+tensor FLOP is a matrix multiply). A kernel's name may support the class (an Inductor
+`triton_red_fused_..._rsqrt` kernel is a norm), never decide it: where neither the op nor the
+counters say more, the class is the generic memory-bound operator.
 
-Classes and their chapter cases (CLASSES): matmul (`tiling.traffic`), attention (`flash.attention_traffic`), norm
-(`rmsnorm.split`), elementwise (`fusion.activation_chain`), reduction, copy, optimizer (memory-bound operators: the
-chapter's traffic ÷ bandwidth), communication (not modelled here).
+Classes and their chapter cases (CLASSES): matmul (`tiling.traffic`), attention
+(`flash.attention_traffic`), norm (`rmsnorm.split`), elementwise (`fusion.activation_chain`),
+reduction, copy, optimizer (memory-bound operators: the chapter's traffic ÷ bandwidth),
+communication (not modelled here).
 
-Minimum traffic ("each operand read once, the result written once", the chapter's X 8 + W 96 + C 24 = 128 MiB)
-from the shapes, per class (`work_of`):
-- matmul: e_A·M·K + e_B·K·N + e_C·M·N (+ a bias), FLOP 2·M·N·K per batch: `aten::mm`/`addmm` ([M,K], [K,N]),
-  `bmm`/`baddbmm` ([b,M,K], [b,K,N]), `linear` ([..., K], [N, K]: M = the product of the leading dims), `mv`;
-- attention (SDPA and its cuDNN / flash / efficient forms): Q [B,H,Lq,d], K and V [B,Hk,Lk,d]: Q + K + V + O
-  read or written once, FLOP 2·B·H·Lq·Lk·(d + d_v) (4·B·H·Lq·Lk·d; causal masking not known from the trace, so
-  the dense figure); backward: its inputs read once, dQ dK dV written once, 2.5× the forward FLOP;
-- elementwise, norm, reduction, optimizer, copy: every tensor input read once and the result written once: the
-  result is the broadcast of the inputs for an out-of-place op, the first input for an in-place one (`mul_`), none
-  for a reduction to a small result; embedding / index ops read only the rows they index; fill writes only.
-Without shapes (no joined trace, a launch the join did not match, an op whose shapes are not recorded), the
+Minimum traffic ("each operand read once, the result written once", the chapter's X 8 + W 96 + C 24
+= 128 MiB) from the shapes, per class (`work_of`):
+- matmul: e_A·M·K + e_B·K·N + e_C·M·N (+ a bias), FLOP 2·M·N·K per batch: `aten::mm`/`addmm` ([M,K],
+  [K,N]), `bmm`/`baddbmm` ([b,M,K], [b,K,N]), `linear` ([..., K], [N, K]: M = the product of the
+  leading dims), `mv`;
+- attention (SDPA and its cuDNN / flash / efficient forms): Q [B,H,Lq,d], K and V [B,Hk,Lk,d]: Q + K
+  + V + O read or written once, FLOP 2·B·H·Lq·Lk·(d + d_v) (4·B·H·Lq·Lk·d; causal masking not known
+  from the trace, so the dense figure); backward: its inputs read once, dQ dK dV written once, 2.5×
+  the forward FLOP;
+- elementwise, norm, reduction, optimizer, copy: every tensor input read once and the result written
+  once: the
+  result is the broadcast of the inputs for an out-of-place op, the first input for an in-place one
+  (`mul_`), none
+  for a reduction to a small result; embedding / index ops read only the rows they index; fill
+  writes only.
+Without shapes (no joined trace, a launch the join did not match, an op whose shapes are not
+recorded), the
 traffic is the launch's own DRAM bytes: the time is still judged against it, the traffic is not.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,48 +55,192 @@ CLASSES = {
     "communication": (None, "communication"),
 }
 
-_MATMUL = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_mm", "mv", "addmv", "dot",
-           "_addmm_activation", "addbmm", "_int_mm"}
-_ATTN = re.compile(r"scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention|flash_attn|fmha")
-_NORM = {"native_layer_norm", "layer_norm", "native_layer_norm_backward", "rms_norm", "_fused_rms_norm",
-         "_fused_rms_norm_backward", "native_group_norm", "native_group_norm_backward", "native_batch_norm",
-         "batch_norm", "group_norm", "_batch_norm_impl_index", "cudnn_batch_norm"}
-_REDUCE = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "softmax", "_softmax", "log_softmax",
-           "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "nll_loss_forward",
-           "nll_loss_backward", "nll_loss2d_forward", "norm", "linalg_vector_norm", "var", "std", "var_mean",
-           "std_mean", "cumsum", "topk", "sort", "prod", "all", "any", "logsumexp", "cross_entropy_loss",
-           "nll_loss", "nll_loss_nd", "max_pool2d", "avg_pool2d"}
-_COPY = {"copy_", "_to_copy", "to", "clone", "contiguous", "cat", "stack", "index", "index_select", "embedding",
-         "embedding_dense_backward", "index_put_", "_index_put_impl_", "index_copy_", "index_copy", "scatter",
-         "scatter_", "scatter_add_", "gather", "fill_", "zero_", "zeros", "ones", "full", "zeros_like",
-         "ones_like", "full_like", "_unsafe_index", "flip", "roll", "repeat", "narrow_copy", "slice_scatter",
-         "select_scatter", "masked_scatter_", "index_add_", "arange", "transpose_copy", "permute_copy",
-         "embedding_backward", "_reshape_copy", "constant_pad_nd", "new_zeros", "empty_like"}
-_WRITE_ONLY = {"fill_", "zero_", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
-               "new_zeros"}
-_ROWS = {"embedding", "index_select", "index", "_unsafe_index", "gather"}          # output = the indexed rows
-_SCATTER = {"index_put_", "_index_put_impl_", "index_copy_", "index_copy", "scatter_", "scatter",
-            "scatter_add_", "index_add_"}                                          # read + write the source
+_MATMUL = {
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "matmul",
+    "linear",
+    "_scaled_mm",
+    "mv",
+    "addmv",
+    "dot",
+    "_addmm_activation",
+    "addbmm",
+    "_int_mm",
+}
+_ATTN = re.compile(
+    r"scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention|flash_attn|fmha"
+)
+_NORM = {
+    "native_layer_norm",
+    "layer_norm",
+    "native_layer_norm_backward",
+    "rms_norm",
+    "_fused_rms_norm",
+    "_fused_rms_norm_backward",
+    "native_group_norm",
+    "native_group_norm_backward",
+    "native_batch_norm",
+    "batch_norm",
+    "group_norm",
+    "_batch_norm_impl_index",
+    "cudnn_batch_norm",
+}
+_REDUCE = {
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "softmax",
+    "_softmax",
+    "log_softmax",
+    "_log_softmax",
+    "_softmax_backward_data",
+    "_log_softmax_backward_data",
+    "nll_loss_forward",
+    "nll_loss_backward",
+    "nll_loss2d_forward",
+    "norm",
+    "linalg_vector_norm",
+    "var",
+    "std",
+    "var_mean",
+    "std_mean",
+    "cumsum",
+    "topk",
+    "sort",
+    "prod",
+    "all",
+    "any",
+    "logsumexp",
+    "cross_entropy_loss",
+    "nll_loss",
+    "nll_loss_nd",
+    "max_pool2d",
+    "avg_pool2d",
+}
+_COPY = {
+    "copy_",
+    "_to_copy",
+    "to",
+    "clone",
+    "contiguous",
+    "cat",
+    "stack",
+    "index",
+    "index_select",
+    "embedding",
+    "embedding_dense_backward",
+    "index_put_",
+    "_index_put_impl_",
+    "index_copy_",
+    "index_copy",
+    "scatter",
+    "scatter_",
+    "scatter_add_",
+    "gather",
+    "fill_",
+    "zero_",
+    "zeros",
+    "ones",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "_unsafe_index",
+    "flip",
+    "roll",
+    "repeat",
+    "narrow_copy",
+    "slice_scatter",
+    "select_scatter",
+    "masked_scatter_",
+    "index_add_",
+    "arange",
+    "transpose_copy",
+    "permute_copy",
+    "embedding_backward",
+    "_reshape_copy",
+    "constant_pad_nd",
+    "new_zeros",
+    "empty_like",
+}
+_WRITE_ONLY = {
+    "fill_",
+    "zero_",
+    "zeros",
+    "ones",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "arange",
+    "new_zeros",
+}
+# output = the indexed rows
+_ROWS = {"embedding", "index_select", "index", "_unsafe_index", "gather"}
+_SCATTER = {
+    "index_put_",
+    "_index_put_impl_",
+    "index_copy_",
+    "index_copy",
+    "scatter_",
+    "scatter",
+    "scatter_add_",
+    "index_add_",
+}  # read + write the source
 _ATTN_NAME = re.compile(r"sdpa|fmha|flash|attention|attn", re.I)
-_COMM = re.compile(r"nccl|c10d::|allreduce|all_reduce|allgather|all_gather|reduce_scatter|alltoall|broadcast",
-                   re.I)
-#: Inductor / Triton kernel names: the fused ops' names, supporting (never deciding) a memory-bound class
-_NAME_HINTS = (("norm", re.compile(r"rsqrt|layer_norm|rms_norm|native_layer_norm|var_mean")),
-               ("reduction", re.compile(r"softmax|amax|argmax|logsumexp|_sum_|_red_|reduce|nll_loss|cross_entropy")),
-               ("copy", re.compile(r"copy|index|cat_|transpose|gather|scatter|embedding|fill")),
-               ("elementwise", re.compile(r"silu|gelu|relu|sigmoid|tanh|mul|add|sub|div|exp|elementwise|_poi_")))
+_COMM = re.compile(
+    r"nccl|c10d::|allreduce|all_reduce|allgather|all_gather|reduce_scatter|alltoall|broadcast", re.I
+)
+#: Inductor / Triton kernel names: the fused ops' names, supporting (never deciding) a memory-bound
+#: class
+_NAME_HINTS = (
+    ("norm", re.compile(r"rsqrt|layer_norm|rms_norm|native_layer_norm|var_mean")),
+    (
+        "reduction",
+        re.compile(r"softmax|amax|argmax|logsumexp|_sum_|_red_|reduce|nll_loss|cross_entropy"),
+    ),
+    ("copy", re.compile(r"copy|index|cat_|transpose|gather|scatter|embedding|fill")),
+    (
+        "elementwise",
+        re.compile(r"silu|gelu|relu|sigmoid|tanh|mul|add|sub|div|exp|elementwise|_poi_"),
+    ),
+)
 #: bytes of one element of a trace's "Input type"
-ELEM_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "long int": 8, "int": 4, "short int": 2,
-              "bool": 1, "unsigned char": 1, "signed char": 1, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1,
-              "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8,
-              "c10::complex<double>": 16, "c10::Float8_e8m0fnu": 1}
+ELEM_BYTES = {
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "float": 4,
+    "double": 8,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "bool": 1,
+    "unsigned char": 1,
+    "signed char": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+    "c10::Float8_e8m0fnu": 1,
+}
 
 
 @dataclass
 class Operand:
     dims: list[int]
-    elem: int | None                   # bytes; None: unknown (a tensor list, an unknown type)
-    group: int = 0                     # the op's argument it belongs to (a tensor list's tensors share one)
+    elem: int | None  # bytes; None: unknown (a tensor list, an unknown type)
+    # the op's argument it belongs to (a tensor list's tensors share one)
+    group: int = 0
 
     @property
     def numel(self) -> int:
@@ -101,15 +254,20 @@ class Operand:
 @dataclass
 class Work:
     """The class of a launch (or of the aten op that launched it) and the work it must do."""
+
     cls: str
     case: str | None
-    params: dict = field(default_factory=dict)           # M, N, K, elem; rows x width; B, H, Lq, Lk, d; bytes
-    how: dict = field(default_factory=dict)              # parameter -> how it was inferred
-    min_bytes: float | None = None                       # minimum traffic (from shapes); None: not known
-    flop: float | None = None                            # the FLOP the work needs (from shapes), or counted
-    pipe: str = "dram"                                   # the compute roof the FLOP run on: tensor | fp32
-    evidence: list[str] = field(default_factory=list)    # why this class
-    out: Operand | None = None                           # the result (elementwise chains: the next op's input)
+    # M, N, K, elem; rows x width; B, H, Lq, Lk, d; bytes
+    params: dict = field(default_factory=dict)
+    how: dict = field(default_factory=dict)  # parameter -> how it was inferred
+    # minimum traffic (from shapes); None: not known
+    min_bytes: float | None = None
+    # the FLOP the work needs (from shapes), or counted
+    flop: float | None = None
+    pipe: str = "dram"  # the compute roof the FLOP run on: tensor | fp32
+    evidence: list[str] = field(default_factory=list)  # why this class
+    # the result (elementwise chains: the next op's input)
+    out: Operand | None = None
     inputs: list[Operand] = field(default_factory=list)  # the tensor operands (elementwise chains)
 
 
@@ -128,7 +286,7 @@ def operands(dims_json: str | None, types_json: str | None) -> list[Operand]:
         t = types[i] if i < len(types) else ""
         if t in ("Scalar", "", "ScalarList", "None") or not isinstance(d, list):
             continue
-        if d and all(isinstance(x, list) for x in d):                  # a tensor list
+        if d and all(isinstance(x, list) for x in d):  # a tensor list
             out += [Operand([int(v) for v in x], None, i) for x in d if x]
         elif all(isinstance(x, int) for x in d):
             if not d and t not in ELEM_BYTES:
@@ -146,35 +304,72 @@ def _counted(row: dict) -> tuple[float, float]:
 
 
 def by_counters(row: dict) -> Work:
-    """A launch with no shapes: its class from its counters (a name hint supports a memory-bound label); the
-    traffic is what it moved (not a minimum), the FLOP what it counted."""
+    """A launch with no shapes: its class from its counters (a name hint supports a memory-bound
+    label); the traffic is what it moved (not a minimum), the FLOP what it counted."""
     tensor, fp32 = _counted(row)
     moved = (row.get("dram_read_bytes") or 0) + (row.get("dram_write_bytes") or 0)
     name = (row.get("kernel_name") or row.get("name") or "").lower()
     if _COMM.search(name):
         return Work("communication", None, evidence=["an NCCL / collective kernel"])
-    if tensor > 0 and _ATTN_NAME.search(name):        # tensor FLOP (the counters) in a kernel named for attention
-        return Work("attention", CLASSES["attention"][0], {"FLOP": tensor},
-                    {"FLOP": "tensor-pipe FLOP counted by ncu; L, d and heads need the joined trace's shapes, so the "
-                             "traffic is the launch's own"}, None, tensor, "tensor",
-                    ["counts tensor-pipe FLOP", "its name names attention (supporting, not deciding)"])
+    # tensor FLOP (the counters) in a kernel named for attention
+    if tensor > 0 and _ATTN_NAME.search(name):
+        return Work(
+            "attention",
+            CLASSES["attention"][0],
+            {"FLOP": tensor},
+            {
+                "FLOP": "tensor-pipe FLOP counted by ncu; L, d and heads need the joined "
+                "trace's shapes, so the traffic is the launch's own"
+            },
+            None,
+            tensor,
+            "tensor",
+            ["counts tensor-pipe FLOP", "its name names attention (supporting, not deciding)"],
+        )
     if tensor > 0:
-        return Work("matmul", CLASSES["matmul"][0], {"FLOP": tensor},
-                    {"FLOP": "tensor-pipe FLOP counted by ncu (sm__ops_path_tensor_*); M, N, K cannot be told apart "
-                             "from FLOP and bytes alone (no joined trace), so the traffic is the launch's own"},
-                    None, tensor, "tensor", ["counts tensor-pipe FLOP"])
+        return Work(
+            "matmul",
+            CLASSES["matmul"][0],
+            {"FLOP": tensor},
+            {
+                "FLOP": "tensor-pipe FLOP counted by ncu (sm__ops_path_tensor_*); M, N, K "
+                "cannot be told apart from FLOP and bytes alone (no joined trace), so the traffic "
+                "is the launch's own"
+            },
+            None,
+            tensor,
+            "tensor",
+            ["counts tensor-pipe FLOP"],
+        )
     cls = next((c for c, rx in _NAME_HINTS if rx.search(name)), "memory")
-    ev = ["counts no tensor FLOP"] + ([f"its name names a {CLASSES[cls][1]} (supporting, not deciding)"]
-                                      if cls != "memory" else [])
-    return Work(cls, CLASSES[cls][0], {"bytes moved": moved},
-                {"bytes moved": "DRAM bytes read + written (ncu): no shapes, so what it moved, not what it must"},
-                None, fp32 or None, "fp32" if fp32 > 0.5 * moved else "dram", ev)
+    ev = ["counts no tensor FLOP"] + (
+        [f"its name names a {CLASSES[cls][1]} (supporting, not deciding)"]
+        if cls != "memory"
+        else []
+    )
+    return Work(
+        cls,
+        CLASSES[cls][0],
+        {"bytes moved": moved},
+        {
+            "bytes moved": "DRAM bytes read + written (ncu): no shapes, so what it moved, not "
+            "what it must"
+        },
+        None,
+        fp32 or None,
+        "fp32" if fp32 > 0.5 * moved else "dram",
+        ev,
+    )
 
 
 def _matmul(name: str, ops: list[Operand]) -> Work | None:
     if len(ops) < 2:
         return None
-    if name in ("mm", "_int_mm", "_scaled_mm", "matmul") and len(ops[0].dims) == 2 and len(ops[1].dims) == 2:
+    if (
+        name in ("mm", "_int_mm", "_scaled_mm", "matmul")
+        and len(ops[0].dims) == 2
+        and len(ops[1].dims) == 2
+    ):
         a, b, bias, batch = ops[0], ops[1], None, 1
         M, K, N = a.dims[0], a.dims[1], b.dims[1]
     elif name in ("addmm", "_addmm_activation") and len(ops) >= 3:
@@ -199,14 +394,27 @@ def _matmul(name: str, ops: list[Operand]) -> Work | None:
     ea, eb = a.elem or 2, b.elem or a.elem or 2
     ec = ea
     c = Operand([batch, M, N] if batch > 1 else [M, N], ec)
-    traffic = batch * (ea * M * K + eb * K * N + ec * M * N) + (bias.nbytes if bias is not None else 0)
+    traffic = batch * (ea * M * K + eb * K * N + ec * M * N) + (
+        bias.nbytes if bias is not None else 0
+    )
     params = {"M": M, "N": N, "K": K, "elem": ea}
     if batch > 1:
         params["batch"] = batch
-    how = {"M, N, K": f"aten::{name} on {_fmt_dims(a)} × {_fmt_dims(b)} (the trace's input shapes)",
-           "elem": f"{ea} B: the trace's input type"}
-    return Work("matmul", "tiling.traffic", params, how, traffic, 2.0 * batch * M * N * K, "tensor",
-                [f"launched by aten::{name}"], c)
+    how = {
+        "M, N, K": f"aten::{name} on {_fmt_dims(a)} × {_fmt_dims(b)} (the trace's input shapes)",
+        "elem": f"{ea} B: the trace's input type",
+    }
+    return Work(
+        "matmul",
+        "tiling.traffic",
+        params,
+        how,
+        traffic,
+        2.0 * batch * M * N * K,
+        "tensor",
+        [f"launched by aten::{name}"],
+        c,
+    )
 
 
 def _attention(name: str, ops: list[Operand]) -> Work | None:
@@ -214,7 +422,8 @@ def _attention(name: str, ops: list[Operand]) -> Work | None:
     if len(four) < 3:
         return None
     backward = "backward" in name
-    if backward:                               # grad_out, q, k, v, out, ... (the order of the aten signatures)
+    # grad_out, q, k, v, out, ... (the order of the aten signatures)
+    if backward:
         q, k, v = four[1], four[2], four[3] if len(four) > 3 else four[2]
     else:
         q, k, v = four[0], four[1], four[2]
@@ -227,16 +436,36 @@ def _attention(name: str, ops: list[Operand]) -> Work | None:
         traffic = sum(x.nbytes for x in ops) + q.nbytes + k.nbytes + v.nbytes
         flop = 2.5 * fwd
     else:
-        traffic = q.nbytes + k.nbytes + v.nbytes + o.nbytes + sum(x.nbytes for x in ops if x not in (q, k, v)
-                                                                  and len(x.dims) == 4 and x.numel < q.numel)
+        traffic = (
+            q.nbytes
+            + k.nbytes
+            + v.nbytes
+            + o.nbytes
+            + sum(
+                x.nbytes
+                for x in ops
+                if x not in (q, k, v) and len(x.dims) == 4 and x.numel < q.numel
+            )
+        )
         flop = fwd
     params = {"B": B, "H": H, "Lq": Lq, "Lk": Lk, "d": d, "elem": e}
-    how = {"B, H, Lq, Lk, d": f"aten::{name}: Q {_fmt_dims(q)}, K {_fmt_dims(k)}, V {_fmt_dims(v)} (the trace's "
-                              "input shapes)",
-           "FLOP": "2·B·H·Lq·Lk·(d + d_v)" + (" × 2.5 (backward)" if backward else "") + ": dense (a causal mask, "
-                   "which the trace does not record, halves it)"}
-    return Work("attention", "flash.attention_traffic", params, how, traffic, flop, "tensor",
-                [f"launched by aten::{name}"], o)
+    how = {
+        "B, H, Lq, Lk, d": f"aten::{name}: Q {_fmt_dims(q)}, K {_fmt_dims(k)}, V {_fmt_dims(v)} "
+        "(the trace's input shapes)",
+        "FLOP": "2·B·H·Lq·Lk·(d + d_v)" + (" × 2.5 (backward)" if backward else "") + ": dense "
+        "(a causal mask, which the trace does not record, halves it)",
+    }
+    return Work(
+        "attention",
+        "flash.attention_traffic",
+        params,
+        how,
+        traffic,
+        flop,
+        "tensor",
+        [f"launched by aten::{name}"],
+        o,
+    )
 
 
 def _memory(name: str, cls: str, ops: list[Operand]) -> Work | None:
@@ -251,7 +480,8 @@ def _memory(name: str, cls: str, ops: list[Operand]) -> Work | None:
         traffic, out = big.nbytes, big
         how["bytes"] = f"writes {_fmt_dims(big)} once (a fill reads nothing)"
     elif name in _ROWS:
-        if len(ops) < 2:                 # the indices were not recorded (a list of optional tensors): rows unknown
+        # the indices were not recorded (a list of optional tensors): rows unknown
+        if len(ops) < 2:
             return None
         table = max(ts, key=lambda o: o.numel)
         idx = min((o for o in ops if o is not table), key=lambda o: o.numel)
@@ -259,37 +489,62 @@ def _memory(name: str, cls: str, ops: list[Operand]) -> Work | None:
         rows = idx.numel
         out = Operand(list(idx.dims) + table.dims[1:], table.elem)
         traffic = 2 * rows * row + idx.numel * (idx.elem or 8)
-        how["bytes"] = (f"reads the {rows:,} indexed rows of {_fmt_dims(table)} (not the whole table) and writes them "
-                        "once, plus the indices")
+        how["bytes"] = (
+            f"reads the {rows:,} indexed rows of {_fmt_dims(table)} (not the whole table) and "
+            "writes them once, plus the indices"
+        )
     elif name.startswith("nll_loss") and len(ts) >= 2:
         inp = max(ts, key=lambda o: o.numel)
         target = min((o for o in ts if o is not inp), key=lambda o: -o.numel)
         rows = inp.numel // max(1, inp.dims[-1]) if inp.dims else 1
         out = None
-        # one value per row gathered (forward) or scattered into a gradient zeroed by its own fill (backward)
+        # one value per row gathered (forward) or scattered into a gradient zeroed by its own fill
+        # (backward)
         traffic = rows * (inp.elem or 4) + target.nbytes
-        how["bytes"] = (f"{'writes' if 'backward' in name else 'reads'} one value per row of {_fmt_dims(inp)} (the "
-                        f"target's: {rows:,} values, not the whole tensor) and reads the targets {_fmt_dims(target)}")
+        how["bytes"] = (
+            f"{'writes' if 'backward' in name else 'reads'} one value per row of {_fmt_dims(inp)} "
+            f"(the target's: {rows:,} values, not the whole tensor) and reads the targets "
+            f"{_fmt_dims(target)}"
+        )
     elif name in _SCATTER and len(ts) >= 2:
         dest, src = ts[0], min(ts[1:], key=lambda o: -o.numel)
         out = dest
         traffic = 2 * src.nbytes + sum(o.nbytes for o in ts[1:] if o is not src)
-        how["bytes"] = f"reads the source {_fmt_dims(src)} and writes it into {_fmt_dims(dest)} (only those rows)"
+        how["bytes"] = (
+            f"reads the source {_fmt_dims(src)} and writes it into {_fmt_dims(dest)} (only those "
+            f"rows)"
+        )
     elif cls == "optimizer":
         groups = sorted({o.group for o in ops if o.elem is None})
         n = sum(o.numel for o in ops if groups and o.group == groups[0])
         big_lists = [g for g in groups if sum(o.numel for o in ops if o.group == g) == n]
         passes = 7 if name.startswith(("_fused_adam", "_fused_adamw")) else len(big_lists) + 1
-        how["elements"] = (f"{n:,} elements per tensor list, {len(big_lists)} lists of that size (parameters, "
-                           "gradients, moments)")
-        how["passes"] = (f"{passes}: " + ("Adam reads parameters, gradients and both moments and writes parameters "
-                                           "and both moments" if passes == 7 else "every list read, the first written"))
-        return Work(cls, CLASSES[cls][0], {"elements": n, "passes": passes}, how, None, None, "dram",
-                    [f"launched by aten::{name}"], None)
+        how["elements"] = (
+            f"{n:,} elements per tensor list, {len(big_lists)} lists of that size (parameters, "
+            "gradients, moments)"
+        )
+        how["passes"] = f"{passes}: " + (
+            "Adam reads parameters, gradients and both moments and writes parameters and both "
+            "moments"
+            if passes == 7
+            else "every list read, the first written"
+        )
+        return Work(
+            cls,
+            CLASSES[cls][0],
+            {"elements": n, "passes": passes},
+            how,
+            None,
+            None,
+            "dram",
+            [f"launched by aten::{name}"],
+            None,
+        )
     else:
         inplace = name.endswith("_") and name not in ("copy_",)
-        reduce_small = cls == "reduction" and not name.startswith(("_softmax", "softmax", "_log_softmax",
-                                                                   "log_softmax", "cumsum", "sort"))
+        reduce_small = cls == "reduction" and not name.startswith(
+            ("_softmax", "softmax", "_log_softmax", "log_softmax", "cumsum", "sort")
+        )
         if name == "copy_":
             out, reads = ts[0], ts[1:] or ts
             traffic = sum(o.nbytes for o in reads) + ts[0].nbytes
@@ -298,15 +553,29 @@ def _memory(name: str, cls: str, ops: list[Operand]) -> Work | None:
         else:
             out = ts[0] if inplace else Operand(list(big.dims), max(o.elem for o in ts))
             traffic = sum(o.nbytes for o in ts) + out.nbytes
-        how["bytes"] = ("reads " + " + ".join(_fmt_dims(o) for o in ts) + " once"
-                        + ("" if out is None else f", writes {_fmt_dims(out)} once")
-                        + (" (the result of a reduction is small: not counted)" if reduce_small else ""))
+        how["bytes"] = (
+            "reads "
+            + " + ".join(_fmt_dims(o) for o in ts)
+            + " once"
+            + ("" if out is None else f", writes {_fmt_dims(out)} once")
+            + (" (the result of a reduction is small: not counted)" if reduce_small else "")
+        )
     params = {"bytes": traffic}
     if cls == "norm" and big.dims:
         params.update(rows=big.numel // max(1, big.dims[-1]), width=big.dims[-1])
         how["rows × width"] = f"{_fmt_dims(big)}: the normalised width is the last dimension"
-    return Work(cls, CLASSES[cls][0], params, how, float(traffic), None, "dram", [f"launched by aten::{name}"], out,
-                ts)
+    return Work(
+        cls,
+        CLASSES[cls][0],
+        params,
+        how,
+        float(traffic),
+        None,
+        "dram",
+        [f"launched by aten::{name}"],
+        out,
+        ts,
+    )
 
 
 def op_class(op: str | None) -> str | None:
@@ -333,23 +602,37 @@ def op_class(op: str | None) -> str | None:
     return None
 
 
-def work_of(row: dict, op: str | None = None, dims: str | None = None, types: str | None = None) -> Work:
-    """The launch's class and work (module docstring): from the aten op and its shapes where the trace gives them
-    and the counters agree, else from the counters."""
+def work_of(
+    row: dict, op: str | None = None, dims: str | None = None, types: str | None = None
+) -> Work:
+    """The launch's class and work (module docstring): from the aten op and its shapes where the
+    trace gives them and the counters agree, else from the counters."""
     cls = op_class(op)
     tensor, fp32 = _counted(row)
     if cls is None or op is None or not op.startswith("aten::"):
         w = by_counters(row)
         if op:
-            w.evidence.append(f"launched by {op} (an Inductor / Triton launcher: its buffers are listed, not its "
-                              "minimum traffic)" if not op.startswith("aten::") else f"launched by {op}")
+            w.evidence.append(
+                f"launched by {op} (an Inductor / Triton launcher: its buffers are listed, not its "
+                "minimum traffic)"
+                if not op.startswith("aten::")
+                else f"launched by {op}"
+            )
         return w
     name = aten_name(op)
     ops = operands(dims, types)
-    if cls in ("matmul", "attention") and tensor <= 0 and fp32 <= 0 and row.get("flop_tensor") is not None:
-        w = by_counters(row)                       # a copy / reduction kernel of a GEMM or attention op
-        w.evidence.append(f"launched by {op}, but counts no FLOP: a helper kernel of that op (copy, split-K "
-                          "reduction, fill), judged on its own traffic")
+    if (
+        cls in ("matmul", "attention")
+        and tensor <= 0
+        and fp32 <= 0
+        and row.get("flop_tensor") is not None
+    ):
+        # a copy / reduction kernel of a GEMM or attention op
+        w = by_counters(row)
+        w.evidence.append(
+            f"launched by {op}, but counts no FLOP: a helper kernel of that op (copy, split-K "
+            "reduction, fill), judged on its own traffic"
+        )
         return w
     if cls not in ("matmul", "attention") and tensor > 0:
         w = by_counters(row)
@@ -357,8 +640,13 @@ def work_of(row: dict, op: str | None = None, dims: str | None = None, types: st
         return w
     if cls == "communication":
         return Work("communication", None, evidence=[f"launched by {op}"])
-    w = (_matmul(name, ops) if cls == "matmul" else _attention(name, ops) if cls == "attention"
-         else _memory(name, cls, ops))
+    w = (
+        _matmul(name, ops)
+        if cls == "matmul"
+        else _attention(name, ops)
+        if cls == "attention"
+        else _memory(name, cls, ops)
+    )
     if w is None:
         w = by_counters(row)
         w.evidence.append(f"launched by {op}, whose recorded shapes do not fit its class's model")
@@ -369,6 +657,9 @@ def work_of(row: dict, op: str | None = None, dims: str | None = None, types: st
         per = w.params["elements"] * w.params["passes"]
         e = min((1, 2, 4, 8), key=lambda x: abs(moved - x * per)) if moved else 4
         w.params["elem"], w.min_bytes = e, float(e * per)
-        w.how["elem"] = (f"{e} B: the nearest element size to the DRAM bytes ÷ (elements × passes) — the trace gives "
-                         "no dtype for a tensor list, so this traffic is not independent of the measurement")
+        w.how["elem"] = (
+            f"{e} B: the nearest element size to the DRAM bytes ÷ (elements × passes) — the trace "
+            "gives no dtype for a tensor list, so this traffic is not independent of the "
+            "measurement"
+        )
     return w

@@ -1,13 +1,19 @@
-"""The same kernel in another run: a launch of a timeline (PyTorch profiler / Nsight Systems) found among the
-launches of the store's Nsight Compute runs, so the Timeline page can open its counters.
+"""The same kernel in another run: a launch of a timeline (PyTorch profiler / Nsight Systems) found
+among the launches of the store's Nsight Compute runs, so the Timeline page can open its counters.
 
-The Timeline page first asks analyzers.join (an ncu run of the same program: steps, order, launch windows); when no
-join covers the kernel, any ncu run of the store may still have profiled it, and `match_launches` finds those:
-    "same name and launch configuration"   the kernel's signature (analyzers.join.signature: its name with template
-                                           arguments, written one way whatever tool demangled it) and its grid and
+The Timeline page first asks analyzers.join (an ncu run of the same program: steps, order, launch
+windows); when no
+join covers the kernel, any ncu run of the store may still have profiled it, and `match_launches`
+finds those:
+    "same name and launch configuration"   the kernel's signature (analyzers.join.signature: its
+    name with template
+                                           arguments, written one way whatever tool demangled it)
+                                           and its grid and
                                            block dimensions are equal
-    "same name"                            the signature is equal, the configuration differs or is unknown
+    "same name"                            the signature is equal, the configuration differs or is
+    unknown
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -18,8 +24,9 @@ BASES = ("same name and launch configuration", "same name")
 
 
 def match_launches(kernel: dict, ncu_kernels: pl.DataFrame) -> pl.DataFrame:
-    """ncu launches (rows of an analysed kernels table, with `run_id`) matching one timeline kernel (a gpu_ops row:
-    name, grid_x.., block_x..). Adds `basis` (BASES); best matches first, then by run and launch id."""
+    """ncu launches (rows of an analysed kernels table, with `run_id`) matching one timeline kernel
+    (a gpu_ops row: name, grid_x.., block_x..). Adds `basis` (BASES); best matches first, then by
+    run and launch id."""
     if not ncu_kernels.height:
         return ncu_kernels.with_columns(pl.lit(None, pl.String).alias("basis"))
     want = signature(kernel.get("name") or "")
@@ -28,9 +35,14 @@ def match_launches(kernel: dict, ncu_kernels: pl.DataFrame) -> pl.DataFrame:
     k = ncu_kernels.filter(sigs == want)
     dims = [kernel.get(f"{w}_{a}") for w in ("grid", "block") for a in "xyz"]
     if all(d is not None for d in dims):
-        same = pl.all_horizontal([pl.col(f"{w}_{a}") == d for (w, a), d in
-                                  zip([(w, a) for w in ("grid", "block") for a in "xyz"], dims)])
+        same = pl.all_horizontal(
+            [
+                pl.col(f"{w}_{a}") == d
+                for (w, a), d in zip([(w, a) for w in ("grid", "block") for a in "xyz"], dims)
+            ]
+        )
     else:
         same = pl.lit(False)
-    return k.with_columns(pl.when(same).then(pl.lit(BASES[0])).otherwise(pl.lit(BASES[1])).alias("basis")) \
-        .sort(pl.col("basis") != BASES[0], "run_id", "id")
+    return k.with_columns(
+        pl.when(same).then(pl.lit(BASES[0])).otherwise(pl.lit(BASES[1])).alias("basis")
+    ).sort(pl.col("basis") != BASES[0], "run_id", "id")

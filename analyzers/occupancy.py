@@ -1,7 +1,7 @@
 """Theoretical occupancy: a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor`.
 
-Rules are those of `cuda_occupancy.h` (CUDA 13.0 copy, `__CUDA_OCC_MAJOR__ 12`, minor 1; summarised in
-formats.md §3), for compute capabilities 7.0 to 12.x. Blocks per SM = min over five limits:
+Rules are those of `cuda_occupancy.h` (CUDA 13.0 copy, `__CUDA_OCC_MAJOR__ 12`, minor 1; summarised
+in formats.md §3), for compute capabilities 7.0 to 12.x. Blocks per SM = min over five limits:
 
 - warps:      floor((maxThreadsPerSM / 32) / warpsPerBlock), warpsPerBlock = ceil(blockSize / 32)
 - blocks:     the per-CC table `max_blocks_per_sm_for_cc`
@@ -10,14 +10,15 @@ formats.md §3), for compute capabilities 7.0 to 12.x. Blocks per SM = min over 
               regsPerWarp * warpsPerBlock > regsPerBlock; else
               floor(floor((regsPerSM / 4) / regsPerWarp) * 4 / warpsPerBlock)   (4 sub-partitions);
               unlimited when regsPerThread == 0
-- shared_mem: alloc = roundup(static + reserved + dynamic, granularity) (128 B on CC >= 8, 256 B on 7.x);
-              0 blocks if alloc > per-block cap (+ reserved on CC >= 8); else floor(smemPerSM / alloc),
-              smemPerSM = the carve-out (see `occupancy`); unlimited when alloc == 0
+- shared_mem: alloc = roundup(static + reserved + dynamic, granularity) (128 B on CC >= 8, 256 B on
+  7.x); 0 blocks if alloc > per-block cap (+ reserved on CC >= 8); else floor(smemPerSM / alloc),
+  smemPerSM = the carve-out (see `occupancy`); unlimited when alloc == 0
 - barriers:   CC >= 9 and barriers > 0 only: floor(blockLimit * k / barriersPerBlock), k = 2 on
               CC 9.x, 10.0/10.3, 11.x except 11.0, 8.0; k = 1 on other 8.x, 10.1, 11.0, 12.x
 
 Occupancy % = blocks * warpsPerBlock / maxWarpsPerSM * 100.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,9 +26,9 @@ from dataclasses import dataclass
 from analyzers.gpus import GPUSpec
 
 WARP_SIZE = 32
-REG_ALLOC_GRANULARITY = 256        # registers, per warp, CC 3.x-12.x
-SUB_PARTITIONS = 4                 # per SM, CC 7.x-12.x
-UNLIMITED = 2**31 - 1              # INT_MAX, what the header reports for "no limit"
+REG_ALLOC_GRANULARITY = 256  # registers, per warp, CC 3.x-12.x
+SUB_PARTITIONS = 4  # per SM, CC 7.x-12.x
+UNLIMITED = 2**31 - 1  # INT_MAX, what the header reports for "no limit"
 LIMIT_NAMES = ("warps", "blocks", "registers", "shared_mem", "barriers")
 
 KIB = 1024
@@ -41,7 +42,9 @@ _CARVEOUTS_228 = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 def _check_cc(cc: tuple[int, int]) -> tuple[int, int]:
     major, minor = cc
     if not 7 <= major <= 12:
-        raise ValueError(f"compute capability {major}.{minor} is not covered by the occupancy rules (7.0-12.x)")
+        raise ValueError(
+            f"compute capability {major}.{minor} is not covered by the occupancy rules (7.0-12.x)"
+        )
     return major, minor
 
 
@@ -82,11 +85,15 @@ def smem_carveouts_bytes(cc: tuple[int, int]) -> tuple[int, ...]:
         kib = _CARVEOUTS_228
     elif major in (10, 11):
         if minor not in (0, 1, 3):
-            raise ValueError(f"compute capability {major}.{minor}: no shared-memory carve-out table")
+            raise ValueError(
+                f"compute capability {major}.{minor}: no shared-memory carve-out table"
+            )
         kib = _CARVEOUTS_228
     else:
         if minor not in (0, 1):
-            raise ValueError(f"compute capability {major}.{minor}: no shared-memory carve-out table")
+            raise ValueError(
+                f"compute capability {major}.{minor}: no shared-memory carve-out table"
+            )
         kib = _CARVEOUTS_100
     return tuple(k * KIB for k in kib)
 
@@ -96,12 +103,14 @@ def align_up_carveout(size_bytes: int, cc: tuple[int, int]) -> int:
     for step in smem_carveouts_bytes(cc):
         if size_bytes <= step:
             return step
-    raise ValueError(f"{size_bytes} B of shared memory exceeds the largest carve-out of CC {cc[0]}.{cc[1]}")
+    raise ValueError(
+        f"{size_bytes} B of shared memory exceeds the largest carve-out of CC {cc[0]}.{cc[1]}"
+    )
 
 
 def barrier_multiplier(cc: tuple[int, int]) -> int:
-    """Barriers available per SM = blockLimit * this: 2 on 8.0, 9.x, 10.x except 10.1, 11.x except 11.0
-    (and 7.x); 1 on other 8.x, 10.1, 11.0, 12.x."""
+    """Barriers available per SM = blockLimit * this: 2 on 8.0, 9.x, 10.x except 10.1, 11.x except
+    11.0 (and 7.x); 1 on other 8.x, 10.1, 11.0, 12.x."""
     major, minor = _check_cc(cc)
     if major == 8:
         return 2 if minor == 0 else 1
@@ -119,10 +128,10 @@ class OccupancyResult:
     blocks_per_sm: int
     warps_per_block: int
     active_warps_per_sm: int
-    occupancy_pct: float            # active warps / max warps per SM * 100
-    limiters: tuple[str, ...]       # every limit equal to the minimum, from LIMIT_NAMES
-    limits: dict[str, int]          # blocks/SM allowed by each resource (UNLIMITED for "no limit")
-    smem_per_sm_bytes: int          # the carve-out used
+    occupancy_pct: float  # active warps / max warps per SM * 100
+    limiters: tuple[str, ...]  # every limit equal to the minimum, from LIMIT_NAMES
+    limits: dict[str, int]  # blocks/SM allowed by each resource (UNLIMITED for "no limit")
+    smem_per_sm_bytes: int  # the carve-out used
     smem_per_block_alloc_bytes: int
 
 
@@ -130,26 +139,42 @@ def _roundup(x: int, g: int) -> int:
     return -(-x // g) * g
 
 
-_REQUIRED = ("cc", "max_threads_per_sm", "regs_per_sm", "max_regs_per_block", "max_regs_per_thread",
-             "smem_per_sm_bytes", "smem_per_block_bytes", "smem_per_block_optin_bytes",
-             "reserved_smem_per_block_bytes")
+_REQUIRED = (
+    "cc",
+    "max_threads_per_sm",
+    "regs_per_sm",
+    "max_regs_per_block",
+    "max_regs_per_thread",
+    "smem_per_sm_bytes",
+    "smem_per_block_bytes",
+    "smem_per_block_optin_bytes",
+    "reserved_smem_per_block_bytes",
+)
 
 
-def occupancy(gpu: GPUSpec, block_size: int, regs_per_thread: int, smem_static_bytes: int = 0,
-              smem_dynamic_bytes: int = 0, *, smem_config_bytes: int | None = None,
-              carveout_pct: int | None = None, opt_in: bool | None = None,
-              barriers_per_block: int = 1) -> OccupancyResult:
+def occupancy(
+    gpu: GPUSpec,
+    block_size: int,
+    regs_per_thread: int,
+    smem_static_bytes: int = 0,
+    smem_dynamic_bytes: int = 0,
+    *,
+    smem_config_bytes: int | None = None,
+    carveout_pct: int | None = None,
+    opt_in: bool | None = None,
+    barriers_per_block: int = 1,
+) -> OccupancyResult:
     """Resident blocks and warps per SM for one kernel launch on `gpu` (theoretical occupancy).
 
     Shared memory per block: alloc = roundup(smem_static + reserved + smem_dynamic, granularity).
     Per-block cap: `opt_in=False` -> default limit (48 KiB); `opt_in=True` -> opt-in limit;
-    `opt_in=None` -> opt in only when static + reserved + dynamic exceeds the default limit (what a kernel
-    must do to launch with that much); on CC >= 8 the cap is raised by the reserved bytes.
-    A block over the cap gets shared_mem limit 0 (it cannot launch).
+    `opt_in=None` -> opt in only when static + reserved + dynamic exceeds the default limit (what a
+    kernel must do to launch with that much); on CC >= 8 the cap is raised by the reserved bytes. A
+    block over the cap gets shared_mem limit 0 (it cannot launch).
 
     The SM's shared-memory capacity:
-    - `smem_config_bytes` (ncu's `launch__shared_mem_config_size`, the carve-out the driver chose) when
-      given — this is how Nsight Compute's theoretical occupancy is computed;
+    - `smem_config_bytes` (ncu's `launch__shared_mem_config_size`, the carve-out the driver chose)
+      when given — this is how Nsight Compute's theoretical occupancy is computed;
     - else the preference `carveout_pct * smem_per_sm / 100` (integer), or `smem_per_sm` when None
       (the API default), rounded up to the next supported carve-out of the CC;
     - if the preference is smaller than one block's alloc, alloc rounded up to the next carve-out.
@@ -160,15 +185,22 @@ def occupancy(gpu: GPUSpec, block_size: int, regs_per_thread: int, smem_static_b
     """
     missing = [f for f in _REQUIRED if getattr(gpu, f) is None]
     if missing:
-        raise ValueError(f"GPU spec {gpu.name!r} lacks {', '.join(missing)}; cannot compute occupancy")
+        raise ValueError(
+            f"GPU spec {gpu.name!r} lacks {', '.join(missing)}; cannot compute occupancy"
+        )
     cc = _check_cc(gpu.cc)
     max_tpb = gpu.max_threads_per_block or 1024
     if block_size <= 0 or block_size > max_tpb or int(block_size) != block_size:
         raise ValueError(f"block_size must be 1..{max_tpb} threads, got {block_size!r}")
     if regs_per_thread < 0 or regs_per_thread > gpu.max_regs_per_thread:
-        raise ValueError(f"regs_per_thread must be 0..{gpu.max_regs_per_thread}, got {regs_per_thread}")
-    for label, v in (("smem_static_bytes", smem_static_bytes), ("smem_dynamic_bytes", smem_dynamic_bytes),
-                     ("barriers_per_block", barriers_per_block)):
+        raise ValueError(
+            f"regs_per_thread must be 0..{gpu.max_regs_per_thread}, got {regs_per_thread}"
+        )
+    for label, v in (
+        ("smem_static_bytes", smem_static_bytes),
+        ("smem_dynamic_bytes", smem_dynamic_bytes),
+        ("barriers_per_block", barriers_per_block),
+    ):
         if v < 0:
             raise ValueError(f"{label} must be >= 0, got {v}")
     if smem_config_bytes is not None and carveout_pct is not None:
@@ -191,8 +223,10 @@ def occupancy(gpu: GPUSpec, block_size: int, regs_per_thread: int, smem_static_b
     regs_per_warp = _roundup(regs_per_thread * WARP_SIZE, REG_ALLOC_GRANULARITY)
     if regs_per_warp == 0:
         limits["registers"] = UNLIMITED
-    elif (regs_per_warp * _roundup(warps, SUB_PARTITIONS) > gpu.max_regs_per_block
-          or regs_per_warp * warps > gpu.max_regs_per_block):
+    elif (
+        regs_per_warp * _roundup(warps, SUB_PARTITIONS) > gpu.max_regs_per_block
+        or regs_per_warp * warps > gpu.max_regs_per_block
+    ):
         limits["registers"] = 0
     else:
         warps_per_sub = (gpu.regs_per_sm // SUB_PARTITIONS) // regs_per_warp
@@ -208,7 +242,11 @@ def occupancy(gpu: GPUSpec, block_size: int, regs_per_thread: int, smem_static_b
     if smem_config_bytes is not None:
         preference = smem_config_bytes
     else:
-        pref = gpu.smem_per_sm_bytes if carveout_pct is None else carveout_pct * gpu.smem_per_sm_bytes // 100
+        pref = (
+            gpu.smem_per_sm_bytes
+            if carveout_pct is None
+            else carveout_pct * gpu.smem_per_sm_bytes // 100
+        )
         preference = align_up_carveout(pref, cc)
     smem_per_sm = preference
     if alloc > cap:
@@ -226,7 +264,12 @@ def occupancy(gpu: GPUSpec, block_size: int, regs_per_thread: int, smem_static_b
     blocks = min(limits.values())
     limiters = tuple(k for k in LIMIT_NAMES if limits[k] == blocks)
     return OccupancyResult(
-        blocks_per_sm=blocks, warps_per_block=warps, active_warps_per_sm=blocks * warps,
-        occupancy_pct=blocks * warps / max_warps * 100.0, limiters=limiters, limits=limits,
-        smem_per_sm_bytes=smem_per_sm, smem_per_block_alloc_bytes=alloc,
+        blocks_per_sm=blocks,
+        warps_per_block=warps,
+        active_warps_per_sm=blocks * warps,
+        occupancy_pct=blocks * warps / max_warps * 100.0,
+        limiters=limiters,
+        limits=limits,
+        smem_per_sm_bytes=smem_per_sm,
+        smem_per_block_alloc_bytes=alloc,
     )

@@ -1,24 +1,28 @@
-"""Physical plausibility of a profiled launch against the GPU it ran on: what a counter, a unit row or the GPU's
-identification got wrong is flagged where it is shown, never silently turned into a finding.
+"""Physical plausibility of a profiled launch against the GPU it ran on: what a counter, a unit row
+or the GPU's identification got wrong is flagged where it is shown, never silently turned into a
+finding.
 
     launch_flags(analyzed, gpu) -> frame (id, flags: list of one-line texts)
 
-A launch is flagged when a rate it implies passes the GPU's spec-sheet peak by more than `TOLERANCE` (DRAM
-bandwidth, FP32 and tensor-core FLOP rates), when its launch configuration cannot run on that GPU (threads per
-block, registers per thread or per block, shared memory per block above the GPU's limits), when it reports DRAM
-traffic in zero time, or when a derived ratio leaves its physical range (a bank-conflict degree above 32 ways, more
-than 32 sectors per request). collectors.validate has already refused what no GPU allows (negative, non-finite,
-beyond CUDA's limits); these checks depend on the identified GPU, so they run when the run is read and follow
-registry fixes. The CLI prints the flags under its table and in the JSON (`flags` per kernel); the Kernels page
-shows them above the table and in a column; the Home page marks flagged findings.
+A launch is flagged when a rate it implies passes the GPU's spec-sheet peak by more than `TOLERANCE`
+(DRAM bandwidth, FP32 and tensor-core FLOP rates), when its launch configuration cannot run on that
+GPU (threads per block, registers per thread or per block, shared memory per block above the GPU's
+limits), when it reports DRAM traffic in zero time, or when a derived ratio leaves its physical
+range (a bank-conflict degree above 32 ways, more than 32 sectors per request). collectors.validate
+has already refused what no GPU allows (negative, non-finite, beyond CUDA's limits); these checks
+depend on the identified GPU, so they run when the run is read and follow registry fixes. The CLI
+prints the flags under its table and in the JSON (`flags` per kernel); the Kernels page shows them
+above the table and in a column; the Home page marks flagged findings.
 """
+
 from __future__ import annotations
 
 import polars as pl
 
 from analyzers.gpus import GPUSpec
 
-#: how far above a spec peak a measured rate may read before it is flagged (counter noise, boost clocks)
+#: how far above a spec peak a measured rate may read before it is flagged (counter noise, boost
+#: clocks)
 TOLERANCE = 1.10
 FLAGS_SCHEMA = pl.Schema({"id": pl.Int64, "flags": pl.List(pl.String)})
 
@@ -29,9 +33,19 @@ def _v(r: dict, k: str):
 
 
 #: the columns of an analyzed launch that one_launch reads (a missing one reads as None)
-INPUTS = ("dram_bandwidth_gbps", "fp32_tflops", "tensor_peak_fraction", "block_size", "registers_per_thread",
-          "smem_static_bytes", "smem_dynamic_bytes", "duration_ns", "dram_bytes", "smem_conflict_degree",
-          "global_ld_sectors_per_request")
+INPUTS = (
+    "dram_bandwidth_gbps",
+    "fp32_tflops",
+    "tensor_peak_fraction",
+    "block_size",
+    "registers_per_thread",
+    "smem_static_bytes",
+    "smem_dynamic_bytes",
+    "duration_ns",
+    "dram_bytes",
+    "smem_conflict_degree",
+    "global_ld_sectors_per_request",
+)
 
 
 def launch_flags(analyzed: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
@@ -45,14 +59,22 @@ def launch_flags(analyzed: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
 def one_launch(r: dict, gpu: GPUSpec) -> list[str]:
     out: list[str] = []
     bw = _v(r, "dram_bandwidth_gbps")
-    if bw is not None and gpu.dram_bandwidth_bytes_per_s and bw * 1e9 > gpu.dram_bandwidth_bytes_per_s * TOLERANCE:
-        out.append(f"DRAM bandwidth {bw:,.0f} GB/s is {bw * 1e9 / gpu.dram_bandwidth_bytes_per_s:.3g}× {gpu.name}'s "
-                   f"spec peak of {gpu.dram_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: counters, units or the GPU's "
-                   "identification are wrong")
+    if (
+        bw is not None
+        and gpu.dram_bandwidth_bytes_per_s
+        and bw * 1e9 > gpu.dram_bandwidth_bytes_per_s * TOLERANCE
+    ):
+        out.append(
+            f"DRAM bandwidth {bw:,.0f} GB/s is {bw * 1e9 / gpu.dram_bandwidth_bytes_per_s:.3g}× "
+            f"{gpu.name}'s spec peak of {gpu.dram_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: "
+            "counters, units or the GPU's identification are wrong"
+        )
     fp32 = _v(r, "fp32_tflops")
     if fp32 is not None and gpu.fp32_flop_per_s and fp32 * 1e12 > gpu.fp32_flop_per_s * TOLERANCE:
-        out.append(f"FP32 rate {fp32:,.1f} TFLOP/s is above {gpu.name}'s spec peak of "
-                   f"{gpu.fp32_flop_per_s / 1e12:,.1f} TFLOP/s")
+        out.append(
+            f"FP32 rate {fp32:,.1f} TFLOP/s is above {gpu.name}'s spec peak of "
+            f"{gpu.fp32_flop_per_s / 1e12:,.1f} TFLOP/s"
+        )
     tf = _v(r, "tensor_peak_fraction")
     if tf is not None and tf > TOLERANCE:
         out.append(f"tensor-core rate is {tf:.3g}× {gpu.name}'s spec peak for its types")
@@ -62,13 +84,22 @@ def one_launch(r: dict, gpu: GPUSpec) -> list[str]:
     regs = _v(r, "registers_per_thread")
     if regs is not None and gpu.max_regs_per_thread and regs > gpu.max_regs_per_thread:
         out.append(f"{regs:.0f} registers per thread, above {gpu.name}'s {gpu.max_regs_per_thread}")
-    if regs is not None and bs is not None and gpu.max_regs_per_block and regs * bs > gpu.max_regs_per_block:
-        out.append(f"{regs:.0f} registers × {bs:.0f} threads = {regs * bs:,.0f} registers per block, above "
-                   f"{gpu.name}'s {gpu.max_regs_per_block:,}")
+    if (
+        regs is not None
+        and bs is not None
+        and gpu.max_regs_per_block
+        and regs * bs > gpu.max_regs_per_block
+    ):
+        out.append(
+            f"{regs:.0f} registers × {bs:.0f} threads = {regs * bs:,.0f} registers per block, "
+            f"above {gpu.name}'s {gpu.max_regs_per_block:,}"
+        )
     smem = (_v(r, "smem_static_bytes") or 0) + (_v(r, "smem_dynamic_bytes") or 0)
     if gpu.smem_per_block_optin_bytes and smem > gpu.smem_per_block_optin_bytes:
-        out.append(f"{smem:,.0f} bytes of shared memory per block, above {gpu.name}'s "
-                   f"{gpu.smem_per_block_optin_bytes:,}")
+        out.append(
+            f"{smem:,.0f} bytes of shared memory per block, above {gpu.name}'s "
+            f"{gpu.smem_per_block_optin_bytes:,}"
+        )
     dur, dram = _v(r, "duration_ns"), _v(r, "dram_bytes")
     if dur == 0 and dram:
         out.append(f"{dram:,.0f} bytes of DRAM traffic in a duration of 0 ns")

@@ -1,14 +1,15 @@
-"""The catalog of an Nsight Compute launch's quantities: one row per quantity, the one place its label, unit,
-display format, formula, column groups and the counters it needs are declared.
+"""The catalog of an Nsight Compute launch's quantities: one row per quantity, the one place its
+label, unit, display format, formula, column groups and the counters it needs are declared.
 
-`key` is the column of analyzers.ncu_run.NcuAnalysis.kernels and the key of `kernelscope analyze --format json`;
-`base_unit` is that column's unit (the JSON `units`); `unit` and `scale` are how a person reads it (shown = value ×
-scale, in `unit`; `units.convert(1, base_unit, unit) == scale`); `page_key` is the Kernels page's column (its URL
-`?sort=` value), which says the shown unit where it differs from the analysis column's (`duration_us` for
-`duration_ns`). The command line's table, the JSON units, the page's columns and groups, the HTML export and the
-missing-counter advice all read this table. Adding a quantity: its schema column, its formula in analyzers/, one row
-here.
+`key` is the column of analyzers.ncu_run.NcuAnalysis.kernels and the key of `kernelscope analyze
+--format json`; `base_unit` is that column's unit (the JSON `units`); `unit` and `scale` are how a
+person reads it (shown = value × scale, in `unit`; `units.convert(1, base_unit, unit) == scale`);
+`page_key` is the Kernels page's column (its URL `?sort=` value), which says the shown unit where it
+differs from the analysis column's (`duration_us` for `duration_ns`). The command line's table, the
+JSON units, the page's columns and groups, the HTML export and the missing-counter advice all read
+this table. Adding a quantity: its schema column, its formula in analyzers/, one row here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,19 +23,19 @@ TENSOR_ROOFLINE = "--set full (or --section SpeedOfLight_HierarchicalTensorRoofl
 
 @dataclass(frozen=True)
 class Quantity:
-    key: str                        # analysis column = JSON key
-    label: str                      # what a person reads: page column, CLI header, export
-    unit: str = ""                  # the unit shown (analyzers.units spelling)
-    base_unit: str = ""             # the analysis column's unit (JSON `units`)
-    scale: float | None = None      # shown = value × scale
-    fmt: str | None = None          # printf format on the page and in the export
-    help: str = ""                  # formula and source
-    page_key: str | None = None     # the page's column key, when it differs from `key`
-    text: bool = False              # a word, not a number
-    needs: tuple[str, ...] = ()     # the ncu counters it needs
+    key: str  # analysis column = JSON key
+    label: str  # what a person reads: page column, CLI header, export
+    unit: str = ""  # the unit shown (analyzers.units spelling)
+    base_unit: str = ""  # the analysis column's unit (JSON `units`)
+    scale: float | None = None  # shown = value × scale
+    fmt: str | None = None  # printf format on the page and in the export
+    help: str = ""  # formula and source
+    page_key: str | None = None  # the page's column key, when it differs from `key`
+    text: bool = False  # a word, not a number
+    needs: tuple[str, ...] = ()  # the ncu counters it needs
     collect_with: str | None = None  # the ncu option that collects them
     missing_label: str | None = None  # how the "missing" advice names it
-    on_page: bool = True            # a column of the Kernels page
+    on_page: bool = True  # a column of the Kernels page
 
     @property
     def column(self) -> str:
@@ -46,90 +47,326 @@ class Quantity:
 
 
 _DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-_SMEM = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+_SMEM = (
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+)
 _WAYS = "wavefronts / (wavefronts − conflicts)"
 
 QUANTITIES: tuple[Quantity, ...] = (
     Quantity("id", "launch id", help="the launch's position in the report (ncu's ID)"),
-    Quantity("name", "kernel", text=True, page_key="kernel",
-             help="function name with its template arguments (hover for the full demangled name)"),
+    Quantity(
+        "name",
+        "kernel",
+        text=True,
+        page_key="kernel",
+        help="function name with its template arguments (hover for the full demangled name)",
+    ),
     Quantity("raw_name", "name as in the file", text=True, on_page=False),
-    Quantity("duration_ns", "duration", "µs", "ns", 1e-3, "%.2f", "gpu__time_duration.sum (ncu counter)",
-             page_key="duration_us"),
-    Quantity("dram_read_bytes", "DRAM read", "B", "B", help="dram__bytes_read.sum (ncu counter)", on_page=False),
-    Quantity("dram_write_bytes", "DRAM written", "B", "B", help="dram__bytes_write.sum (ncu counter)", on_page=False),
-    Quantity("dram_bandwidth_gbps", "DRAM", "GB/s", "GB/s", 1, "%.0f",
-             "(dram__bytes_read.sum + dram__bytes_write.sum) / duration", page_key="dram_gbps", needs=_DRAM,
-             collect_with=FULL_MWA_CHART, missing_label="DRAM traffic and bandwidth"),
-    Quantity("dram_peak_fraction", "DRAM of spec", "%", "fraction", 100, "%.1f", "achieved / the spec-sheet peak",
-             page_key="dram_pct_spec"),
-    Quantity("dram_measured_fraction", "DRAM of measured", "%", "fraction", 100, "%.1f",
-             "achieved / the measured copy ceiling (bench run)", page_key="dram_pct_measured"),
-    Quantity("achieved_occupancy_pct", "occ. achieved", "%", "%", 1, "%.1f",
-             "sm__warps_active.avg.pct_of_peak_sustained_active",
-             needs=("sm__warps_active.avg.pct_of_peak_sustained_active",), collect_with=OCCUPANCY,
-             missing_label="achieved occupancy"),
-    Quantity("theoretical_occupancy_pct", "occ. ncu", "%", "%", 1, "%.1f",
-             "theoretical occupancy by Nsight Compute: sm__maximum_warps_per_active_cycle_pct", needs=("sm__maximum_warps_per_active_cycle_pct",),
-             collect_with=OCCUPANCY, missing_label="ncu's theoretical occupancy"),
-    Quantity("predicted_occupancy_pct", "occ. ours", "%", "%", 1, "%.1f",
-             "theoretical occupancy by the CUDA occupancy rules, analyzers/occupancy.py"),
-    Quantity("occupancy_limiter", "limiter (ours)", text=True,
-             help="the resource that limits resident blocks (analyzers/occupancy.py)"),
-    Quantity("smem_wavefronts", "shared wavefronts", "count", "count", on_page=False,
-             help="l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum"),
-    Quantity("smem_bank_conflicts", "shared bank conflicts", "count", "count", on_page=False,
-             help="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum"),
-    Quantity("smem_conflict_degree", "bank ways, all", "ways", "ways", 1, "%.2f", _WAYS, needs=_SMEM,
-             collect_with=FULL_MWA_TABLES, missing_label="shared-memory bank conflicts"),
+    Quantity(
+        "duration_ns",
+        "duration",
+        "µs",
+        "ns",
+        1e-3,
+        "%.2f",
+        "gpu__time_duration.sum (ncu counter)",
+        page_key="duration_us",
+    ),
+    Quantity(
+        "dram_read_bytes",
+        "DRAM read",
+        "B",
+        "B",
+        help="dram__bytes_read.sum (ncu counter)",
+        on_page=False,
+    ),
+    Quantity(
+        "dram_write_bytes",
+        "DRAM written",
+        "B",
+        "B",
+        help="dram__bytes_write.sum (ncu counter)",
+        on_page=False,
+    ),
+    Quantity(
+        "dram_bandwidth_gbps",
+        "DRAM",
+        "GB/s",
+        "GB/s",
+        1,
+        "%.0f",
+        "(dram__bytes_read.sum + dram__bytes_write.sum) / duration",
+        page_key="dram_gbps",
+        needs=_DRAM,
+        collect_with=FULL_MWA_CHART,
+        missing_label="DRAM traffic and bandwidth",
+    ),
+    Quantity(
+        "dram_peak_fraction",
+        "DRAM of spec",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        "achieved / the spec-sheet peak",
+        page_key="dram_pct_spec",
+    ),
+    Quantity(
+        "dram_measured_fraction",
+        "DRAM of measured",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        "achieved / the measured copy ceiling (bench run)",
+        page_key="dram_pct_measured",
+    ),
+    Quantity(
+        "achieved_occupancy_pct",
+        "occ. achieved",
+        "%",
+        "%",
+        1,
+        "%.1f",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        needs=("sm__warps_active.avg.pct_of_peak_sustained_active",),
+        collect_with=OCCUPANCY,
+        missing_label="achieved occupancy",
+    ),
+    Quantity(
+        "theoretical_occupancy_pct",
+        "occ. ncu",
+        "%",
+        "%",
+        1,
+        "%.1f",
+        "theoretical occupancy by Nsight Compute: sm__maximum_warps_per_active_cycle_pct",
+        needs=("sm__maximum_warps_per_active_cycle_pct",),
+        collect_with=OCCUPANCY,
+        missing_label="ncu's theoretical occupancy",
+    ),
+    Quantity(
+        "predicted_occupancy_pct",
+        "occ. ours",
+        "%",
+        "%",
+        1,
+        "%.1f",
+        "theoretical occupancy by the CUDA occupancy rules, analyzers/occupancy.py",
+    ),
+    Quantity(
+        "occupancy_limiter",
+        "limiter (ours)",
+        text=True,
+        help="the resource that limits resident blocks (analyzers/occupancy.py)",
+    ),
+    Quantity(
+        "smem_wavefronts",
+        "shared wavefronts",
+        "count",
+        "count",
+        on_page=False,
+        help="l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum",
+    ),
+    Quantity(
+        "smem_bank_conflicts",
+        "shared bank conflicts",
+        "count",
+        "count",
+        on_page=False,
+        help="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum",
+    ),
+    Quantity(
+        "smem_conflict_degree",
+        "bank ways, all",
+        "ways",
+        "ways",
+        1,
+        "%.2f",
+        _WAYS,
+        needs=_SMEM,
+        collect_with=FULL_MWA_TABLES,
+        missing_label="shared-memory bank conflicts",
+    ),
     Quantity("smem_ld_conflict_degree", "bank ways, loads", "ways", "ways", 1, "%.2f", _WAYS),
     Quantity("smem_st_conflict_degree", "bank ways, stores", "ways", "ways", 1, "%.2f", _WAYS),
-    Quantity("global_ld_sectors_per_request", "ld sectors/req", "sectors", "sectors", 1, "%.1f",
-             "l1tex__t_sectors / l1tex__t_requests (global loads)",
-             needs=("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
-             collect_with=FULL_MWA_TABLES, missing_label="global-load coalescing (sectors per request)"),
-    Quantity("global_ld_ideal_sectors_per_request", "ideal sectors/request", "sectors", "sectors", 1, "%.0f",
-             "from the bytes used per sector"),
-    Quantity("global_ld_coalescing_ratio", "coalescing ratio", "×", "×", 1, "%.2f",
-             "sectors per request / ideal (1 = coalesced)"),
-    Quantity("l2_read_from_l1_bytes", "L2 reads from L1", "B", "B", on_page=False,
-             help="lts__t_sectors_srcunit_tex_op_read.sum × 32 B", needs=("lts__t_sectors_srcunit_tex_op_read.sum",),
-             collect_with=FULL_MWA_TABLES, missing_label="L2 reads from L1"),
+    Quantity(
+        "global_ld_sectors_per_request",
+        "ld sectors/req",
+        "sectors",
+        "sectors",
+        1,
+        "%.1f",
+        "l1tex__t_sectors / l1tex__t_requests (global loads)",
+        needs=(
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        ),
+        collect_with=FULL_MWA_TABLES,
+        missing_label="global-load coalescing (sectors per request)",
+    ),
+    Quantity(
+        "global_ld_ideal_sectors_per_request",
+        "ideal sectors/request",
+        "sectors",
+        "sectors",
+        1,
+        "%.0f",
+        "from the bytes used per sector",
+    ),
+    Quantity(
+        "global_ld_coalescing_ratio",
+        "coalescing ratio",
+        "×",
+        "×",
+        1,
+        "%.2f",
+        "sectors per request / ideal (1 = coalesced)",
+    ),
+    Quantity(
+        "l2_read_from_l1_bytes",
+        "L2 reads from L1",
+        "B",
+        "B",
+        on_page=False,
+        help="lts__t_sectors_srcunit_tex_op_read.sum × 32 B",
+        needs=("lts__t_sectors_srcunit_tex_op_read.sum",),
+        collect_with=FULL_MWA_TABLES,
+        missing_label="L2 reads from L1",
+    ),
     Quantity("l2_bytes", "L2 traffic", "B", "B", on_page=False, help="lts__t_sectors.sum × 32 B"),
-    Quantity("flop_fp32", "FP32 work", "FLOP", "FLOP", on_page=False, help="fadd + fmul + 2·ffma thread instructions"),
-    Quantity("fp32_tflops", "FP32", "TFLOP/s", "TFLOP/s", 1, "%.2f",
-             "(fadd + fmul + 2·ffma) thread instructions / duration"),
-    Quantity("flop_tensor", "tensor work", "FLOP", "FLOP", on_page=False,
-             help="sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum",
-             needs=("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
-                    "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-             collect_with=TENSOR_ROOFLINE, missing_label="tensor-core FLOP"),
-    Quantity("tensor_tflops", "tensor", "TFLOP/s", "TFLOP/s", 1, "%.1f",
-             "sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum / duration"),
-    Quantity("tensor_type", "tensor type", text=True, help="the source type with the most tensor FLOP"),
-    Quantity("tensor_peak_fraction", "tensor of spec", "%", "fraction", 100, "%.1f",
-             "tensor FLOP / duration / the spec dense BF16 peak × type rate (TF32 ½, FP8 2)", page_key="tensor_pct_spec"),
-    Quantity("arithmetic_intensity", "arith. intensity", "FLOP/B", "FLOP/B", 1, "%.2f",
-             "(FP32 + tensor FLOP) / DRAM bytes", page_key="ai"),
-    Quantity("top_finding", "biggest finding", text=True, help="analyzers/findings.py; details in the launch's view"),
+    Quantity(
+        "flop_fp32",
+        "FP32 work",
+        "FLOP",
+        "FLOP",
+        on_page=False,
+        help="fadd + fmul + 2·ffma thread instructions",
+    ),
+    Quantity(
+        "fp32_tflops",
+        "FP32",
+        "TFLOP/s",
+        "TFLOP/s",
+        1,
+        "%.2f",
+        "(fadd + fmul + 2·ffma) thread instructions / duration",
+    ),
+    Quantity(
+        "flop_tensor",
+        "tensor work",
+        "FLOP",
+        "FLOP",
+        on_page=False,
+        help="sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum",
+        needs=(
+            "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+            "sm__ops_path_tensor_src_fp16.sum",
+            "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+        ),
+        collect_with=TENSOR_ROOFLINE,
+        missing_label="tensor-core FLOP",
+    ),
+    Quantity(
+        "tensor_tflops",
+        "tensor",
+        "TFLOP/s",
+        "TFLOP/s",
+        1,
+        "%.1f",
+        "sm__ops_path_tensor_src_{bf16,fp16,tf32,fp8,fp64}.sum / duration",
+    ),
+    Quantity(
+        "tensor_type", "tensor type", text=True, help="the source type with the most tensor FLOP"
+    ),
+    Quantity(
+        "tensor_peak_fraction",
+        "tensor of spec",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        "tensor FLOP / duration / the spec dense BF16 peak × type rate (TF32 ½, FP8 2)",
+        page_key="tensor_pct_spec",
+    ),
+    Quantity(
+        "arithmetic_intensity",
+        "arith. intensity",
+        "FLOP/B",
+        "FLOP/B",
+        1,
+        "%.2f",
+        "(FP32 + tensor FLOP) / DRAM bytes",
+        page_key="ai",
+    ),
+    Quantity(
+        "top_finding",
+        "biggest finding",
+        text=True,
+        help="analyzers/findings.py; details in the launch's view",
+    ),
     Quantity("top_finding_key", "biggest finding's rule", text=True, on_page=False),
-    Quantity("lost_ns", "est. lost", "µs", "ns", 1e-3, "%.1f", "time the biggest finding is estimated to cost",
-             page_key="lost_us"),
-    Quantity("lost_share", "est. lost, share", "%", "fraction", 100, on_page=False,
-             help="the estimated loss / the launch's duration"),
-    Quantity("registers_per_thread", "registers/thread", "registers", "registers", 1,
-             help="launch__registers_per_thread"),
+    Quantity(
+        "lost_ns",
+        "est. lost",
+        "µs",
+        "ns",
+        1e-3,
+        "%.1f",
+        "time the biggest finding is estimated to cost",
+        page_key="lost_us",
+    ),
+    Quantity(
+        "lost_share",
+        "est. lost, share",
+        "%",
+        "fraction",
+        100,
+        on_page=False,
+        help="the estimated loss / the launch's duration",
+    ),
+    Quantity(
+        "registers_per_thread",
+        "registers/thread",
+        "registers",
+        "registers",
+        1,
+        help="launch__registers_per_thread",
+    ),
     Quantity("block_size", "block", "threads", "threads", 1, help="launch__block_size"),
     Quantity("grid_size", "grid", "blocks", "blocks", 1, help="launch__grid_size"),
-    Quantity("sm_throughput_pct", "SM throughput", "%", "%", 1, "%.0f",
-             "sm__throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed of Light, compute "
-             "side (the busiest SM pipeline or unit)", page_key="sm_pct"),
-    Quantity("dram_throughput_pct", "DRAM throughput", "%", "%", 1, "%.0f",
-             "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed of Light, "
-             "DRAM side", page_key="mem_pct"),
-    Quantity("flags", "implausible", text=True, on_page=False,
-             help="what is physically implausible for this GPU (analyzers.plausibility)"),
+    Quantity(
+        "sm_throughput_pct",
+        "SM throughput",
+        "%",
+        "%",
+        1,
+        "%.0f",
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed of "
+        "Light, compute side (the busiest SM pipeline or unit)",
+        page_key="sm_pct",
+    ),
+    Quantity(
+        "dram_throughput_pct",
+        "DRAM throughput",
+        "%",
+        "%",
+        1,
+        "%.0f",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed "
+        "of Light, DRAM side",
+        page_key="mem_pct",
+    ),
+    Quantity(
+        "flags",
+        "implausible",
+        text=True,
+        on_page=False,
+        help="what is physically implausible for this GPU (analyzers.plausibility)",
+    ),
 )
 
 BY_KEY: dict[str, Quantity] = {q.key: q for q in QUANTITIES}
@@ -138,10 +375,21 @@ BY_COLUMN: dict[str, Quantity] = {q.column: q for q in QUANTITIES}
 #: the per-launch JSON of `kernelscope analyze --format json`: every quantity, in catalog order
 JSON_KEYS: tuple[str, ...] = tuple(q.key for q in QUANTITIES)
 #: the command line's table of an Nsight Compute run, in order
-CLI_KEYS: tuple[str, ...] = ("id", "name", "duration_ns", "dram_bandwidth_gbps", "dram_peak_fraction",
-                             "achieved_occupancy_pct", "theoretical_occupancy_pct", "predicted_occupancy_pct",
-                             "occupancy_limiter", "smem_conflict_degree", "global_ld_sectors_per_request",
-                             "top_finding", "lost_ns")
+CLI_KEYS: tuple[str, ...] = (
+    "id",
+    "name",
+    "duration_ns",
+    "dram_bandwidth_gbps",
+    "dram_peak_fraction",
+    "achieved_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "predicted_occupancy_pct",
+    "occupancy_limiter",
+    "smem_conflict_degree",
+    "global_ld_sectors_per_request",
+    "top_finding",
+    "lost_ns",
+)
 
 
 def json_units() -> dict[str, str]:

@@ -1,26 +1,34 @@
-"""Across the ranks of a distributed job: iteration times, the straggler of each iteration and its cause,
-collectives with their exposed time, from the ranks' small summaries (analyzers.distributed.RankSummary).
+"""Across the ranks of a distributed job: iteration times, the straggler of each iteration and its
+cause, collectives with their exposed time, from the ranks' small summaries
+(analyzers.distributed.RankSummary).
 
-`combine(summaries, threshold=0.02) -> MultiRank`. Iterations are matched across ranks by their step number; only
-durations on each rank's own clock are compared, so ranks recorded on different hosts need no clock alignment.
+`combine(summaries, threshold=0.02) -> MultiRank`. Iterations are matched across ranks by their step
+number; only durations on each rank's own clock are compared, so ranks recorded on different hosts
+need no clock alignment.
 
 The straggler of an iteration is the rank the others waited for, found without comparing clocks:
-  - a collective instance is the k-th collective of a kind in an iteration (analyzers.distributed); ranks exit a
-    blocking collective together, so a rank's wait at an instance is its kernel's duration minus the shortest
-    duration of that instance over the ranks, and the rank with the shortest is the last to arrive. Only instances
-    that the ranks leave together count ("synchronising": exit times within 20 µs or 5 % of the duration, after
-    removing each rank's clock offset, the median of its exit-time differences); point-to-point transfers with
-    ranks outside the set do not;
-  - each instance blames its last arriver for the others' mean wait (sum of waits / (ranks − 1)); the rank with
-    the most blame in the iteration is its straggler when that blame exceeds the tolerance (threshold × the
-    median step time), "lateness" being the blame;
-  - without collective instances on two ranks or more (no communication, or ranks that do not share one), the
-    rank with the longest step is the straggler when its step exceeds the median by more than the tolerance;
+  - a collective instance is the k-th collective of a kind in an iteration (analyzers.distributed);
+    ranks exit a blocking collective together, so a rank's wait at an instance is its kernel's
+    duration minus the shortest duration of that instance over the ranks, and the rank with the
+    shortest is the last to arrive. Only instances that the ranks leave together count
+    ("synchronising": exit times within 20 µs or 5 % of the duration, after removing each rank's
+    clock offset, the median of its exit-time differences); point-to-point transfers with ranks
+    outside the set do not;
+  - each instance blames its last arriver for the others' mean wait (sum of waits / (ranks − 1));
+    the rank with the most blame in the iteration is its straggler when that blame exceeds the
+    tolerance (threshold × the median step time), "lateness" being the blame;
+  - without collective instances on two ranks or more (no communication, or ranks that do not share
+    one), the rank with the longest step is the straggler when its step exceeds the median by more
+    than the tolerance;
   - otherwise there is none ("balanced").
-The cause is the component of the straggler's iteration that exceeds that component's median over the ranks by
-most: compute, host/launch, idle or memcpy (and exposed communication, when the slowest step decides); "unclear"
-when none exceeds its median (the rank was late before the iteration began). Ties go to the lowest rank.
+The cause is the component of the straggler's iteration that exceeds that component's median over
+the ranks by
+most: compute, host/launch, idle or memcpy (and exposed communication, when the slowest step
+decides); "unclear"
+when none exceeds its median (the rank was late before the iteration began). Ties go to the lowest
+rank.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,58 +38,73 @@ from bisect import bisect_right
 
 import polars as pl
 
-from analyzers.distributed import (CAUSES, COLLECTIVE_SCHEMA, COMPONENTS, EVENT_SCHEMA, STEP_SCHEMA, WHOLE_TRACE_STEP,
-                                   RankSummary)
+from analyzers.distributed import (
+    CAUSES,
+    COLLECTIVE_SCHEMA,
+    COMPONENTS,
+    EVENT_SCHEMA,
+    STEP_SCHEMA,
+    WHOLE_TRACE_STEP,
+    RankSummary,
+)
 
 STRAGGLER_THRESHOLD = 0.02
-SYNC_ABS_NS = 20_000        # ranks leave a synchronising collective within 20 µs of each other
-SYNC_REL = 0.05             # ... or within 5 % of its median duration
+SYNC_ABS_NS = 20_000  # ranks leave a synchronising collective within 20 µs of each other
+SYNC_REL = 0.05  # ... or within 5 % of its median duration
 OWN_COMPONENTS = ("compute_ns", "memcpy_ns", "host_wait_ns", "idle_ns")
 HISTOGRAM_BINS = 20
 
 DEFINITIONS = {
-    "iteration": "an annotation range named like the step pattern (ProfilerStep#N, or NVTX 'step N'); iterations "
-                 "are matched across ranks by N; without such ranges a rank's whole GPU window is one iteration (-1)",
+    "iteration": "an annotation range named like the step pattern (ProfilerStep#N, or NVTX 'step "
+    "N'); iterations are matched across ranks by N; without such ranges a rank's whole GPU window "
+    "is one iteration (-1)",
     "step_ns": "the iteration's range on the rank's own clock",
     "compute_ns": "union of non-collective kernels within the iteration",
     "comm_ns": "union of collective (NCCL) kernels within the iteration",
-    "exposed_comm_ns": "union of all kernels − union of compute kernels: communication not overlapped with compute",
+    "exposed_comm_ns": "union of all kernels − union of compute kernels: communication not "
+    "overlapped with compute",
     "overlapped_comm_ns": "comm − exposed: collective time under compute kernels",
     "memcpy_ns": "union of all GPU ops − union of kernels: copies and memsets not under a kernel",
-    "host_wait_ns": "GPU idle in gaps the host caused (the next op's launch call began after the GPU went idle)",
+    "host_wait_ns": "GPU idle in gaps the host caused (the next op's launch call began after the "
+    "GPU went idle)",
     "idle_ns": "the rest of the GPU idle time",
     "own_ns": "step − exposed communication: the rank's own work",
-    "wait_ns": "collective time spent waiting for later ranks: per collective instance (k-th collective of a kind "
-               "in the iteration), the kernel's duration − the shortest duration of that instance over the ranks",
+    "wait_ns": "collective time spent waiting for later ranks: per collective instance (k-th "
+    "collective of a kind in the iteration), the kernel's duration − the shortest duration of that "
+    "instance over the ranks",
     "caused_wait_ns": "the others' mean wait at the instances this rank arrived at last",
     "overlap_fraction": "overlapped / comm over the rank's GPU window (HTA's comm-comp overlap)",
     "job_ns": "the iteration's time: its longest step over the ranks",
-    "straggler": "the rank with the most caused wait when that exceeds threshold × median step; without shared "
-                 "collectives the slowest rank when its step exceeds the median by that much; else none. Cause: its "
-                 "component furthest above the component's median",
+    "straggler": "the rank with the most caused wait when that exceeds threshold × median step; "
+    "without shared collectives the slowest rank when its step exceeds the median by that much; "
+    "else none. Cause: its component furthest above the component's median",
 }
 
 
 @dataclass
 class MultiRank:
     """The cross-rank view of a distributed job (module docstring)."""
-    ranks: pl.DataFrame            # one row per rank (RANK_COLUMNS)
-    rank_steps: pl.DataFrame       # one row per (rank, iteration): analyzers.distributed.STEP_SCHEMA
-    iterations: pl.DataFrame       # one row per iteration: job time, straggler, cause
-    distribution: dict             # iteration-time statistics and histogram
-    collectives: pl.DataFrame      # per kind and size bucket, over all ranks
+
+    ranks: pl.DataFrame  # one row per rank (RANK_COLUMNS)
+    # one row per (rank, iteration): analyzers.distributed.STEP_SCHEMA
+    rank_steps: pl.DataFrame
+    iterations: pl.DataFrame  # one row per iteration: job time, straggler, cause
+    distribution: dict  # iteration-time statistics and histogram
+    collectives: pl.DataFrame  # per kind and size bucket, over all ranks
     rank_collectives: pl.DataFrame  # the same per rank
-    devices: pl.DataFrame          # analyzers.timeline.summarize rows of every rank
-    top_kernels: pl.DataFrame      # name, ranks, count, total_ns, min_ns, max_ns over all ranks
+    devices: pl.DataFrame  # analyzers.timeline.summarize rows of every rank
+    top_kernels: pl.DataFrame  # name, ranks, count, total_ns, min_ns, max_ns over all ranks
     threshold: float
     step_patterns: list = field(default_factory=list)
     problems: list = field(default_factory=list)
-    sync: dict = field(default_factory=dict)       # collective instances: how many, how many synchronising
+    # collective instances: how many, how many synchronising
+    sync: dict = field(default_factory=dict)
 
 
-# The statistics below are numpy's (np.median, np.quantile(method="nearest"), np.mean, np.std, np.histogram), written
-# for the short lists of per-iteration values they see, value for value: a short command then need not import numpy
-# (0.07-0.1 s). tests/analyzers/test_stragglers_stats.py compares them with numpy's, bit for bit.
+# The statistics below are numpy's (np.median, np.quantile(method="nearest"), np.mean, np.std,
+# np.histogram), written for the short lists of per-iteration values they see, value for value: a
+# short command then need not import numpy (0.07-0.1 s). tests/analyzers/test_stragglers_stats.py
+# compares them with numpy's, bit for bit.
 def _median(x) -> float:
     """np.median of a list of numbers (NaN when one is NaN or the list is empty)."""
     a = [float(v) for v in x]
@@ -100,7 +123,7 @@ def _pairwise_sum(a: list[float], lo: int, n: int) -> float:
             res += a[i]
         return res
     if n <= 128:
-        r = a[lo:lo + 8]
+        r = a[lo : lo + 8]
         m = n - n % 8
         for i in range(lo + 8, lo + m, 8):
             for j in range(8):
@@ -119,8 +142,8 @@ def _sum(a: list[float]) -> float:
 
 
 def _stats(x) -> dict:
-    """Count, min, p10/median/p90/p99 (the nearest rank, as np.quantile(method="nearest")), max, mean, population
-    standard deviation and coefficient of variation of a list of numbers (ns)."""
+    """Count, min, p10/median/p90/p99 (the nearest rank, as np.quantile(method="nearest")), max,
+    mean, population standard deviation and coefficient of variation of a list of numbers (ns)."""
     a = [float(v) for v in x]
     if not a:
         return {"count": 0}
@@ -129,14 +152,23 @@ def _stats(x) -> dict:
     q = lambda p: srt[round((n - 1) * p)]  # noqa: E731   round half to even, as np.around
     mean = _sum(a) / n
     std = math.sqrt(_sum([(v - mean) * (v - mean) for v in a]) / n)
-    return {"count": n, "min_ns": srt[0], "p10_ns": q(0.1), "median_ns": q(0.5),
-            "p90_ns": q(0.9), "p99_ns": q(0.99), "max_ns": srt[-1], "mean_ns": mean, "std_ns": std,
-            "cv": std / mean if mean else None}
+    return {
+        "count": n,
+        "min_ns": srt[0],
+        "p10_ns": q(0.1),
+        "median_ns": q(0.5),
+        "p90_ns": q(0.9),
+        "p99_ns": q(0.99),
+        "max_ns": srt[-1],
+        "mean_ns": mean,
+        "std_ns": std,
+        "cv": std / mean if mean else None,
+    }
 
 
 def _histogram(x, bins: int = HISTOGRAM_BINS) -> list[dict]:
-    """np.histogram(x, bins, range=(min, max)): equal bins whose edges are np.linspace's, each holding lo <= v < hi
-    (the last one its upper edge too)."""
+    """np.histogram(x, bins, range=(min, max)): equal bins whose edges are np.linspace's, each
+    holding lo <= v < hi (the last one its upper edge too)."""
     a = [float(v) for v in x]
     if not a:
         return []
@@ -157,76 +189,125 @@ def _argmax(x: list[float]) -> int:
 
 
 def instances(events: pl.DataFrame) -> pl.DataFrame:
-    """One row per collective instance seen on two ranks or more: n (ranks), min_ns (its shortest kernel),
-    last_rank (the rank with the shortest: the last to arrive), caused_ns (the others' mean wait), exit_spread_ns
-    (how far apart the ranks left it once each rank's clock offset is removed) and synchronising (exit_spread_ns
-    <= max(SYNC_ABS_NS, SYNC_REL × its median duration): the ranks left it together, so durations differ by waits)."""
+    """One row per collective instance seen on two ranks or more: n (ranks), min_ns (its shortest
+    kernel), last_rank (the rank with the shortest: the last to arrive), caused_ns (the others' mean
+    wait), exit_spread_ns (how far apart the ranks left it once each rank's clock offset is removed)
+    and synchronising (exit_spread_ns <= max(SYNC_ABS_NS, SYNC_REL × its median duration): the ranks
+    left it together, so durations differ by waits)."""
     keys = ["step", "kind", "occurrence"]
     e = events.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"))
-    e = e.join(e.group_by(keys).agg(pl.len().alias("n"), pl.col("end_ns").median().alias("_med_end")), on=keys) \
-        .filter(pl.col("n") >= 2)
+    e = e.join(
+        e.group_by(keys).agg(pl.len().alias("n"), pl.col("end_ns").median().alias("_med_end")),
+        on=keys,
+    ).filter(pl.col("n") >= 2)
     off = clock_offsets(e)
-    e = e.join(off, on="rank", how="left").with_columns((pl.col("end_ns") - pl.col("clock_offset_ns")).alias("_end"))
-    return (e.sort("duration_ns", "rank").group_by(keys, maintain_order=True)
-            .agg(pl.len().alias("n"), pl.col("duration_ns").first().alias("min_ns"),
-                 pl.col("rank").first().alias("last_rank"), pl.col("duration_ns").sum().alias("_sum"),
-                 pl.col("duration_ns").median().alias("median_ns"),
-                 (pl.col("_end").max() - pl.col("_end").min()).alias("exit_spread_ns"))
-            .with_columns(((pl.col("_sum") - pl.col("n") * pl.col("min_ns")) / (pl.col("n") - 1)).alias("caused_ns"),
-                          (pl.col("exit_spread_ns") <= pl.max_horizontal(pl.lit(SYNC_ABS_NS),
-                                                                         SYNC_REL * pl.col("median_ns")))
-                          .alias("synchronising"))
-            .drop("_sum").sort(keys))
+    e = e.join(off, on="rank", how="left").with_columns(
+        (pl.col("end_ns") - pl.col("clock_offset_ns")).alias("_end")
+    )
+    return (
+        e.sort("duration_ns", "rank")
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.len().alias("n"),
+            pl.col("duration_ns").first().alias("min_ns"),
+            pl.col("rank").first().alias("last_rank"),
+            pl.col("duration_ns").sum().alias("_sum"),
+            pl.col("duration_ns").median().alias("median_ns"),
+            (pl.col("_end").max() - pl.col("_end").min()).alias("exit_spread_ns"),
+        )
+        .with_columns(
+            ((pl.col("_sum") - pl.col("n") * pl.col("min_ns")) / (pl.col("n") - 1)).alias(
+                "caused_ns"
+            ),
+            (
+                pl.col("exit_spread_ns")
+                <= pl.max_horizontal(pl.lit(SYNC_ABS_NS), SYNC_REL * pl.col("median_ns"))
+            ).alias("synchronising"),
+        )
+        .drop("_sum")
+        .sort(keys)
+    )
 
 
 def clock_offsets(e: pl.DataFrame) -> pl.DataFrame:
-    """Each rank's clock offset: the median, over the instances it shares, of how much later it left them than the
-    instance's median exit (e needs end_ns and _med_end). 0 on one host; the skew between hosts otherwise."""
-    return (e.with_columns((pl.col("end_ns") - pl.col("_med_end")).alias("_d")).group_by("rank")
-            .agg(pl.col("_d").median().round().cast(pl.Int64).alias("clock_offset_ns")))
+    """Each rank's clock offset: the median, over the instances it shares, of how much later it left
+    them than the instance's median exit (e needs end_ns and _med_end). 0 on one host; the skew
+    between hosts otherwise."""
+    return (
+        e.with_columns((pl.col("end_ns") - pl.col("_med_end")).alias("_d"))
+        .group_by("rank")
+        .agg(pl.col("_d").median().round().cast(pl.Int64).alias("clock_offset_ns"))
+    )
 
 
 def waits(events: pl.DataFrame, inst: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Each rank's row of every synchronising instance (see `instances`) with wait_ns = its duration − the
-    instance's shortest, last_rank and caused_ns."""
+    """Each rank's row of every synchronising instance (see `instances`) with wait_ns = its duration
+    − the instance's shortest, last_rank and caused_ns."""
     keys = ["step", "kind", "occurrence"]
-    inst = (instances(events) if inst is None else inst).filter(pl.col("synchronising")) \
+    inst = (
+        (instances(events) if inst is None else inst)
+        .filter(pl.col("synchronising"))
         .select(*keys, "min_ns", "last_rank", "caused_ns")
+    )
     return events.join(inst, on=keys, how="inner").with_columns(
-        (pl.col("duration_ns") - pl.col("min_ns")).alias("wait_ns"))
+        (pl.col("duration_ns") - pl.col("min_ns")).alias("wait_ns")
+    )
 
 
-def wait_columns(rank_steps: pl.DataFrame, events: pl.DataFrame, inst: pl.DataFrame | None = None) -> pl.DataFrame:
-    """rank_steps with wait_ns (the rank's waits in the iteration) and caused_wait_ns (blame it received); both
-    null in iterations without a synchronising instance."""
+def wait_columns(
+    rank_steps: pl.DataFrame, events: pl.DataFrame, inst: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """rank_steps with wait_ns (the rank's waits in the iteration) and caused_wait_ns (blame it
+    received); both null in iterations without a synchronising instance."""
     w = waits(events, inst)
     own = w.group_by("rank", "step").agg(pl.col("wait_ns").sum())
-    blame = (w.unique(["step", "kind", "occurrence"], keep="first", maintain_order=True)
-             .sort("last_rank", "step", "kind", "occurrence")        # a fixed order: float sums repeat exactly
-             .group_by("last_rank", "step", maintain_order=True)
-             .agg(pl.col("caused_ns").sum().alias("caused_wait_ns")).rename({"last_rank": "rank"}))
+    blame = (
+        w.unique(["step", "kind", "occurrence"], keep="first", maintain_order=True)
+        # a fixed order: float sums repeat exactly
+        .sort("last_rank", "step", "kind", "occurrence")
+        .group_by("last_rank", "step", maintain_order=True)
+        .agg(pl.col("caused_ns").sum().alias("caused_wait_ns"))
+        .rename({"last_rank": "rank"})
+    )
     matched = w.select("step").unique().with_columns(pl.lit(True).alias("_matched"))
-    return (rank_steps.join(own, on=["rank", "step"], how="left").join(blame, on=["rank", "step"], how="left")
-            .join(matched, on="step", how="left")
-            .with_columns(pl.when(pl.col("_matched")).then(pl.col("wait_ns").fill_null(0)).alias("wait_ns"),
-                          pl.when(pl.col("_matched")).then(pl.col("caused_wait_ns").fill_null(0.0))
-                          .alias("caused_wait_ns"))
-            .drop("_matched"))
+    return (
+        rank_steps.join(own, on=["rank", "step"], how="left")
+        .join(blame, on=["rank", "step"], how="left")
+        .join(matched, on="step", how="left")
+        .with_columns(
+            pl.when(pl.col("_matched")).then(pl.col("wait_ns").fill_null(0)).alias("wait_ns"),
+            pl.when(pl.col("_matched"))
+            .then(pl.col("caused_wait_ns").fill_null(0.0))
+            .alias("caused_wait_ns"),
+        )
+        .drop("_matched")
+    )
 
 
 def straggler_of(group: pl.DataFrame, threshold: float = STRAGGLER_THRESHOLD) -> dict:
-    """The straggler of one iteration (module docstring) from its rows (one per rank: STEP_SCHEMA columns and
-    caused_wait_ns, null when the iteration has no shared collective instance)."""
+    """The straggler of one iteration (module docstring) from its rows (one per rank: STEP_SCHEMA
+    columns and caused_wait_ns, null when the iteration has no shared collective instance)."""
     g = group.sort("rank")
     ranks = g["rank"].to_list()
     n = len(ranks)
     step = [float(v) for v in g["step_ns"].to_list()]
     med_step = _median(step)
     tol = threshold * med_step
-    out = {"rank_count": n, "job_ns": int(max(step)), "median_ns": med_step, "min_ns": int(min(step)),
-           "spread_ns": int(max(step) - min(step)), "slowest_rank": int(ranks[_argmax(step)]),
-           "tolerance_ns": tol, "straggler_rank": None, "cause": None, "lateness_ns": None, "cause_excess_ns": None,
-           "found_by": None, "verdict": "balanced" if n > 1 else "one rank"}
+    out = {
+        "rank_count": n,
+        "job_ns": int(max(step)),
+        "median_ns": med_step,
+        "min_ns": int(min(step)),
+        "spread_ns": int(max(step) - min(step)),
+        "slowest_rank": int(ranks[_argmax(step)]),
+        "tolerance_ns": tol,
+        "straggler_rank": None,
+        "cause": None,
+        "lateness_ns": None,
+        "cause_excess_ns": None,
+        "found_by": None,
+        "verdict": "balanced" if n > 1 else "one rank",
+    }
     if n < 2:
         return out
     excess = {}
@@ -245,9 +326,14 @@ def straggler_of(group: pl.DataFrame, threshold: float = STRAGGLER_THRESHOLD) ->
     if not late > tol:
         return out
     best = max(comps, key=lambda k: excess[k][i])
-    out.update(straggler_rank=int(ranks[i]), lateness_ns=late, verdict="straggler", found_by=how,
-               cause=CAUSES[best] if excess[best][i] > 0 else "unclear",
-               cause_excess_ns=float(excess[best][i]))
+    out.update(
+        straggler_rank=int(ranks[i]),
+        lateness_ns=late,
+        verdict="straggler",
+        found_by=how,
+        cause=CAUSES[best] if excess[best][i] > 0 else "unclear",
+        cause_excess_ns=float(excess[best][i]),
+    )
     return out
 
 
@@ -260,87 +346,230 @@ def combine(summaries: list[RankSummary], *, threshold: float = STRAGGLER_THRESH
         seen[s.rank] = s.source
     summaries = sorted(summaries, key=lambda s: s.rank)
     problems = []
-    steps = pl.concat([s.steps for s in summaries]) if summaries else pl.DataFrame(schema=STEP_SCHEMA)
-    events = pl.concat([s.events for s in summaries]) if summaries else pl.DataFrame(schema=EVENT_SCHEMA)
+    steps = (
+        pl.concat([s.steps for s in summaries]) if summaries else pl.DataFrame(schema=STEP_SCHEMA)
+    )
+    events = (
+        pl.concat([s.events for s in summaries]) if summaries else pl.DataFrame(schema=EVENT_SCHEMA)
+    )
     inst = instances(events)
     steps = wait_columns(steps, events, inst)
     e = events.with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"))
-    offsets = clock_offsets(e.join(inst.select("step", "kind", "occurrence"), on=["step", "kind", "occurrence"])
-                            .join(e.group_by("step", "kind", "occurrence").agg(pl.col("end_ns").median().alias("_med_end")),
-                                  on=["step", "kind", "occurrence"]))
-    sync = {"instances": inst.height, "synchronising": int(inst["synchronising"].sum()) if inst.height else 0,
-            "exit_spread_median_ns": float(inst["exit_spread_ns"].median()) if inst.height else None}
+    offsets = clock_offsets(
+        e.join(inst.select("step", "kind", "occurrence"), on=["step", "kind", "occurrence"]).join(
+            e.group_by("step", "kind", "occurrence").agg(
+                pl.col("end_ns").median().alias("_med_end")
+            ),
+            on=["step", "kind", "occurrence"],
+        )
+    )
+    sync = {
+        "instances": inst.height,
+        "synchronising": int(inst["synchronising"].sum()) if inst.height else 0,
+        "exit_spread_median_ns": float(inst["exit_spread_ns"].median()) if inst.height else None,
+    }
     if inst.height and sync["synchronising"] < inst.height:
-        problems.append(f"{inst.height - sync['synchronising']} of {inst.height} collective instances are not left by "
-                        "all their ranks together (point-to-point with ranks outside this set, or different "
-                        "sequences per rank): their waits are not counted")
+        problems.append(
+            f"{inst.height - sync['synchronising']} of {inst.height} collective instances are not "
+            "left by all their ranks together (point-to-point with ranks outside this set, or "
+            "different sequences per rank): their waits are not counted"
+        )
     patterns = sorted({s.step_pattern for s in summaries if s.step_pattern})
     whole = [s.rank for s in summaries if s.step_pattern is None]
     if whole and len(whole) < len(summaries):
-        problems.append(f"ranks {whole} have no iteration ranges: their whole GPU window is iteration "
-                        f"{WHOLE_TRACE_STEP}, not comparable with the others' iterations")
+        problems.append(
+            f"ranks {whole} have no iteration ranges: their whole GPU window is iteration "
+            f"{WHOLE_TRACE_STEP}, not comparable with the others' iterations"
+        )
 
     rows = []
     for (step,), g in steps.group_by(["step"], maintain_order=False):
         rows.append({"step": int(step), "name": g["name"][0], **straggler_of(g, threshold)})
-    it_schema = {"step": pl.Int64, "name": pl.String, "rank_count": pl.Int64, "job_ns": pl.Int64,
-                 "median_ns": pl.Float64, "min_ns": pl.Int64, "spread_ns": pl.Int64, "slowest_rank": pl.Int64,
-                 "tolerance_ns": pl.Float64, "straggler_rank": pl.Int64, "cause": pl.String,
-                 "lateness_ns": pl.Float64, "cause_excess_ns": pl.Float64, "found_by": pl.String,
-                 "verdict": pl.String}
+    it_schema = {
+        "step": pl.Int64,
+        "name": pl.String,
+        "rank_count": pl.Int64,
+        "job_ns": pl.Int64,
+        "median_ns": pl.Float64,
+        "min_ns": pl.Int64,
+        "spread_ns": pl.Int64,
+        "slowest_rank": pl.Int64,
+        "tolerance_ns": pl.Float64,
+        "straggler_rank": pl.Int64,
+        "cause": pl.String,
+        "lateness_ns": pl.Float64,
+        "cause_excess_ns": pl.Float64,
+        "found_by": pl.String,
+        "verdict": pl.String,
+    }
     iterations = pl.DataFrame(rows, schema=it_schema).sort("step")
     n_ranks = len(summaries)
     short = iterations.filter(pl.col("rank_count") < n_ranks)
     if short.height:
-        problems.append(f"{short.height} iteration(s) are missing on some ranks (e.g. step {short['step'][0]}: "
-                        f"{short['rank_count'][0]} of {n_ranks} ranks)")
+        problems.append(
+            f"{short.height} iteration(s) are missing on some ranks (e.g. step {short['step'][0]}: "
+            f"{short['rank_count'][0]} of {n_ranks} ranks)"
+        )
 
     job = iterations["job_ns"].to_list()
-    distribution = {"job": _stats(job), "rank": _stats(steps["step_ns"].to_list()), "histogram": _histogram(job)}
+    distribution = {
+        "job": _stats(job),
+        "rank": _stats(steps["step_ns"].to_list()),
+        "histogram": _histogram(job),
+    }
 
-    counts = (iterations.filter(pl.col("straggler_rank").is_not_null()).sort("straggler_rank", "step")
-              .group_by("straggler_rank", maintain_order=True).agg(pl.len().cast(pl.Int64).alias("straggler_count"),
-                                              pl.col("lateness_ns").sum().alias("lateness_total_ns"))
-              .rename({"straggler_rank": "rank"}))
-    per_rank = steps.sort("rank", "step").group_by("rank", maintain_order=True).agg(
-        pl.len().cast(pl.Int64).alias("iterations"), pl.col("step_ns").median().alias("step_median_ns"),
-        pl.col("step_ns").mean().alias("step_mean_ns"), pl.col("step_ns").max().alias("step_max_ns"),
-        pl.col("own_ns").median().alias("own_median_ns"), pl.col("wait_ns").sum().alias("wait_ns"),
-        pl.col("caused_wait_ns").sum().alias("caused_wait_ns"))
-    base = pl.DataFrame([{
-        "rank": s.rank, "source": s.source, "gpu_name": s.gpu_name, "device": s.primary_device,
-        **{k: s.totals.get(k) for k in ("window_ns", "compute_ns", "comm_ns", "exposed_comm_ns", "overlapped_comm_ns",
-                                        "memcpy_ns", "host_wait_ns", "idle_ns", "overlap_fraction", "kernel_count",
-                                        "comm_kernel_count")},
-        "worker_seconds": s.meta.get("seconds"), "worker_peak_rss_bytes": s.meta.get("peak_rss_bytes"),
-    } for s in summaries], schema={
-        "rank": pl.Int64, "source": pl.String, "gpu_name": pl.String, "device": pl.Int64, "window_ns": pl.Int64,
-        "compute_ns": pl.Int64, "comm_ns": pl.Int64, "exposed_comm_ns": pl.Int64, "overlapped_comm_ns": pl.Int64,
-        "memcpy_ns": pl.Int64, "host_wait_ns": pl.Int64, "idle_ns": pl.Int64, "overlap_fraction": pl.Float64,
-        "kernel_count": pl.Int64, "comm_kernel_count": pl.Int64, "worker_seconds": pl.Float64,
-        "worker_peak_rss_bytes": pl.Int64})
-    ranks = (base.join(per_rank, on="rank", how="left").join(counts, on="rank", how="left")
-             .join(offsets, on="rank", how="left")
-             .with_columns(pl.col("straggler_count").fill_null(0), pl.col("lateness_total_ns").fill_null(0.0))
-             .sort("rank"))
+    counts = (
+        iterations.filter(pl.col("straggler_rank").is_not_null())
+        .sort("straggler_rank", "step")
+        .group_by("straggler_rank", maintain_order=True)
+        .agg(
+            pl.len().cast(pl.Int64).alias("straggler_count"),
+            pl.col("lateness_ns").sum().alias("lateness_total_ns"),
+        )
+        .rename({"straggler_rank": "rank"})
+    )
+    per_rank = (
+        steps.sort("rank", "step")
+        .group_by("rank", maintain_order=True)
+        .agg(
+            pl.len().cast(pl.Int64).alias("iterations"),
+            pl.col("step_ns").median().alias("step_median_ns"),
+            pl.col("step_ns").mean().alias("step_mean_ns"),
+            pl.col("step_ns").max().alias("step_max_ns"),
+            pl.col("own_ns").median().alias("own_median_ns"),
+            pl.col("wait_ns").sum().alias("wait_ns"),
+            pl.col("caused_wait_ns").sum().alias("caused_wait_ns"),
+        )
+    )
+    base = pl.DataFrame(
+        [
+            {
+                "rank": s.rank,
+                "source": s.source,
+                "gpu_name": s.gpu_name,
+                "device": s.primary_device,
+                **{
+                    k: s.totals.get(k)
+                    for k in (
+                        "window_ns",
+                        "compute_ns",
+                        "comm_ns",
+                        "exposed_comm_ns",
+                        "overlapped_comm_ns",
+                        "memcpy_ns",
+                        "host_wait_ns",
+                        "idle_ns",
+                        "overlap_fraction",
+                        "kernel_count",
+                        "comm_kernel_count",
+                    )
+                },
+                "worker_seconds": s.meta.get("seconds"),
+                "worker_peak_rss_bytes": s.meta.get("peak_rss_bytes"),
+            }
+            for s in summaries
+        ],
+        schema={
+            "rank": pl.Int64,
+            "source": pl.String,
+            "gpu_name": pl.String,
+            "device": pl.Int64,
+            "window_ns": pl.Int64,
+            "compute_ns": pl.Int64,
+            "comm_ns": pl.Int64,
+            "exposed_comm_ns": pl.Int64,
+            "overlapped_comm_ns": pl.Int64,
+            "memcpy_ns": pl.Int64,
+            "host_wait_ns": pl.Int64,
+            "idle_ns": pl.Int64,
+            "overlap_fraction": pl.Float64,
+            "kernel_count": pl.Int64,
+            "comm_kernel_count": pl.Int64,
+            "worker_seconds": pl.Float64,
+            "worker_peak_rss_bytes": pl.Int64,
+        },
+    )
+    ranks = (
+        base.join(per_rank, on="rank", how="left")
+        .join(counts, on="rank", how="left")
+        .join(offsets, on="rank", how="left")
+        .with_columns(
+            pl.col("straggler_count").fill_null(0), pl.col("lateness_total_ns").fill_null(0.0)
+        )
+        .sort("rank")
+    )
 
-    rc = (pl.concat([s.collectives for s in summaries]) if summaries else pl.DataFrame(schema=COLLECTIVE_SCHEMA))
-    coll = (rc.group_by("kind", "size_bucket_bytes")
-            .agg(pl.col("rank").n_unique().cast(pl.Int64).alias("ranks"), pl.col("size_min_bytes").min(),
-                 pl.col("size_max_bytes").max(), pl.col("count").sum(), pl.col("total_ns").sum(),
-                 pl.col("exposed_ns").sum(), pl.col("overlapped_ns").sum(), pl.col("bytes_total").sum(),
-                 pl.col("sized_count").sum())
-            .with_columns(pl.when(pl.col("total_ns") > 0).then(pl.col("exposed_ns") / pl.col("total_ns"))
-                          .alias("exposed_fraction"))
-            .sort(["total_ns", "kind", "size_bucket_bytes"], descending=[True, False, False], nulls_last=True))
-    devices = pl.concat([s.devices for s in summaries], how="diagonal_relaxed") if summaries else pl.DataFrame()
-    tk = pl.concat([s.top_kernels.with_columns(pl.lit(s.rank).alias("rank")) for s in summaries]) \
-        if summaries else pl.DataFrame(schema={"name": pl.String, "count": pl.UInt32, "total_ns": pl.Int64,
-                                               "min_ns": pl.Int64, "max_ns": pl.Int64, "rank": pl.Int64})
-    top = (tk.group_by("name").agg(pl.col("rank").n_unique().alias("ranks"), pl.col("count").sum(),
-                                   pl.col("total_ns").sum(), pl.col("min_ns").min(), pl.col("max_ns").max())
-           .sort(["total_ns", "name"], descending=[True, False]).head(50))
-    return MultiRank(ranks=ranks, rank_steps=steps.sort("rank", "step"), iterations=iterations,
-                     distribution=distribution, collectives=coll, rank_collectives=rc.sort("rank", "kind"),
-                     devices=devices, top_kernels=top, threshold=threshold, step_patterns=patterns, problems=problems,
-                     sync=sync)
+    rc = (
+        pl.concat([s.collectives for s in summaries])
+        if summaries
+        else pl.DataFrame(schema=COLLECTIVE_SCHEMA)
+    )
+    coll = (
+        rc.group_by("kind", "size_bucket_bytes")
+        .agg(
+            pl.col("rank").n_unique().cast(pl.Int64).alias("ranks"),
+            pl.col("size_min_bytes").min(),
+            pl.col("size_max_bytes").max(),
+            pl.col("count").sum(),
+            pl.col("total_ns").sum(),
+            pl.col("exposed_ns").sum(),
+            pl.col("overlapped_ns").sum(),
+            pl.col("bytes_total").sum(),
+            pl.col("sized_count").sum(),
+        )
+        .with_columns(
+            pl.when(pl.col("total_ns") > 0)
+            .then(pl.col("exposed_ns") / pl.col("total_ns"))
+            .alias("exposed_fraction")
+        )
+        .sort(
+            ["total_ns", "kind", "size_bucket_bytes"],
+            descending=[True, False, False],
+            nulls_last=True,
+        )
+    )
+    devices = (
+        pl.concat([s.devices for s in summaries], how="diagonal_relaxed")
+        if summaries
+        else pl.DataFrame()
+    )
+    tk = (
+        pl.concat([s.top_kernels.with_columns(pl.lit(s.rank).alias("rank")) for s in summaries])
+        if summaries
+        else pl.DataFrame(
+            schema={
+                "name": pl.String,
+                "count": pl.UInt32,
+                "total_ns": pl.Int64,
+                "min_ns": pl.Int64,
+                "max_ns": pl.Int64,
+                "rank": pl.Int64,
+            }
+        )
+    )
+    top = (
+        tk.group_by("name")
+        .agg(
+            pl.col("rank").n_unique().alias("ranks"),
+            pl.col("count").sum(),
+            pl.col("total_ns").sum(),
+            pl.col("min_ns").min(),
+            pl.col("max_ns").max(),
+        )
+        .sort(["total_ns", "name"], descending=[True, False])
+        .head(50)
+    )
+    return MultiRank(
+        ranks=ranks,
+        rank_steps=steps.sort("rank", "step"),
+        iterations=iterations,
+        distribution=distribution,
+        collectives=coll,
+        rank_collectives=rc.sort("rank", "kind"),
+        devices=devices,
+        top_kernels=top,
+        threshold=threshold,
+        step_patterns=patterns,
+        problems=problems,
+        sync=sync,
+    )

@@ -1,40 +1,78 @@
-"""Units: the one unit table, conversions, and every number formatter the CLI, the pages and the exports use.
+"""Units: the one unit table, conversions, and every number formatter the CLI, the pages and the
+exports use.
 
-Tables and predictions carry base units: B (bytes), s or ns (in column names: `_ns`), FLOP, B/s, FLOP/s, FLOP/B,
-% (percent), × (ratio), count, way (bank-conflict degree), ULP, "" (dimensionless) and "text" (a word, not a
-number). Measurements may come in any listed unit. "MiB" = 2^20 B, "MB" = 10^6 B, "GB/s" = 10^9 B/s (the
-datasheet convention).
+Tables and predictions carry base units: B (bytes), s or ns (in column names: `_ns`), FLOP, B/s,
+FLOP/s, FLOP/B, % (percent), × (ratio), count, way (bank-conflict degree), ULP, "" (dimensionless)
+and "text" (a word, not a number). Measurements may come in any listed unit. "MiB" = 2^20 B, "MB" =
+10^6 B, "GB/s" = 10^9 B/s (the datasheet convention).
 
 Formatters:
-- `fmt(value, unit)`: a model's value as the chapter writes it (up to 4 significant digits, whole numbers exact:
-  fmt(3246391296, "B") == "3096 MiB"); used for predictions and verdict sentences;
-- `fmt_short(value, unit)` and its shorthands `fmt_ns`, `fmt_bytes`, `fmt_rate`, `fmt_pct`: a measured value for
-  reading (3 significant digits, thousands separators, "—" when missing); used in tables and metric cards;
+- `fmt(value, unit)`: a model's value as the chapter writes it (up to 4 significant digits, whole
+  numbers exact: fmt(3246391296, "B") == "3096 MiB"); used for predictions and verdict sentences;
+- `fmt_short(value, unit)` and its shorthands `fmt_ns`, `fmt_bytes`, `fmt_rate`, `fmt_pct`: a
+  measured value for reading (3 significant digits, thousands separators, "—" when missing); used in
+  tables and metric cards;
 - `fmt_cell(value, scale)`: a table cell of the command line (a number times a display scale).
 """
+
 from __future__ import annotations
 
 import math
 
 # unit spelling -> (factor to the base unit, base unit)
 _UNITS: dict[str, tuple[float, str]] = {
-    "s": (1.0, "s"), "ms": (1e-3, "s"), "us": (1e-6, "s"), "µs": (1e-6, "s"), "μs": (1e-6, "s"),
+    "s": (1.0, "s"),
+    "ms": (1e-3, "s"),
+    "us": (1e-6, "s"),
+    "µs": (1e-6, "s"),
+    "μs": (1e-6, "s"),
     "ns": (1e-9, "s"),
-    "B": (1.0, "B"), "byte": (1.0, "B"), "bytes": (1.0, "B"),
-    "KiB": (2.0 ** 10, "B"), "MiB": (2.0 ** 20, "B"), "GiB": (2.0 ** 30, "B"), "TiB": (2.0 ** 40, "B"),
-    "KB": (1e3, "B"), "kB": (1e3, "B"), "MB": (1e6, "B"), "GB": (1e9, "B"), "TB": (1e12, "B"),
-    "B/s": (1.0, "B/s"), "KB/s": (1e3, "B/s"), "MB/s": (1e6, "B/s"), "GB/s": (1e9, "B/s"),
-    "TB/s": (1e12, "B/s"), "MiB/s": (2.0 ** 20, "B/s"), "GiB/s": (2.0 ** 30, "B/s"),
-    "FLOP": (1.0, "FLOP"), "MFLOP": (1e6, "FLOP"), "GFLOP": (1e9, "FLOP"), "TFLOP": (1e12, "FLOP"),
-    "FLOP/s": (1.0, "FLOP/s"), "GFLOP/s": (1e9, "FLOP/s"), "TFLOP/s": (1e12, "FLOP/s"),
-    "PFLOP/s": (1e15, "FLOP/s"), "GFLOPS": (1e9, "FLOP/s"), "TFLOPS": (1e12, "FLOP/s"),
+    "B": (1.0, "B"),
+    "byte": (1.0, "B"),
+    "bytes": (1.0, "B"),
+    "KiB": (2.0**10, "B"),
+    "MiB": (2.0**20, "B"),
+    "GiB": (2.0**30, "B"),
+    "TiB": (2.0**40, "B"),
+    "KB": (1e3, "B"),
+    "kB": (1e3, "B"),
+    "MB": (1e6, "B"),
+    "GB": (1e9, "B"),
+    "TB": (1e12, "B"),
+    "B/s": (1.0, "B/s"),
+    "KB/s": (1e3, "B/s"),
+    "MB/s": (1e6, "B/s"),
+    "GB/s": (1e9, "B/s"),
+    "TB/s": (1e12, "B/s"),
+    "MiB/s": (2.0**20, "B/s"),
+    "GiB/s": (2.0**30, "B/s"),
+    "FLOP": (1.0, "FLOP"),
+    "MFLOP": (1e6, "FLOP"),
+    "GFLOP": (1e9, "FLOP"),
+    "TFLOP": (1e12, "FLOP"),
+    "FLOP/s": (1.0, "FLOP/s"),
+    "GFLOP/s": (1e9, "FLOP/s"),
+    "TFLOP/s": (1e12, "FLOP/s"),
+    "PFLOP/s": (1e15, "FLOP/s"),
+    "GFLOPS": (1e9, "FLOP/s"),
+    "TFLOPS": (1e12, "FLOP/s"),
     "FLOP/B": (1.0, "FLOP/B"),
-    "%": (1.0, "%"), "fraction": (100.0, "%"),
-    "×": (1.0, "×"), "x": (1.0, "×"), "ratio": (1.0, "×"),
-    "count": (1.0, "count"), "way": (1.0, "way"), "ways": (1.0, "way"), "ULP": (1.0, "ULP"), "": (1.0, ""),
-    # counts of a launch's things (analyzers.quantities): sectors per request, registers per thread, a block's
-    # threads, a grid's blocks
-    "sectors": (1.0, "count"), "registers": (1.0, "count"), "threads": (1.0, "count"), "blocks": (1.0, "count"),
+    "%": (1.0, "%"),
+    "fraction": (100.0, "%"),
+    "×": (1.0, "×"),
+    "x": (1.0, "×"),
+    "ratio": (1.0, "×"),
+    "count": (1.0, "count"),
+    "way": (1.0, "way"),
+    "ways": (1.0, "way"),
+    "ULP": (1.0, "ULP"),
+    "": (1.0, ""),
+    # counts of a launch's things (analyzers.quantities): sectors per request, registers per thread,
+    # a block's threads, a grid's blocks
+    "sectors": (1.0, "count"),
+    "registers": (1.0, "count"),
+    "threads": (1.0, "count"),
+    "blocks": (1.0, "count"),
     "text": (1.0, "text"),
 }
 
@@ -46,7 +84,9 @@ def to_base(value: float, unit: str) -> tuple[float, str]:
     try:
         factor, base = _UNITS[unit]
     except KeyError:
-        raise ValueError(f"unknown unit {unit!r}; known: {', '.join(sorted(k for k in _UNITS if k))}") from None
+        raise ValueError(
+            f"unknown unit {unit!r}; known: {', '.join(sorted(k for k in _UNITS if k))}"
+        ) from None
     return float(value) * factor, base
 
 
@@ -73,7 +113,7 @@ def _pick(value: float, steps: list[tuple[float, str]]) -> tuple[float, str]:
 
 
 _SCALES: dict[str, list[tuple[float, str]]] = {
-    "B": [(2.0 ** 40, "TiB"), (2.0 ** 30, "GiB"), (2.0 ** 20, "MiB"), (2.0 ** 10, "KiB"), (1.0, "B")],
+    "B": [(2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")],
     "s": [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")],
     "B/s": [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")],
     "FLOP/s": [(1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")],
@@ -102,8 +142,10 @@ def fmt(value, unit: str) -> str:
         return "never" if value > 0 else "-inf"
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
-    if unit == "B" and 2.0 ** 30 <= abs(value) < 16 * 2.0 ** 30 and not (value / 2.0 ** 30).is_integer():
-        return f"{_num(round(value / 2.0 ** 20, 10))} MiB"      # the chapter writes 3096 MiB, not 3.02 GiB
+    if unit == "B" and 2.0**30 <= abs(value) < 16 * 2.0**30 and not (value / 2.0**30).is_integer():
+        return (
+            f"{_num(round(value / 2.0**20, 10))} MiB"  # the chapter writes 3096 MiB, not 3.02 GiB
+        )
     if unit in _SCALES:
         v, u = _pick(float(value), _SCALES[unit])
         return f"{_num(round(v, 10))} {u}"
@@ -123,8 +165,8 @@ def fmt(value, unit: str) -> str:
 def scale_for(max_abs: float, unit: str) -> tuple[float, str]:
     """(divisor, display unit) to plot values of `unit` whose largest magnitude is `max_abs`:
     scale_for(3.2e9, 'B') == (2**20, 'MiB')."""
-    if unit == "B" and 2.0 ** 30 <= max_abs < 16 * 2.0 ** 30:
-        return 2.0 ** 20, "MiB"
+    if unit == "B" and 2.0**30 <= max_abs < 16 * 2.0**30:
+        return 2.0**20, "MiB"
     if unit in _SCALES:
         for factor, name in _SCALES[unit]:
             if max_abs >= factor * 0.9995:

@@ -1,12 +1,14 @@
 """The format registry: every input Kernelscope reads, one row each.
 
-A row says how a file of the format is recognised (by its name alone, or by its decompressed content), which
-function parses its bytes (and which reads it from a path as a stream), which check runs on the parsed tables, the
-version of the tables the store keeps, what its item count counts, and whether it is a timeline. Recognition, the
-parsers, the checks, the store and every list of kinds (timelines, comparable runs) read this table, so adding a
-format is its parser module and one `register` call. Parsers are named "module:function" and imported on first
-use, so reading one format loads one parser.
+A row says how a file of the format is recognised (by its name alone, or by its decompressed
+content), which function parses its bytes (and which reads it from a path as a stream), which check
+runs on the parsed tables, the version of the tables the store keeps, what its item count counts,
+and whether it is a timeline. Recognition, the parsers, the checks, the store and every list of
+kinds (timelines, comparable runs) read this table, so adding a format is its parser module and one
+`register` call. Parsers are named "module:function" and imported on first use, so reading one
+format loads one parser.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,20 +21,28 @@ from collectors.decompress import is_tar
 
 @dataclass(frozen=True)
 class Format:
-    kind: str                       # the stored run's kind ("ncu", "kineto", ...)
-    label: str                      # what a user calls it
-    parser: str                     # "module:function": (bytes, name) -> Parsed
-    table_version: int | None       # version of its stored tables; None: parsed into another kind, never stored
-    item_label: str = "items"       # what its item count counts
-    timeline: bool = False          # a timeline of GPU ops (the Timeline page, steps, launch gaps)
-    streamed: str | None = None     # "module:function": (path, name) -> Parsed, read without holding the file
-    #: (first bytes, lower-case inner name, gzip-compressed file) -> whether `streamed` can read this file
+    kind: str  # the stored run's kind ("ncu", "kineto", ...)
+    label: str  # what a user calls it
+    parser: str  # "module:function": (bytes, name) -> Parsed
+    # version of its stored tables; None: parsed into another kind, never stored
+    table_version: int | None
+    item_label: str = "items"  # what its item count counts
+    timeline: bool = False  # a timeline of GPU ops (the Timeline page, steps, launch gaps)
+    # "module:function": (path, name) -> Parsed, read without holding the file
+    streamed: str | None = None
+    #: (first bytes, lower-case inner name, gzip-compressed file) -> whether `streamed` can read
+    #: this file
     stream_if: Callable[[bytes, str, bool], bool] | None = None
-    streamed_partial: str | None = None   # "module:function": `streamed` reading only what the analysis needs
-    check: str | None = None        # "module:function": (Parsed, name) -> None, raises ArtifactError
-    by_name: Callable[[str], bool] | None = None                 # the lower-case name alone says it is this format
-    by_content: Callable[[bytes, bytes, str], bool] | None = None   # (first 4 KiB, data, lower-case name)
-    content_order: int = 50         # content rules are tried from the lowest (a bench document before other JSON)
+    # "module:function": `streamed` reading only what the analysis needs
+    streamed_partial: str | None = None
+    # "module:function": (Parsed, name) -> None, raises ArtifactError
+    check: str | None = None
+    # the lower-case name alone says it is this format
+    by_name: Callable[[str], bool] | None = None
+    # (first 4 KiB, data, lower-case name)
+    by_content: Callable[[bytes, bytes, str], bool] | None = None
+    # content rules are tried from the lowest (a bench document before other JSON)
+    content_order: int = 50
 
 
 def resolve(ref: str) -> Callable:
@@ -67,7 +77,12 @@ def _kineto(head: bytes, data: bytes, lname: str) -> bool:
 def _ncu_text(head: bytes, data: bytes, lname: str) -> bool:
     text = head.decode("utf-8", errors="replace")
     # an ncu log with the permission error is explained by the ncu reader
-    return '"Kernel Name"' in text or "==PROF==" in text or "ERR_NVGPUCTRPERM" in text or lname.endswith(".csv")
+    return (
+        '"Kernel Name"' in text
+        or "==PROF==" in text
+        or "ERR_NVGPUCTRPERM" in text
+        or lname.endswith(".csv")
+    )
 
 
 #: kind -> Format
@@ -80,24 +95,76 @@ def register(fmt: Format) -> Format:
     return fmt
 
 
-register(Format("ncu", "Nsight Compute report (.ncu-rep) or CSV export", "collectors.ncu:parse", 9,
-                "profiled launches", streamed="collectors.ncu:parse_file", check="collectors.validate:check_ncu",
-                stream_if=lambda head, n, gz: not n.endswith((".ncu-rep", ".nsight-cuprof-report")),   # CSV only
-                streamed_partial="collectors.ncu:parse_file_analysis",
-                by_name=lambda n: n.endswith((".ncu-rep", ".nsight-cuprof-report")), by_content=_ncu_text,
-                content_order=90))
-register(Format("nsys-rep", "Nsight Systems report (.nsys-rep)", "collectors.nsys:parse_report", None,
-                by_name=lambda n: n.endswith((".nsys-rep", ".qdrep"))))
-register(Format("nsys", "Nsight Systems SQLite export", "collectors.nsys:parse", 5, "kernels", timeline=True,
-                streamed="collectors.nsys:parse_file", check="collectors.validate:check_timeline",
-                stream_if=lambda head, n, gz: not gz,        # SQLite reads a file on disk, not a gzip stream
-                by_content=_sqlite, content_order=10))
-register(Format("bench", "kernelscope bench result", "collectors.bench.results:parse", 3, "results",
-                check="collectors.validate:check_bench", by_content=_bench, content_order=20))
-register(Format("kineto", "PyTorch profiler trace (.json, .json.gz)", "collectors.kineto:parse", 5, "kernels",
-                timeline=True, streamed="collectors.kineto:parse_file", check="collectors.validate:check_timeline",
-                stream_if=lambda head, n, gz: not is_tar(head),   # a packed folder of ranks is read whole
-                by_content=_kineto, content_order=30))
+register(
+    Format(
+        "ncu",
+        "Nsight Compute report (.ncu-rep) or CSV export",
+        "collectors.ncu:parse",
+        9,
+        "profiled launches",
+        streamed="collectors.ncu:parse_file",
+        check="collectors.validate:check_ncu",
+        # CSV only
+        stream_if=lambda head, n, gz: not n.endswith((".ncu-rep", ".nsight-cuprof-report")),
+        streamed_partial="collectors.ncu:parse_file_analysis",
+        by_name=lambda n: n.endswith((".ncu-rep", ".nsight-cuprof-report")),
+        by_content=_ncu_text,
+        content_order=90,
+    )
+)
+register(
+    Format(
+        "nsys-rep",
+        "Nsight Systems report (.nsys-rep)",
+        "collectors.nsys:parse_report",
+        None,
+        by_name=lambda n: n.endswith((".nsys-rep", ".qdrep")),
+    )
+)
+register(
+    Format(
+        "nsys",
+        "Nsight Systems SQLite export",
+        "collectors.nsys:parse",
+        5,
+        "kernels",
+        timeline=True,
+        streamed="collectors.nsys:parse_file",
+        check="collectors.validate:check_timeline",
+        # SQLite reads a file on disk, not a gzip stream
+        stream_if=lambda head, n, gz: not gz,
+        by_content=_sqlite,
+        content_order=10,
+    )
+)
+register(
+    Format(
+        "bench",
+        "kernelscope bench result",
+        "collectors.bench.results:parse",
+        3,
+        "results",
+        check="collectors.validate:check_bench",
+        by_content=_bench,
+        content_order=20,
+    )
+)
+register(
+    Format(
+        "kineto",
+        "PyTorch profiler trace (.json, .json.gz)",
+        "collectors.kineto:parse",
+        5,
+        "kernels",
+        timeline=True,
+        streamed="collectors.kineto:parse_file",
+        check="collectors.validate:check_timeline",
+        # a packed folder of ranks is read whole
+        stream_if=lambda head, n, gz: not is_tar(head),
+        by_content=_kineto,
+        content_order=30,
+    )
+)
 
 
 def detect(data: bytes, name: str) -> Format | None:
@@ -159,8 +226,8 @@ class _LiveKinds(Sequence):
         return repr(self._kinds())
 
 
-#: stored kind -> version of its tables (bump a format's version when its parser's output changes: stored runs are
-#: re-derived from their kept artifact). ncu 9: enum casts in names (issue 39)
+#: stored kind -> version of its tables (bump a format's version when its parser's output changes:
+#: stored runs are re-derived from their kept artifact). ncu 9: enum casts in names (issue 39)
 TABLE_VERSIONS: Mapping[str, int] = _Live(lambda f: f.table_version)
 #: stored kind -> what its item count counts
 ITEM_LABELS: Mapping[str, str] = _Live(lambda f: f.item_label)

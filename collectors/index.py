@@ -1,32 +1,40 @@
-"""The run index: every stored run's metadata, per-kernel summaries and measured ceilings in a few Parquet files,
-so cross-run questions (`kernelscope runs`, `kernelscope query`, the History page) never open every run.
+"""The run index: every stored run's metadata, per-kernel summaries and measured ceilings in a few
+Parquet files, so cross-run questions (`kernelscope runs`, `kernelscope query`, the History page)
+never open every run.
 
 Layout under <store>/index/:
 
-    CURRENT                        "<base folder> <INDEX_VERSION>": the current base (absent: none yet)
+    CURRENT                        "<base folder> <INDEX_VERSION>": the current base (absent: none
+    yet)
     base-<gen>/{runs,kernels,ceilings}.parquet     the runs indexed at the last full compaction
     parts/<ns>-<pid>/...           COMPACT_AT segments merged into one folder
     segments/<run_id>-<ns>-<pid>/...               one ingest each
     .lock                          held (flock) while compacting
 
-No file is ever modified: an ingest writes its segment into a temporary folder and renames it into place (atomic,
-so eight concurrent writers each add exactly their run). Compaction runs under the lock, like an LSM tree: more
-than COMPACT_AT segments are merged into one part; COMPACT_AT parts (or `kernelscope reindex`) into a new base,
-switched in by an atomic rename of CURRENT; what was merged is deleted only after its copy is in place. Readers
-take CURRENT's base, the parts and the segments present (at most 1 + 2 × COMPACT_AT folders) and keep each run's
-newest row from one folder; one that loses a race with a compaction (a file deleted under it) reads again.
+No file is ever modified: an ingest writes its segment into a temporary folder and renames it into
+place (atomic, so eight concurrent writers each add exactly their run). Compaction runs under the
+lock, like an LSM tree: more than COMPACT_AT segments are merged into one part; COMPACT_AT parts (or
+`kernelscope reindex`) into a new base, switched in by an atomic rename of CURRENT; what was merged
+is deleted only after its copy is in place. Readers take CURRENT's base, the parts and the segments
+present (at most 1 + 2 × COMPACT_AT folders) and keep each run's newest row from one folder; one
+that loses a race with a compaction (a file deleted under it) reads again.
 
-Queries are polars lazy scans over these files (predicate and projection pushdown, no server): polars is already
-the engine of every table here, so the index adds no dependency, and over 1,000 runs it answered as fast as
-DuckDB did (0.38 s vs 0.40 s). The index is a cache of what the stored tables say: `kernelscope reindex` rebuilds it
-from the runs, and a run indexed with an older table version or index version is indexed again when read.
+Queries are polars lazy scans over these files (predicate and projection pushdown, no server):
+polars is already the engine of every table here, so the index adds no dependency, and over 1,000
+runs it answered as fast as DuckDB did (0.38 s vs 0.40 s). The index is a cache of what the stored
+tables say: `kernelscope reindex` rebuilds it from the runs, and a run indexed with an older table
+version or index version is indexed again when read.
 
 Rows:
-    runs      RUN_SCHEMA: identity, GPU, item count, ranks, partial (bench), the table version indexed
-    kernels   one per (run, kernel name, launch configuration): n, total / median / mean / std / min / max ns
-              (ncu: each profiled launch; traces: every kernel), with the run's GPU, source and time beside it
+    runs      RUN_SCHEMA: identity, GPU, item count, ranks, partial (bench), the table version
+    indexed
+    kernels   one per (run, kernel name, launch configuration): n, total / median / mean / std / min
+    / max ns
+              (ncu: each profiled launch; traces: every kernel), with the run's GPU, source and time
+              beside it
     ceilings  one per measured ceiling of a bench run: metric, value, unit, cv, source
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -45,21 +53,63 @@ INDEX_VERSION = 1
 #: segments that trigger a compaction (KERNELSCOPE_INDEX_COMPACT_AT overrides it)
 COMPACT_AT = int(os.environ.get("KERNELSCOPE_INDEX_COMPACT_AT", "16"))
 TABLES = ("runs", "kernels", "ceilings")
-RUN_SCHEMA = pl.Schema({
-    "run_id": pl.String, "kind": pl.String, "source_name": pl.String, "size_bytes": pl.Int64, "created": pl.Float64,
-    "gpu_name": pl.String, "gpu_uuid": pl.String, "host": pl.String, "item_count": pl.Int64, "item_label": pl.String,
-    "warnings": pl.List(pl.String), "rank_count": pl.Int64, "partial": pl.Boolean, "table_version": pl.Int64,
-    "indexed_at": pl.Int64})
+RUN_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "kind": pl.String,
+        "source_name": pl.String,
+        "size_bytes": pl.Int64,
+        "created": pl.Float64,
+        "gpu_name": pl.String,
+        "gpu_uuid": pl.String,
+        "host": pl.String,
+        "item_count": pl.Int64,
+        "item_label": pl.String,
+        "warnings": pl.List(pl.String),
+        "rank_count": pl.Int64,
+        "partial": pl.Boolean,
+        "table_version": pl.Int64,
+        "indexed_at": pl.Int64,
+    }
+)
 _RUN_COLS = ("run_id", "kind", "source_name", "gpu_name", "gpu_uuid", "created")
-KERNEL_ROW_SCHEMA = pl.Schema({
-    "run_id": pl.String, "kind": pl.String, "source_name": pl.String, "gpu_name": pl.String, "gpu_uuid": pl.String,
-    "created": pl.Float64, "name": pl.String, "config": pl.String, "n": pl.Int64, "total_ns": pl.Float64,
-    "median_ns": pl.Float64, "mean_ns": pl.Float64, "std_ns": pl.Float64, "min_ns": pl.Float64, "max_ns": pl.Float64,
-    "indexed_at": pl.Int64})
-CEILING_ROW_SCHEMA = pl.Schema({
-    "run_id": pl.String, "kind": pl.String, "source_name": pl.String, "gpu_name": pl.String, "gpu_uuid": pl.String,
-    "created": pl.Float64, "metric": pl.String, "value": pl.Float64, "unit": pl.String, "cv": pl.Float64,
-    "source": pl.String, "params": pl.String, "indexed_at": pl.Int64})
+KERNEL_ROW_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "kind": pl.String,
+        "source_name": pl.String,
+        "gpu_name": pl.String,
+        "gpu_uuid": pl.String,
+        "created": pl.Float64,
+        "name": pl.String,
+        "config": pl.String,
+        "n": pl.Int64,
+        "total_ns": pl.Float64,
+        "median_ns": pl.Float64,
+        "mean_ns": pl.Float64,
+        "std_ns": pl.Float64,
+        "min_ns": pl.Float64,
+        "max_ns": pl.Float64,
+        "indexed_at": pl.Int64,
+    }
+)
+CEILING_ROW_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "kind": pl.String,
+        "source_name": pl.String,
+        "gpu_name": pl.String,
+        "gpu_uuid": pl.String,
+        "created": pl.Float64,
+        "metric": pl.String,
+        "value": pl.Float64,
+        "unit": pl.String,
+        "cv": pl.Float64,
+        "source": pl.String,
+        "params": pl.String,
+        "indexed_at": pl.Int64,
+    }
+)
 SCHEMAS = {"runs": RUN_SCHEMA, "kernels": KERNEL_ROW_SCHEMA, "ceilings": CEILING_ROW_SCHEMA}
 
 
@@ -71,20 +121,34 @@ def index_dir(root: Path) -> Path:
 # What one run contributes
 # --------------------------------------------------------------------------------------------------
 def _config(lf: pl.LazyFrame, cols: list[str]) -> pl.Expr:
-    return pl.when(pl.col("grid_x").is_not_null()).then(
-        pl.format("grid ({},{},{}) block ({},{},{})", *cols)).otherwise(pl.lit("—"))
+    return (
+        pl.when(pl.col("grid_x").is_not_null())
+        .then(pl.format("grid ({},{},{}) block ({},{},{})", *cols))
+        .otherwise(pl.lit("—"))
+    )
 
 
 def _kernel_stats(lf: pl.LazyFrame, name_col: str) -> pl.LazyFrame:
     cfg = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
     d = pl.col("duration_ns").cast(pl.Float64)
-    return (lf.select(pl.col(name_col).cast(pl.String).alias("name"), _config(lf, cfg).alias("config"),
-                      pl.col("duration_ns"))
-            .filter(pl.col("duration_ns").is_not_null())
-            .group_by("name", "config")
-            .agg(pl.len().cast(pl.Int64).alias("n"), d.sum().alias("total_ns"), d.median().alias("median_ns"),
-                 d.mean().alias("mean_ns"), d.std(ddof=0).fill_null(0.0).alias("std_ns"), d.min().alias("min_ns"),
-                 d.max().alias("max_ns")))
+    return (
+        lf.select(
+            pl.col(name_col).cast(pl.String).alias("name"),
+            _config(lf, cfg).alias("config"),
+            pl.col("duration_ns"),
+        )
+        .filter(pl.col("duration_ns").is_not_null())
+        .group_by("name", "config")
+        .agg(
+            pl.len().cast(pl.Int64).alias("n"),
+            d.sum().alias("total_ns"),
+            d.median().alias("median_ns"),
+            d.mean().alias("mean_ns"),
+            d.std(ddof=0).fill_null(0.0).alias("std_ns"),
+            d.min().alias("min_ns"),
+            d.max().alias("max_ns"),
+        )
+    )
 
 
 def index_rows(run) -> dict[str, pl.DataFrame]:
@@ -92,13 +156,23 @@ def index_rows(run) -> dict[str, pl.DataFrame]:
     m, meta = run.manifest, run.meta
     now = time.time_ns()
     gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
-    row = {"run_id": m["run_id"], "kind": m["kind"], "source_name": m["source_name"],
-           "size_bytes": int(m.get("size_bytes") or 0), "created": float(m.get("created") or 0),
-           "gpu_name": meta.get("gpu_name"), "gpu_uuid": meta.get("gpu_uuid"), "host": gpu.get("host"),
-           "item_count": meta.get("item_count"), "item_label": ITEM_LABELS.get(m["kind"], "items"),
-           "warnings": [str(w) for w in meta.get("warnings") or []],
-           "rank_count": len(meta.get("ranks") or []) or None, "partial": meta.get("partial"),
-           "table_version": TABLE_VERSIONS.get(m["kind"]), "indexed_at": now}
+    row = {
+        "run_id": m["run_id"],
+        "kind": m["kind"],
+        "source_name": m["source_name"],
+        "size_bytes": int(m.get("size_bytes") or 0),
+        "created": float(m.get("created") or 0),
+        "gpu_name": meta.get("gpu_name"),
+        "gpu_uuid": meta.get("gpu_uuid"),
+        "host": gpu.get("host"),
+        "item_count": meta.get("item_count"),
+        "item_label": ITEM_LABELS.get(m["kind"], "items"),
+        "warnings": [str(w) for w in meta.get("warnings") or []],
+        "rank_count": len(meta.get("ranks") or []) or None,
+        "partial": meta.get("partial"),
+        "table_version": TABLE_VERSIONS.get(m["kind"]),
+        "indexed_at": now,
+    }
     runs = pl.DataFrame([row], schema=RUN_SCHEMA)
     ident = [pl.lit(row[c], RUN_SCHEMA[c]).alias(c) for c in _RUN_COLS]
     tables = set(run.tables)
@@ -108,14 +182,29 @@ def index_rows(run) -> dict[str, pl.DataFrame]:
         k = _kernel_stats(run.scan("gpu_ops").filter(pl.col("kind") == "kernel"), "name")
     else:
         k = None
-    kernels = (k.with_columns(*ident, pl.lit(now, pl.Int64).alias("indexed_at")).select(list(KERNEL_ROW_SCHEMA))
-               .collect().cast(dict(KERNEL_ROW_SCHEMA)) if k is not None else pl.DataFrame(schema=KERNEL_ROW_SCHEMA))
+    kernels = (
+        k.with_columns(*ident, pl.lit(now, pl.Int64).alias("indexed_at"))
+        .select(list(KERNEL_ROW_SCHEMA))
+        .collect()
+        .cast(dict(KERNEL_ROW_SCHEMA))
+        if k is not None
+        else pl.DataFrame(schema=KERNEL_ROW_SCHEMA)
+    )
     if m["kind"] == "bench" and "ceilings" in tables:
         c = run.table("ceilings")
-        ceilings = (c.select("metric", pl.col("value").cast(pl.Float64), "unit", pl.col("cv").cast(pl.Float64),
-                             "source", "params")
-                    .with_columns(*ident, pl.lit(now, pl.Int64).alias("indexed_at"))
-                    .select(list(CEILING_ROW_SCHEMA)).cast(dict(CEILING_ROW_SCHEMA)))
+        ceilings = (
+            c.select(
+                "metric",
+                pl.col("value").cast(pl.Float64),
+                "unit",
+                pl.col("cv").cast(pl.Float64),
+                "source",
+                "params",
+            )
+            .with_columns(*ident, pl.lit(now, pl.Int64).alias("indexed_at"))
+            .select(list(CEILING_ROW_SCHEMA))
+            .cast(dict(CEILING_ROW_SCHEMA))
+        )
     else:
         ceilings = pl.DataFrame(schema=CEILING_ROW_SCHEMA)
     return {"runs": runs, "kernels": kernels.sort("name", "config"), "ceilings": ceilings}
@@ -140,7 +229,9 @@ def _write_folder(parent: Path, name: str, frames: dict[str, pl.DataFrame]) -> P
 
 def _listing(d: Path) -> list[Path]:
     try:
-        return sorted(p for p in (Path(e.path) for e in os.scandir(d)) if not p.name.startswith("."))
+        return sorted(
+            p for p in (Path(e.path) for e in os.scandir(d)) if not p.name.startswith(".")
+        )
     except FileNotFoundError:
         return []
 
@@ -184,7 +275,7 @@ class _Lock:
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
-            os.close(self.fd)       # releases the lock
+            os.close(self.fd)  # releases the lock
 
 
 def _current(root: Path) -> tuple[Path | None, int | None]:
@@ -206,17 +297,18 @@ def _new_base(root: Path, frames: dict[str, pl.DataFrame]) -> Path:
     gen = int(cur.name.split("-")[1]) + 1 if cur is not None else 1
     base = _write_folder(index_dir(root), f"base-{gen:06d}", frames)
     _set_current(root, base)
-    for old in index_dir(root).glob("base-*"):          # keep the previous base for readers still on it
+    # keep the previous base for readers still on it
+    for old in index_dir(root).glob("base-*"):
         if old not in (base, cur):
             shutil.rmtree(old, ignore_errors=True)
     return base
 
 
 def compact(root: Path, *, wait: bool = True, keep=None, full: bool = False) -> bool:
-    """Merge the segments into one part; when the parts have piled up too (or full, or keep), merge the base, the
-    parts and the segments into a new base: each run's newest row, only the run ids `keep(run_ids)` returns when
-    given. An ingest so rewrites the whole base once per COMPACT_AT² runs. False when another process is
-    compacting and wait is False."""
+    """Merge the segments into one part; when the parts have piled up too (or full, or keep), merge
+    the base, the parts and the segments into a new base: each run's newest row, only the run ids
+    `keep(run_ids)` returns when given. An ingest so rewrites the whole base once per COMPACT_AT²
+    runs. False when another process is compacting and wait is False."""
     with _Lock(root, wait) as got:
         if not got:
             return False
@@ -226,12 +318,17 @@ def compact(root: Path, *, wait: bool = True, keep=None, full: bool = False) -> 
             frames = _read_files(root, parts + segs, with_base=True)
             if keep is not None:
                 alive = keep(frames["runs"]["run_id"].to_list())
-                frames = {t: f.filter(pl.col("run_id").is_in(list(alive))) for t, f in frames.items()}
+                frames = {
+                    t: f.filter(pl.col("run_id").is_in(list(alive))) for t, f in frames.items()
+                }
             _new_base(root, frames)
             gone = parts + segs
         elif segs:
-            _write_folder(index_dir(root) / "parts", f"{time.time_ns()}-{os.getpid()}",
-                          _read_files(root, segs, with_base=False))
+            _write_folder(
+                index_dir(root) / "parts",
+                f"{time.time_ns()}-{os.getpid()}",
+                _read_files(root, segs, with_base=False),
+            )
             gone = segs
         else:
             return True
@@ -245,8 +342,11 @@ def rebuild(root: Path, runs: list) -> int:
     with _Lock(root, True):
         gone = _parts(root) + _segments(root)
         rows = [index_rows(r) for r in runs]
-        frames = ({t: pl.concat([x[t] for x in rows]) for t in TABLES} if rows
-                  else {t: pl.DataFrame(schema=s) for t, s in SCHEMAS.items()})
+        frames = (
+            {t: pl.concat([x[t] for x in rows]) for t in TABLES}
+            if rows
+            else {t: pl.DataFrame(schema=s) for t, s in SCHEMAS.items()}
+        )
         _new_base(root, frames)
         for d in gone:
             shutil.rmtree(d, ignore_errors=True)
@@ -267,17 +367,24 @@ def _scan(dirs: list[Path], table: str) -> pl.LazyFrame:
     schema = SCHEMAS[table]
     if not dirs:
         return pl.LazyFrame(schema=schema | {"_dir": pl.String})
-    return (pl.scan_parquet([d / f"{table}.parquet" for d in dirs], schema=schema, include_file_paths="_dir")
-            .with_columns(pl.col("_dir").str.replace(r"/[^/]+$", "")))
+    return pl.scan_parquet(
+        [d / f"{table}.parquet" for d in dirs], schema=schema, include_file_paths="_dir"
+    ).with_columns(pl.col("_dir").str.replace(r"/[^/]+$", ""))
 
 
 def _dedupe(frames: dict[str, pl.LazyFrame]) -> dict[str, pl.LazyFrame]:
-    """Each run's newest row, from one folder only (a reader that lists a folder a compaction is about to delete
-    sees the same run twice: once is kept), and that folder's kernel and ceiling rows."""
+    """Each run's newest row, from one folder only (a reader that lists a folder a compaction is
+    about to delete sees the same run twice: once is kept), and that folder's kernel and ceiling
+    rows."""
     runs = frames["runs"].sort("indexed_at", "_dir").unique("run_id", keep="last")
     keys = runs.select("run_id", "_dir")
-    return {"runs": runs.drop("_dir"),
-            **{t: frames[t].join(keys, on=["run_id", "_dir"], how="semi").drop("_dir") for t in ("kernels", "ceilings")}}
+    return {
+        "runs": runs.drop("_dir"),
+        **{
+            t: frames[t].join(keys, on=["run_id", "_dir"], how="semi").drop("_dir")
+            for t in ("kernels", "ceilings")
+        },
+    }
 
 
 def _read_files(root: Path, dirs: list[Path], *, with_base: bool) -> dict[str, pl.DataFrame]:
@@ -289,6 +396,7 @@ def _read_files(root: Path, dirs: list[Path], *, with_base: bool) -> dict[str, p
 @dataclass
 class Index:
     """The index of a store, as lazy frames (newest row per run); collect through `Index.collect`."""
+
     root: Path
     runs: pl.LazyFrame
     kernels: pl.LazyFrame
@@ -305,7 +413,10 @@ def open_index(root: Path) -> Index:
 def memory_index(root: Path, runs: list) -> Index:
     """The index of runs built in memory (a store that cannot be written)."""
     rows = [index_rows(r) for r in runs]
-    frames = {t: (pl.concat([x[t] for x in rows]) if rows else pl.DataFrame(schema=SCHEMAS[t])).lazy() for t in TABLES}
+    frames = {
+        t: (pl.concat([x[t] for x in rows]) if rows else pl.DataFrame(schema=SCHEMAS[t])).lazy()
+        for t in TABLES
+    }
     return Index(Path(root), frames["runs"], frames["kernels"], frames["ceilings"], None)
 
 
@@ -315,22 +426,37 @@ def collect(root: Path, query, attempts: int = 4):
         try:
             return query(open_index(root))
         except (FileNotFoundError, pl.exceptions.ComputeError) as e:
-            if i == attempts - 1 or (isinstance(e, pl.exceptions.ComputeError) and "No such file" not in str(e)):
+            if i == attempts - 1 or (
+                isinstance(e, pl.exceptions.ComputeError) and "No such file" not in str(e)
+            ):
                 raise
             time.sleep(0.05 * (i + 1))
 
 
 def indexed(root: Path) -> tuple[set[str], set[str]]:
     """(every indexed run id, those indexed with another table version than today's)."""
-    df = collect(root, lambda ix: ix.runs.select(
-        "run_id", (pl.col("table_version") != pl.col("kind").replace_strict(dict(TABLE_VERSIONS), default=None,
-                                                                           return_dtype=pl.Int64))
-        .fill_null(True).alias("stale")).collect())
+    df = collect(
+        root,
+        lambda ix: ix.runs.select(
+            "run_id",
+            (
+                pl.col("table_version")
+                != pl.col("kind").replace_strict(
+                    dict(TABLE_VERSIONS), default=None, return_dtype=pl.Int64
+                )
+            )
+            .fill_null(True)
+            .alias("stale"),
+        ).collect(),
+    )
     return set(df["run_id"].to_list()), set(df.filter(pl.col("stale"))["run_id"].to_list())
 
 
 def stats(root: Path) -> dict:
     base, version = _current(root)
-    return {"base": base.name if base else None, "version": version, "parts": len(_parts(root)),
-            "segments": len(_segments(root))}
-
+    return {
+        "base": base.name if base else None,
+        "version": version,
+        "parts": len(_parts(root)),
+        "segments": len(_segments(root)),
+    }

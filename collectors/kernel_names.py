@@ -1,31 +1,37 @@
-"""Kernel names: one canonical name per kernel whatever demangler wrote it, and a short display name per run.
+"""Kernel names: one canonical name per kernel whatever demangler wrote it, and a short display name
+per run.
 
-The same launch gets different demangled names from different tools: NVIDIA's `ncu-report` wheel reading a
-`.ncu-rep`, and the `ncu` command line exporting the same report to CSV, write `(int)8` or `8`, `false` or `0`,
-`(anonymous namespace)` or `<unnamed>`, `float *` or `float*`, qualify nested names fully
-(`at::native::<unnamed>::f`) or not (`at::<unnamed>::f`), and print parameter lists in full or as template-parameter
-references (`(int, T2, T3)`). `canonical_name` maps all of them to one form:
+The same launch gets different demangled names from different tools: NVIDIA's `ncu-report` wheel
+reading a `.ncu-rep`, and the `ncu` command line exporting the same report to CSV, write `(int)8` or
+`8`, `false` or `0`, `(anonymous namespace)` or `<unnamed>`, `float *` or `float*`, qualify nested
+names fully (`at::native::<unnamed>::f`) or not (`at::<unnamed>::f`), and print parameter lists in
+full or as template-parameter references (`(int, T2, T3)`). `canonical_name` maps all of them to one
+form:
 
     the function name with its template arguments, without its return type and parameter list, every
-    namespace / class qualifier removed (also inside template arguments), integer and enum casts and suffixes and
-    true/false written as numbers, no spaces except one after each comma.
+    namespace / class qualifier removed (also inside template arguments), integer and enum casts and
+    suffixes and true/false written as numbers, no spaces except one after each comma.
 
     "void at::native::(anonymous namespace)::f<(int)8, true>(float *, int)"  ->  "f<8, 1>"
 
-Kernels compare (Compare page, `kernelscope` JSON key `name`) by this name; the file's own name is kept as
-`raw_name` and shown as the full name. `display_names` gives each canonical name the shortest label that tells it
-apart from the run's other kernels: the function name alone, else the canonical name.
+Kernels compare (Compare page, `kernelscope` JSON key `name`) by this name; the file's own name is
+kept as `raw_name` and shown as the full name. `display_names` gives each canonical name the
+shortest label that tells it apart from the run's other kernels: the function name alone, else the
+canonical name.
 """
+
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
 _QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|<unnamed>|\{anonymous\}|[A-Za-z_]\w*)::")
-_INT_CAST = re.compile(r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long(?:\s+long)?|short|char|bool|unsigned|"
-                       r"(?:u?int\d+_t)|size_t)\)\s*(-?\d+)")
-#: an enum (or any named type) cast of an integer template argument: `(ADAM_MODE)1`, `(at::native::Mode)-1`; the ncu
-#: command line's CSV exports write the bare number
+_INT_CAST = re.compile(
+    r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long(?:\s+long)?|short|char|bool|unsigned|"
+    r"(?:u?int\d+_t)|size_t)\)\s*(-?\d+)"
+)
+#: an enum (or any named type) cast of an integer template argument: `(ADAM_MODE)1`,
+#: `(at::native::Mode)-1`; the ncu command line's CSV exports write the bare number
 _ENUM_CAST = re.compile(r"\((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*\)\s*(-?\d+)")
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|lu|u|l)\b", re.IGNORECASE)
 _SPACE_AROUND = re.compile(r"\s*([<>(),*&\[\]])\s*")
@@ -54,8 +60,8 @@ def _top_level(name: str) -> tuple[int, int]:
 
 @lru_cache(maxsize=1 << 16)
 def canonical_name(name: str) -> str:
-    """The canonical form of a (demangled) kernel name (module docstring). Idempotent. Cached: a report names few
-    distinct kernels over many launches."""
+    """The canonical form of a (demangled) kernel name (module docstring). Idempotent. Cached: a
+    report names few distinct kernels over many launches."""
     s = " ".join((name or "").split())
     if not s:
         return s
@@ -84,8 +90,9 @@ def function_name(name: str) -> str:
 
 
 def display_names(raw_names: list[str]) -> list[str]:
-    """A label per launch (same order) that tells different kernels of one run apart: the function name when no
-    other kernel of the run has it, else the canonical name (with template arguments; distinct by construction)."""
+    """A label per launch (same order) that tells different kernels of one run apart: the function
+    name when no other kernel of the run has it, else the canonical name (with template arguments;
+    distinct by construction)."""
     canon = [canonical_name(n) for n in raw_names]
     by_func: dict[str, set[str]] = {}
     for c in set(canon):

@@ -1,27 +1,32 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON -> the normalized timeline tables.
 
-The timeline tables (collectors.schema.TIMELINE_SCHEMAS) are shared with the Nsight Systems parser, so every
-analyzer works on both sources. All times are Int64 nanoseconds on the trace's own clock (Kineto: Unix epoch;
-nsys: the session clock), durations are `*_ns`, sizes `*_bytes`.
+The timeline tables (collectors.schema.TIMELINE_SCHEMAS) are shared with the Nsight Systems parser,
+so every analyzer works on both sources. All times are Int64 nanoseconds on the trace's own clock
+(Kineto: Unix epoch; nsys: the session clock), durations are `*_ns`, sizes `*_bytes`.
 
 Tables (checked with `conform` where data enters):
-- `gpu_ops`   one row per kernel / memcpy / memset on a GPU, joined to its launch call (by correlation id
+- `gpu_ops`   one row per kernel / memcpy / memset on a GPU, joined to its launch call (by
+  correlation id
               within a rank / process) and to the CPU op that issued it (by External id).
 - `api_calls` CUDA runtime and driver API calls (launches, copies, synchronisations ...).
 - `cpu_ops`   Kineto `cpu_op` events (aten operators); empty for nsys.
 - `nvtx`      annotation ranges: NVTX push/pop and start/end ranges (nsys), `user_annotation`
               (record_function) ranges (Kineto).
 
-The launch columns of `gpu_ops` (launch delay, queue time, graph launch) come from collectors.launches.
+The launch columns of `gpu_ops` (launch delay, queue time, graph launch) come from
+collectors.launches.
 
 Kineto timestamps (formats.md §5.1): `ts`/`dur` are microseconds with ns decimals; with
-`baseTimeNanoseconds` the `ts` are relative to it (unix_ns = base + ts*1000), without it they are absolute
-epoch microseconds. They are converted to integer ns from the digits the writer printed
-(collectors.kineto_events.exact_ns), never through a float64, which holds an epoch µs value only to 0.25 µs.
+`baseTimeNanoseconds` the `ts` are relative to it (unix_ns = base + ts*1000), without it they are
+absolute epoch microseconds. They are converted to integer ns from the digits the writer printed
+(collectors.kineto_events.exact_ns), never through a float64, which holds an epoch µs value only to
+0.25 µs.
 
-A folder of rank traces is one run: collectors.ingest.pack_rank_folder makes a deterministic tar of them
-("<folder>.kineto.tar") and `parse` reads such a tar as one multi-rank run (`rank` column = `distributedInfo.rank`, 0 when absent).
+A folder of rank traces is one run: collectors.ingest.pack_rank_folder makes a deterministic tar of
+them ("<folder>.kineto.tar") and `parse` reads such a tar as one multi-rank run (`rank` column =
+`distributedInfo.rank`, 0 when absent).
 """
+
 from __future__ import annotations
 
 import io
@@ -33,19 +38,42 @@ import polars as pl
 from collectors.decompress import gunzip_if_needed, is_tar, mapped, read_chunks, squeeze_json
 from collectors.errors import ArtifactError
 from collectors.limits import max_artifact_bytes
-from collectors.kineto_events import (NDJSON_CHUNK_BYTES, FastPathFailed, collect_events, event_frames, fast_chunks,
-                                      json_error, loads, ndjson_frames, ndjson_stream)
+from collectors.kineto_events import (
+    NDJSON_CHUNK_BYTES,
+    FastPathFailed,
+    collect_events,
+    event_frames,
+    fast_chunks,
+    json_error,
+    loads,
+    ndjson_frames,
+    ndjson_stream,
+)
 from collectors.kineto_typed import TYPED_PIECE_BYTES, typed_frames, typed_stream
 from collectors.launches import api_kind_columns, link_launches, op_counts
 from collectors.trace_notes import check_kineto, kineto_lacks, trace_notes
-from collectors.schema import (API_CALLS_SCHEMA, CPU_OPS_SCHEMA, GPU_RAW_SCHEMA, NVTX_SCHEMA, TIMELINE_SCHEMAS,
-                               Parsed, conform, empty, finish_meta)
+from collectors.schema import (
+    API_CALLS_SCHEMA,
+    CPU_OPS_SCHEMA,
+    GPU_RAW_SCHEMA,
+    NVTX_SCHEMA,
+    TIMELINE_SCHEMAS,
+    Parsed,
+    conform,
+    empty,
+    finish_meta,
+)
 
 
 def _to_ns(df: pl.DataFrame, base_ns: int) -> pl.DataFrame:
     """ts / dur in ns (kineto_events.exact_ns) -> Int64 ns start/end/duration on the trace's clock."""
-    return df.with_columns((pl.col("ts") + base_ns).alias("start_ns"), pl.col("dur").alias("duration_ns")).with_columns(
-        (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns")).drop("ts", "dur")
+    return (
+        df.with_columns(
+            (pl.col("ts") + base_ns).alias("start_ns"), pl.col("dur").alias("duration_ns")
+        )
+        .with_columns((pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"))
+        .drop("ts", "dur")
+    )
 
 
 _MEMCPY_KIND = re.compile(r"^Memcpy (\w+)")
@@ -61,10 +89,12 @@ def _copy_kinds(names: pl.Series) -> dict[str, str]:
     return out
 
 
-def _parse_one(data: bytes, name: str, rank_override: int | None = None) -> tuple[dict[str, pl.DataFrame], dict]:
-    """One Kineto JSON document -> (tables, meta). Tier 0 (typed structs via msgspec) first, then tier 1 (NDJSON
-    via polars); on anything unexpected tier 2 (orjson, chunk by chunk, exact errors), then tier 3 (the whole
-    document at once)."""
+def _parse_one(
+    data: bytes, name: str, rank_override: int | None = None
+) -> tuple[dict[str, pl.DataFrame], dict]:
+    """One Kineto JSON document -> (tables, meta). Tier 0 (typed structs via msgspec) first, then
+    tier 1 (NDJSON via polars); on anything unexpected tier 2 (orjson, chunk by chunk, exact
+    errors), then tier 3 (the whole document at once)."""
     for reader in (typed_frames, ndjson_frames):
         try:
             top, frames, n, cats = reader(data)
@@ -95,7 +125,9 @@ def _add_counts(into: dict, more: dict) -> None:
         into[k] = into.get(k, 0) + v
 
 
-def _parse_one_slow(data: bytes, name: str, rank_override: int | None) -> tuple[dict[str, pl.DataFrame], dict]:
+def _parse_one_slow(
+    data: bytes, name: str, rank_override: int | None
+) -> tuple[dict[str, pl.DataFrame], dict]:
     try:
         obj = loads(data)
     except ValueError as e:
@@ -103,7 +135,9 @@ def _parse_one_slow(data: bytes, name: str, rank_override: int | None) -> tuple[
     if isinstance(obj, list):
         obj = {"traceEvents": obj}
     if not isinstance(obj, dict):
-        raise ArtifactError(name, f"not a trace: the JSON document is a {type(obj).__name__}, not an object")
+        raise ArtifactError(
+            name, f"not a trace: the JSON document is a {type(obj).__name__}, not an object"
+        )
     events = obj.pop("traceEvents", None)
     if not isinstance(events, list):
         raise ArtifactError(name, "no 'traceEvents' array: not a PyTorch profiler (Chrome) trace")
@@ -111,7 +145,7 @@ def _parse_one_slow(data: bytes, name: str, rank_override: int | None) -> tuple[
     cats: dict[str, int] = {}
     step = 50_000
     for i in range(0, len(events), step):
-        cols = collect_events(events[i:i + step], i, name)
+        cols = collect_events(events[i : i + step], i, name)
         _add_counts(cats, cols.cats)
         for k, df in event_frames(cols, name).items():
             frames[k].append(df)
@@ -126,8 +160,14 @@ def _int_or_none(v) -> int | None:
     return None
 
 
-def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_override: int | None,
-           n_events: int, cats: dict[str, int]) -> tuple[dict[str, pl.DataFrame], dict]:
+def _build(
+    top: dict,
+    frames: dict[str, list[pl.DataFrame]],
+    name: str,
+    rank_override: int | None,
+    n_events: int,
+    cats: dict[str, int],
+) -> tuple[dict[str, pl.DataFrame], dict]:
     check_kineto(top, cats, n_events, name)
     dist = top.get("distributedInfo")
     rank = rank_override
@@ -145,8 +185,10 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     for v in frames.values():
         v.clear()  # the caller's chunk frames are no longer needed
     timed = [df for k, df in cat.items() if k in ("gpu", "api") and df is not None and df.height]
-    whole_us = bool(timed) and all(df.select(((pl.col("ts") % 1000 == 0) & (pl.col("dur") % 1000 == 0)).all()).item()
-                                   for df in timed)
+    whole_us = bool(timed) and all(
+        df.select(((pl.col("ts") % 1000 == 0) & (pl.col("dur") % 1000 == 0)).all()).item()
+        for df in timed
+    )
     for k, df in cat.items():
         if df is not None:
             if df["dur"].min() is not None and df["dur"].min() < 0:
@@ -160,8 +202,14 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
         api = conform(api, API_CALLS_SCHEMA, "api_calls").sort("start_ns")
     else:
         api = empty(API_CALLS_SCHEMA)
-    cpu = conform(cat["cpu"], CPU_OPS_SCHEMA, "cpu_ops") if cat["cpu"] is not None else empty(CPU_OPS_SCHEMA)
-    nvtx = conform(cat["ann"], NVTX_SCHEMA, "nvtx") if cat["ann"] is not None else empty(NVTX_SCHEMA)
+    cpu = (
+        conform(cat["cpu"], CPU_OPS_SCHEMA, "cpu_ops")
+        if cat["cpu"] is not None
+        else empty(CPU_OPS_SCHEMA)
+    )
+    nvtx = (
+        conform(cat["ann"], NVTX_SCHEMA, "nvtx") if cat["ann"] is not None else empty(NVTX_SCHEMA)
+    )
 
     # the traced process: the most common pid among API calls (GPU events carry the device as pid)
     pids = api["pid"].drop_nulls().mode().sort() if api.height else []
@@ -172,8 +220,14 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
             pl.coalesce(pl.col("device"), pl.col("pid")).cast(pl.Int32).alias("device"),
             pl.coalesce(pl.col("stream"), pl.col("tid")).alias("stream"),
             pl.lit(host_pid, pl.Int64).alias("pid"),
-            pl.when(pl.col("kind") == "memcpy").then(pl.col("name").replace_strict(
-                _copy_kinds(g["name"]), default=None, return_dtype=pl.String)).otherwise(None).alias("copy_kind"),
+            pl.when(pl.col("kind") == "memcpy")
+            .then(
+                pl.col("name").replace_strict(
+                    _copy_kinds(g["name"]), default=None, return_dtype=pl.String
+                )
+            )
+            .otherwise(None)
+            .alias("copy_kind"),
         )
         gpu_raw = conform(g, GPU_RAW_SCHEMA, "gpu_ops", keep_categorical=True)
     else:
@@ -184,20 +238,35 @@ def _build(top: dict, frames: dict[str, list[pl.DataFrame]], name: str, rank_ove
     meta = _meta(top, rank, base, name, n_events)
     meta["categories"] = dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0])))
     meta["whole_us_timestamps"] = whole_us
-    return {"gpu_ops": gpu, "api_calls": api, "cpu_ops": cpu.sort("start_ns"),
-            "nvtx": nvtx.sort("start_ns")}, meta
+    return {
+        "gpu_ops": gpu,
+        "api_calls": api,
+        "cpu_ops": cpu.sort("start_ns"),
+        "nvtx": nvtx.sort("start_ns"),
+    }, meta
 
 
-#: deviceProperties (Kineto >= PyTorch 1.9) and computeProperties (PyTorch 1.8/1.9, CUDA runtime field names)
+#: deviceProperties (Kineto >= PyTorch 1.9) and computeProperties (PyTorch 1.8/1.9, CUDA runtime
+#: field names)
 _DEVICE_KEYS = {
-    "name": "name", "totalGlobalMem": "total_memory_bytes", "computeMajor": "cc_major", "computeMinor": "cc_minor",
-    "major": "cc_major", "minor": "cc_minor",
-    "maxThreadsPerBlock": "max_threads_per_block", "maxThreadsPerMultiprocessor": "max_threads_per_sm",
+    "name": "name",
+    "totalGlobalMem": "total_memory_bytes",
+    "computeMajor": "cc_major",
+    "computeMinor": "cc_minor",
+    "major": "cc_major",
+    "minor": "cc_minor",
+    "maxThreadsPerBlock": "max_threads_per_block",
+    "maxThreadsPerMultiprocessor": "max_threads_per_sm",
     "maxThreadsPerMultiProcessor": "max_threads_per_sm",
-    "regsPerBlock": "regs_per_block", "regsPerMultiprocessor": "regs_per_sm", "warpSize": "warp_size",
-    "sharedMemPerBlock": "smem_per_block_bytes", "sharedMemPerMultiprocessor": "smem_per_sm_bytes",
+    "regsPerBlock": "regs_per_block",
+    "regsPerMultiprocessor": "regs_per_sm",
+    "warpSize": "warp_size",
+    "sharedMemPerBlock": "smem_per_block_bytes",
+    "sharedMemPerMultiprocessor": "smem_per_sm_bytes",
     "maxSharedMemoryPerMultiProcessor": "smem_per_sm_bytes",
-    "numSms": "sm_count", "multiProcessorCount": "sm_count", "sharedMemPerBlockOptin": "smem_per_block_optin_bytes",
+    "numSms": "sm_count",
+    "multiProcessorCount": "sm_count",
+    "sharedMemPerBlockOptin": "smem_per_block_optin_bytes",
 }
 
 
@@ -219,12 +288,20 @@ def _meta(top: dict, rank: int, base: int | None, name: str, n_events: int) -> d
         "world_size": _int_or_none(dist.get("world_size")) if dist else None,
         "distributed_backend": dist.get("backend") if dist else None,
         "clock": "unix epoch ns",
-        "timestamps": "relative to baseTimeNanoseconds" if base is not None else "absolute epoch microseconds",
+        "timestamps": "relative to baseTimeNanoseconds"
+        if base is not None
+        else "absolute epoch microseconds",
         "base_time_ns": base,
         "devices": devices,
         "event_count": n_events,
     }
-    for k in ("schemaVersion", "cuda_driver_version", "cuda_runtime_version", "cupti_version", "trace_id"):
+    for k in (
+        "schemaVersion",
+        "cuda_driver_version",
+        "cuda_runtime_version",
+        "cupti_version",
+        "trace_id",
+    ):
         if k in top and isinstance(top[k], (int, str)):
             meta[k] = top[k]
     return meta
@@ -234,8 +311,14 @@ def _finish_meta(tables: dict[str, pl.DataFrame], meta: dict) -> dict:
     g = tables["gpu_ops"]
     n_k, n_kl, n_mc, n_ms = op_counts(g)
     meta["counts"] = {
-        "gpu_ops": g.height, "kernels": n_k, "kernels_with_launch": n_kl, "memcpy": n_mc, "memset": n_ms,
-        "api_calls": tables["api_calls"].height, "cpu_ops": tables["cpu_ops"].height, "nvtx": tables["nvtx"].height,
+        "gpu_ops": g.height,
+        "kernels": n_k,
+        "kernels_with_launch": n_kl,
+        "memcpy": n_mc,
+        "memset": n_ms,
+        "api_calls": tables["api_calls"].height,
+        "cpu_ops": tables["cpu_ops"].height,
+        "nvtx": tables["nvtx"].height,
     }
     meta["item_count"] = n_k
     if g.height:
@@ -268,20 +351,25 @@ def parse(data: bytes, name: str) -> Parsed:
 
 
 def parse_file(path, name: str) -> Parsed:
-    """A Kineto trace file (JSON or .json.gz, not a rank archive) read as a stream: the fast reader never holds the
-    whole document (`kernelscope analyze TRACE` on a large trace); anything it cannot read goes to `parse`."""
+    """A Kineto trace file (JSON or .json.gz, not a rank archive) read as a stream: the fast reader
+    never holds the whole document (`kernelscope analyze TRACE` on a large trace); anything it
+    cannot read goes to `parse`."""
     try:
-        with mapped(path, name) as whole:      # a plain file: its pages read in place, not copied into buffers
-            top, frames, n, cats = typed_stream(whole if whole is not None else
-                                                read_chunks(path, name, step=TYPED_PIECE_BYTES))
+        # a plain file: its pages read in place, not copied into buffers
+        with mapped(path, name) as whole:
+            top, frames, n, cats = typed_stream(
+                whole if whole is not None else read_chunks(path, name, step=TYPED_PIECE_BYTES)
+            )
         tables, meta = _build(top, frames, name, None, n, cats)
     except FastPathFailed:
         try:
             with mapped(path, name) as whole:
-                top, frames, n, cats = ndjson_stream(whole if whole is not None else
-                                                     read_chunks(path, name, step=NDJSON_CHUNK_BYTES))
+                top, frames, n, cats = ndjson_stream(
+                    whole if whole is not None else read_chunks(path, name, step=NDJSON_CHUNK_BYTES)
+                )
             tables, meta = _build(top, frames, name, None, n, cats)
-        except FastPathFailed:                  # the whole document, its long whitespace runs squeezed on the way
+        # the whole document, its long whitespace runs squeezed on the way
+        except FastPathFailed:
             return parse(b"".join(read_chunks(path, name)), name)
     meta["ranks"] = [meta["rank"]]
     return Parsed("kineto", tables, finish_meta("kineto", _finish_meta(tables, meta)))
@@ -296,7 +384,7 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
     if not members:
         raise ArtifactError(name, "rank archive holds no trace")
     parts, metas = [], []
-    left = max_artifact_bytes()                # the members together count as one artifact
+    left = max_artifact_bytes()  # the members together count as one artifact
     for m in sorted(members, key=lambda m: m.name):
         raw = tf.extractfile(m).read()
         member = f"{name}:{m.name}"
@@ -311,12 +399,18 @@ def _parse_tar(data: bytes, name: str) -> Parsed:
     tables = {t: pl.concat([p[t] for p in parts]) for t in TIMELINE_SCHEMAS}
     tables["gpu_ops"] = tables["gpu_ops"].sort("rank", "device", "stream", "start_ns")
     meta = dict(metas[0])
-    meta.update({
-        "rank": None, "ranks": ranks, "trace_name": name,
-        "rank_traces": [{"rank": m["rank"], "trace_name": m["trace_name"], "event_count": m["event_count"]}
-                        for m in metas],
-        "event_count": sum(m["event_count"] for m in metas),
-    })
+    meta.update(
+        {
+            "rank": None,
+            "ranks": ranks,
+            "trace_name": name,
+            "rank_traces": [
+                {"rank": m["rank"], "trace_name": m["trace_name"], "event_count": m["event_count"]}
+                for m in metas
+            ],
+            "event_count": sum(m["event_count"] for m in metas),
+        }
+    )
     meta["devices"] = [dict(d, rank=m["rank"]) for m in metas for d in m["devices"]]
     cats: dict[str, int] = {}
     for m in metas:

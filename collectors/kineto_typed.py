@@ -1,35 +1,39 @@
-"""Tier 0 of the Kineto reader: the events decoded by msgspec into typed structs that declare only the fields the
-timeline tables use, in pieces of whole events (collectors.kineto_events.split_events).
+"""Tier 0 of the Kineto reader: the events decoded by msgspec into typed structs that declare only
+the fields the timeline tables use, in pieces of whole events
+(collectors.kineto_events.split_events).
 
-msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding point) without
-building Python objects for it: a complete event ("ph": "X") becomes a struct of the fields the tables use, any
-other event (flow arrows, metadata: a third of a training trace) one of its category only, told apart by "ph" as a
-tagged union. Every key of an event's arguments is compared with each declared field (a
-`cpu_op` has a dozen keys the tables do not use), so of NCCL's collective arguments only "Collective name" is
-declared, and a piece whose kernels have one is decoded again with the others. Categories are decoded as Literal
-values (KNOWN_CATEGORIES: one shared string each, not one per event); a piece with another category is decoded
-again with categories as text. A piece is decoded where it lies (in the reading buffer, or in the file's memory
-map), framed as a JSON array in place (split_events(framed=True)), never copied. A piece's events become Python
-lists column by column, by list comprehensions (each group's events picked in file order by their categories'
-codes), and polars Series; the Series of all pieces
-are joined and converted (µs to ns, the External id of either spelling) once per category at the end. The cyclic
-garbage collector is paused while the pieces are decoded: the events hold no reference cycles, and its passes over
-millions of short-lived objects cost about a tenth of the reader's time.
+msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding
+point) without building Python objects for it: a complete event ("ph": "X") becomes a struct of the
+fields the tables use, any other event (flow arrows, metadata: a third of a training trace) one of
+its category only, told apart by "ph" as a tagged union. Every key of an event's arguments is
+compared with each declared field (a `cpu_op` has a dozen keys the tables do not use), so of NCCL's
+collective arguments only "Collective name" is declared, and a piece whose kernels have one is
+decoded again with the others. Categories are decoded as Literal values (KNOWN_CATEGORIES: one
+shared string each, not one per event); a piece with another category is decoded again with
+categories as text. A piece is decoded where it lies (in the reading buffer, or in the file's memory
+map), framed as a JSON array in place (split_events(framed=True)), never copied. A piece's events
+become Python lists column by column, by list comprehensions (each group's events picked in file
+order by their categories' codes), and polars Series; the Series of all pieces are joined and
+converted (µs to ns, the External id of either spelling) once per category at the end. The cyclic
+garbage collector is paused while the pieces are decoded: the events hold no reference cycles, and
+its passes over millions of short-lived objects cost about a tenth of the reader's time.
 
-Where it was built at install time (hatch_build.py), the compiled scanner collectors/_kineto_scan.c reads each
-piece first, straight into Arrow columns without a Python object per event (polars imports them through the Arrow
-PyCapsule interface). It takes a piece only where it gives exactly what the structs below give, and hands any other
-piece back for them to decode (a pid written as "+7", an integer beyond 64 bits, epoch timestamps with fractions,
-invalid JSON ...): the rows of both stay in file order, and tests/collectors/test_kineto_scan.py holds the two to
-the same frames. On the 304 MB trace of perf/traces.py it takes `analyze` from about 3.0 to 2.0 s of CPU.
+Where it was built at install time (hatch_build.py), the compiled scanner collectors/_kineto_scan.c
+reads each piece first, straight into Arrow columns without a Python object per event (polars
+imports them through the Arrow PyCapsule interface). It takes a piece only where it gives exactly
+what the structs below give, and hands any other piece back for them to decode (a pid written as
+"+7", an integer beyond 64 bits, epoch timestamps with fractions, invalid JSON ...): the rows of
+both stay in file order, and tests/collectors/test_kineto_scan.py holds the two to the same frames.
+On the 304 MB trace of perf/traces.py it takes `analyze` from about 3.0 to 2.0 s of CPU.
 KERNELSCOPE_KINETO_SCAN=0 turns it off.
 
-This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema (tier 1), with the
-same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns, which
-tests/collectors/test_kineto_typed.py checks on every real trace of the corpus. Anything the structs do not
-describe (a value of another type, a missing ts / dur / name, a separator inside a string) raises FastPathFailed
-and tier 1 reads the file.
+This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema (tier
+1), with the same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns,
+which tests/collectors/test_kineto_typed.py checks on every real trace of the corpus. Anything the
+structs do not describe (a value of another type, a missing ts / dur / name, a separator inside a
+string) raises FastPathFailed and tier 1 reads the file.
 """
+
 from __future__ import annotations
 
 import gc
@@ -43,77 +47,173 @@ from typing import Iterable, Literal, Optional, Union
 import msgspec
 import polars as pl
 
-try:                                   # the compiled scanner (collectors/_kineto_scan.c), built when installed
+# the compiled scanner (collectors/_kineto_scan.c), built when installed
+try:
     from collectors import _kineto_scan
-except ImportError:                    # no compiler at install time: every piece is decoded by msgspec
+# no compiler at install time: every piece is decoded by msgspec
+except ImportError:
     _kineto_scan = None
 
-from collectors.kineto_events import (_API_CATS, _CPU_CATS, _GPU_CATS, COMM_ARGS, FastPathFailed, exact_ns, float_ns,
-                                      needs_text, split_events)
+from collectors.kineto_events import (
+    _API_CATS,
+    _CPU_CATS,
+    _GPU_CATS,
+    COMM_ARGS,
+    FastPathFailed,
+    exact_ns,
+    float_ns,
+    needs_text,
+    split_events,
+)
 
-# (attribute, type, JSON key) of the arguments the tables use; the collective's other arguments are declared only
-# for a piece whose kernels have a "Collective name". In the order Kineto writes a kernel's arguments: msgspec looks
-# a key up from the field after the last one matched, so this order decodes a 67 MB piece of the 304 MB perf trace
-# 3-5 % faster than the order before (182 against 193 ms, medians of 9 alternated; docs/findings-kineto-reader.md)
-_ARG_FIELDS = [("external_id", int, "External id"), ("device", int, "device"), ("stream", int, "stream"),
-               ("correlation", int, "correlation"), ("registers_per_thread", int, "registers per thread"),
-               ("shared_memory_bytes", int, "shared memory"), ("grid", list[int], "grid"),
-               ("block", list[int], "block"), ("bytes", int, "bytes"),
-               ("external_id_lc", int, "external id"),        # PyTorch <= 1.9
-               ("collective", str, "Collective name")]
-_COMM_FIELDS = [("comm_in_nelems", int, "In msg nelems"), ("comm_out_nelems", int, "Out msg nelems"),
-                ("comm_dtype", str, "dtype"), ("comm_group_size", int, "Group size")]
+# (attribute, type, JSON key) of the arguments the tables use; the collective's other arguments are
+# declared only for a piece whose kernels have a "Collective name". In the order Kineto writes a
+# kernel's arguments: msgspec looks a key up from the field after the last one matched, so this
+# order decodes a 67 MB piece of the 304 MB perf trace 3-5 % faster than the order before (182
+# against 193 ms, medians of 9 alternated; docs/findings-kineto-reader.md)
+_ARG_FIELDS = [
+    ("external_id", int, "External id"),
+    ("device", int, "device"),
+    ("stream", int, "stream"),
+    ("correlation", int, "correlation"),
+    ("registers_per_thread", int, "registers per thread"),
+    ("shared_memory_bytes", int, "shared memory"),
+    ("grid", list[int], "grid"),
+    ("block", list[int], "block"),
+    ("bytes", int, "bytes"),
+    ("external_id_lc", int, "external id"),  # PyTorch <= 1.9
+    ("collective", str, "Collective name"),
+]
+_COMM_FIELDS = [
+    ("comm_in_nelems", int, "In msg nelems"),
+    ("comm_out_nelems", int, "Out msg nelems"),
+    ("comm_dtype", str, "dtype"),
+    ("comm_group_size", int, "Group size"),
+]
 assert {a: k for a, _, k in _ARG_FIELDS + _COMM_FIELDS if a.startswith(("coll", "comm"))} == {
-    a: k for k, a in COMM_ARGS.items()}
+    a: k for k, a in COMM_ARGS.items()
+}
 
 
-# The categories PyTorch's profiler writes (Kineto's ActivityType names, the flow events' and those of PyTorch <= 1.9):
-# decoded as Literal values, a category is one shared string instead of a new one per event (a third of the
-# events' objects, and a hash computed anew for each count); a piece with another category is decoded again with
-# categories as plain text.
+# The categories PyTorch's profiler writes (Kineto's ActivityType names, the flow events' and those
+# of PyTorch <= 1.9): decoded as Literal values, a category is one shared string instead of a new
+# one per event (a third of the events' objects, and a hash computed anew for each count); a piece
+# with another category is decoded again with categories as plain text.
 KNOWN_CATEGORIES = (
-    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel", "external_correlation",
-    "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function", "overhead", "cuda_sync",
-    "cuda_profiler_range", "collective_comm", "gpu_pm_counter", "mtia_runtime", "mtia_ccp_events", "glow_runtime",
-    "hpu_op", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "ac2g", "fwdbwd", "async",
-    "async_cpu_to_gpu", "async_gpu", "Trace", "Kernel", "Memcpy", "Memset", "Runtime", "Operator", "Python")
+    "cpu_op",
+    "user_annotation",
+    "gpu_user_annotation",
+    "gpu_memcpy",
+    "gpu_memset",
+    "kernel",
+    "external_correlation",
+    "cuda_runtime",
+    "cuda_driver",
+    "cpu_instant_event",
+    "python_function",
+    "overhead",
+    "cuda_sync",
+    "cuda_profiler_range",
+    "collective_comm",
+    "gpu_pm_counter",
+    "mtia_runtime",
+    "mtia_ccp_events",
+    "glow_runtime",
+    "hpu_op",
+    "xpu_runtime",
+    "xpu_driver",
+    "privateuse1_runtime",
+    "privateuse1_driver",
+    "ac2g",
+    "fwdbwd",
+    "async",
+    "async_cpu_to_gpu",
+    "async_gpu",
+    "Trace",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "Runtime",
+    "Operator",
+    "Python",
+)
 _CAT_TYPES = {True: Optional[Literal[KNOWN_CATEGORIES]], False: Optional[str]}
 
-# The phases of the Trace Event Format; an event with another "ph" (or none) goes to the next reader.
-_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R", "c", "(",
-           ")")
+# The phases of the Trace Event Format; an event with another "ph" (or none) goes to the next
+# reader.
+_PHASES = (
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "s",
+    "t",
+    "f",
+    "P",
+    "N",
+    "O",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+)
 
 
 @lru_cache(maxsize=2)
 def _others(known: bool) -> tuple:
-    """Any other event (flow arrows, metadata, instants, counters ...): only its category, which is counted; the
-    rest (timestamp, names, ids, args) is skipped without building it, as tier 2 ignores it. One struct per
-    phase."""
+    """Any other event (flow arrows, metadata, instants, counters ...): only its category, which is
+    counted; the rest (timestamp, names, ids, args) is skipped without building it, as tier 2
+    ignores it. One struct per phase."""
     base = msgspec.defstruct("_Other", [("cat", _CAT_TYPES[known], None)], gc=False, tag_field="ph")
-    return tuple(msgspec.defstruct(f"_Other{i}", [], bases=(base,), tag=ph) for i, ph in enumerate(_PHASES))
+    return tuple(
+        msgspec.defstruct(f"_Other{i}", [], bases=(base,), tag=ph) for i, ph in enumerate(_PHASES)
+    )
 
 
 class _TextTs(msgspec.Struct, gc=False):
     """The timestamps of the same events as written (for epoch µs beyond float64's ns resolution)."""
-    ts: msgspec.Raw = msgspec.Raw()          # empty: no ts
+
+    ts: msgspec.Raw = msgspec.Raw()  # empty: no ts
 
 
 class _Decoder:
-    """The structs and decoder of events, with the collective's arguments (comm) or without, the categories as
-    KNOWN_CATEGORIES (known) or any text."""
+    """The structs and decoder of events, with the collective's arguments (comm) or without, the
+    categories as KNOWN_CATEGORIES (known) or any text."""
 
     def __init__(self, comm: bool, known: bool):
         self.known = known
         fields = _ARG_FIELDS + (_COMM_FIELDS if comm else [])
         self.fields = {a for a, _, _ in fields}
-        self.args = msgspec.defstruct("_Args", [(a, Optional[t], msgspec.field(default=None, name=k))
-                                                for a, t, k in fields], gc=False)
+        self.args = msgspec.defstruct(
+            "_Args",
+            [(a, Optional[t], msgspec.field(default=None, name=k)) for a, t, k in fields],
+            gc=False,
+        )
         self.no_args = self.args()
         # a complete event ("ph": "X"): every field the tables use
-        self.event = msgspec.defstruct("_Event", [
-            ("cat", _CAT_TYPES[known], None), ("name", Optional[str], None), ("pid", Union[int, str, None], None),
-            ("tid", Union[int, str, None], None), ("ts", Optional[float], None), ("dur", Optional[float], None),
-            ("args", Optional[self.args], None)], gc=False, tag_field="ph", tag="X")
+        self.event = msgspec.defstruct(
+            "_Event",
+            [
+                ("cat", _CAT_TYPES[known], None),
+                ("name", Optional[str], None),
+                ("pid", Union[int, str, None], None),
+                ("tid", Union[int, str, None], None),
+                ("ts", Optional[float], None),
+                ("dur", Optional[float], None),
+                ("args", Optional[self.args], None),
+            ],
+            gc=False,
+            tag_field="ph",
+            tag="X",
+        )
         self.decode = msgspec.json.Decoder(list[Union[(self.event, *_others(known))]]).decode
 
 
@@ -129,15 +229,16 @@ class _NeedsComm(Exception):
     """A piece decoded without the collective's arguments has a kernel with a "Collective name"."""
 
 
-#: events decoded at a time: larger pieces spend less in per-piece costs, smaller ones hold less memory
+#: events decoded at a time: larger pieces spend less in per-piece costs, smaller ones hold less
+#: memory
 TYPED_PIECE_BYTES = 8 << 20
 _DECODE_TS = msgspec.json.Decoder(list[_TextTs]).decode
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
 def _lister(field: str):
-    """objs -> [o.<field> for o in objs]: a list comprehension, which reads a struct field about twice as fast as
-    map(attrgetter(field), objs) (CPython specializes the attribute load)."""
+    """objs -> [o.<field> for o in objs]: a list comprehension, which reads a struct field about
+    twice as fast as map(attrgetter(field), objs) (CPython specializes the attribute load)."""
     assert field.isidentifier()
     scope: dict = {}
     exec(f"def get(objs):\n    return [o.{field} for o in objs]", scope)
@@ -147,16 +248,23 @@ def _lister(field: str):
 _GET = {a: _lister(a) for a, _, _ in _ARG_FIELDS + _COMM_FIELDS}
 _ARG_TYPES = {"collective": pl.String, "comm_dtype": pl.String}
 _GROUPS = ("gpu", "api", "cpu", "ann")
-# a category's group as a code 1-4 (0: none); an event's selector of group c: its code translated by _PICK[c]
-_CODE_OF = {**{c: 1 for c in _GPU_CATS}, **{c: 2 for c in _API_CATS}, **{c: 3 for c in _CPU_CATS},
-            "user_annotation": 4}
+# a category's group as a code 1-4 (0: none); an event's selector of group c: its code translated by
+# _PICK[c]
+_CODE_OF = {
+    **{c: 1 for c in _GPU_CATS},
+    **{c: 2 for c in _API_CATS},
+    **{c: 3 for c in _CPU_CATS},
+    "user_annotation": 4,
+}
 _CODE_BYTE = [bytes([c]) for c in range(len(_GROUPS) + 1)]
-# with categories decoded as KNOWN_CATEGORIES: each event's category as a byte (1 + its index, 0: none), counted by
-# bytes.count (a C scan per category) instead of a Counter's hash lookup per event, and turned into group codes by
-# one translate
+# with categories decoded as KNOWN_CATEGORIES: each event's category as a byte (1 + its index, 0:
+# none), counted by bytes.count (a C scan per category) instead of a Counter's hash lookup per
+# event, and turned into group codes by one translate
 _CAT_CODE = {None: 0, **{c: i for i, c in enumerate(KNOWN_CATEGORIES, 1)}}
 _CAT_COUNTED = [(bytes([i]), c) for c, i in _CAT_CODE.items()]
-_GROUP_OF_CAT = bytes(_CODE_OF.get(c, 0) for c in [None, *KNOWN_CATEGORIES]) + bytes(255 - len(KNOWN_CATEGORIES))
+_GROUP_OF_CAT = bytes(_CODE_OF.get(c, 0) for c in [None, *KNOWN_CATEGORIES]) + bytes(
+    255 - len(KNOWN_CATEGORIES)
+)
 _PICK = [bytes(int(i == c) for i in range(256)) for c in range(len(_GROUPS) + 1)]
 _GPU_INTS = ("device", "stream", "correlation")
 _GPU_SIZES = ("registers_per_thread", "shared_memory_bytes", "bytes")
@@ -166,17 +274,22 @@ _FAILED = (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError)
 def typed_frames(data: bytes) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
     """typed_stream over a document in memory."""
     view = memoryview(data)
-    return typed_stream((view[i:i + TYPED_PIECE_BYTES] for i in range(0, len(view), TYPED_PIECE_BYTES)))
+    return typed_stream(
+        (view[i : i + TYPED_PIECE_BYTES] for i in range(0, len(view), TYPED_PIECE_BYTES))
+    )
 
 
-def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
-    """(top, typed frames per category, number of events, events per category) of a Chrome-trace document given
-    as a stream of byte chunks: the same as kineto_events.ndjson_stream."""
-    pieces: dict[str, list[list[pl.Series]]] = {k: [] for k in _GROUPS}    # per category: each piece's columns
+def typed_stream(
+    chunks: Iterable, step: int | None = None
+) -> tuple[dict, dict[str, list[pl.DataFrame]], int, dict[str, int]]:
+    """(top, typed frames per category, number of events, events per category) of a Chrome-trace
+    document given as a stream of byte chunks: the same as kineto_events.ndjson_stream."""
+    # per category: each piece's columns
+    pieces: dict[str, list[list[pl.Series]]] = {k: [] for k in _GROUPS}
     cats: Counter = Counter()
     n_events = 0
     scanner = _kineto_scan.Scanner() if _kineto_scan is not None and scan_enabled() else None
-    scanned = [False]                                   # the scanner holds rows not yet in `pieces`
+    scanned = [False]  # the scanner holds rows not yet in `pieces`
 
     def flush() -> None:
         """The scanner's columns so far into `pieces` (before a piece msgspec decodes, so rows keep file order)."""
@@ -201,7 +314,8 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
             dec = _LEAN
             try:
                 events = dec.decode(text)
-            except msgspec.ValidationError:              # another category, or something else a retry finds
+            # another category, or something else a retry finds
+            except msgspec.ValidationError:
                 dec = _decoder(comm=False, known=False)
                 events = dec.decode(text)
             n_events += len(events)
@@ -245,6 +359,7 @@ def typed_stream(chunks: Iterable, step: int | None = None) -> tuple[dict, dict[
 
 class _Arrow:
     """A column of the compiled scanner, as the Arrow PyCapsule interface that polars imports without a copy."""
+
     __slots__ = ("capsules",)
 
     def __init__(self, capsules: tuple):
@@ -259,22 +374,27 @@ def scan_enabled() -> bool:
     return os.environ.get("KERNELSCOPE_KINETO_SCAN", "1") != "0"
 
 
-def _columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
-    """One piece's complete events of the four categories (cat: every event's category, codes: its group's code,
-    0: none) -> their columns as polars Series (µs still) per category; _NeedsComm when a kernel has collective
-    arguments that `dec` does not declare."""
+def _columns(
+    events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder
+) -> dict[str, list[pl.Series]]:
+    """One piece's complete events of the four categories (cat: every event's category, codes: its
+    group's code, 0: none) -> their columns as polars Series (µs still) per category; _NeedsComm
+    when a kernel has collective arguments that `dec` does not declare."""
     try:
         return _group_columns(events, cat, codes, text, dec)
     except AttributeError:
-        # an event of a group's category that is not complete (its "ph" is not "X"): its struct has no name. Such
-        # events are rare, so the events' types are looked at only then (a pass over every event costs about as
-        # much as a column: the structs are fresh from the decoder, out of the CPU's caches).
+        # an event of a group's category that is not complete (its "ph" is not "X"): its struct has
+        # no name. Such events are rare, so the events' types are looked at only then (a pass over
+        # every event costs about as much as a column: the structs are fresh from the decoder, out
+        # of the CPU's caches).
         x = dec.event
         codes = bytes(map(mul, codes, [type(e) is x for e in events]))
         return _group_columns(events, cat, codes, text, dec)
 
 
-def _group_columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder) -> dict[str, list[pl.Series]]:
+def _group_columns(
+    events: list, cat: list, codes: bytes, text: bytes, dec: _Decoder
+) -> dict[str, list[pl.Series]]:
     """_columns of the events whose group code is not 0."""
     out = {}
     for code, k in enumerate(_GROUPS, 1):
@@ -282,12 +402,16 @@ def _group_columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Dec
             continue
         pick = codes.translate(_PICK[code])
         evs = list(compress(events, pick))
-        cols = [pl.Series("name", [e.name for e in evs], dtype=pl.String), _ident("pid", [e.pid for e in evs]),
-                _ident("tid", [e.tid for e in evs]), pl.Series("ts", [e.ts for e in evs], dtype=pl.Float64),
-                pl.Series("dur", [e.dur for e in evs], dtype=pl.Float64)]
+        cols = [
+            pl.Series("name", [e.name for e in evs], dtype=pl.String),
+            _ident("pid", [e.pid for e in evs]),
+            _ident("tid", [e.tid for e in evs]),
+            pl.Series("ts", [e.ts for e in evs], dtype=pl.Float64),
+            pl.Series("dur", [e.dur for e in evs], dtype=pl.Float64),
+        ]
         args = [e.args for e in evs]
         if k != "ann":
-            if None in args:                                     # no "args", or "args": null
+            if None in args:  # no "args", or "args": null
                 args = [a or dec.no_args for a in args]
             get = lambda f, dtype=pl.Int64: _column(args, f, dtype, dec.fields)  # noqa: E731
             ext = [get("external_id"), get("external_id_lc")]
@@ -296,17 +420,25 @@ def _group_columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Dec
                 if comm[0].null_count() < len(evs) and "comm_in_nelems" not in dec.fields:
                     raise _NeedsComm
                 kind = map(_GPU_CATS.__getitem__, compress(cat, pick))
-                cols = [pl.Series("kind", list(kind), dtype=pl.String), *cols,
-                        *[get(f) for f in _GPU_INTS], *ext, *_dims(args, "grid"), *_dims(args, "block"),
-                        *[get(f) for f in _GPU_SIZES], *comm]
+                cols = [
+                    pl.Series("kind", list(kind), dtype=pl.String),
+                    *cols,
+                    *[get(f) for f in _GPU_INTS],
+                    *ext,
+                    *_dims(args, "grid"),
+                    *_dims(args, "block"),
+                    *[get(f) for f in _GPU_SIZES],
+                    *comm,
+                ]
             elif k == "api":
                 cols += [get("correlation"), *ext]
             else:
                 cols += ext
         out[k] = cols
-    # epoch µs with fractions, beyond float64's ns resolution: these events' timestamps as written, converted
-    # exactly. Decided over the events kept (tier 1 decides over all the piece's events): where the two differ, the
-    # kept ones are whole or below that bound, which float64 holds to the ns, so both give the same ns.
+    # epoch µs with fractions, beyond float64's ns resolution: these events' timestamps as written,
+    # converted exactly. Decided over the events kept (tier 1 decides over all the piece's events):
+    # where the two differ, the kept ones are whole or below that bound, which float64 holds to the
+    # ns, so both give the same ns.
     at = {k: [c.name for c in cols].index("ts") for k, cols in out.items()}
     if out and needs_text(pl.concat([cols[at[k]] for k, cols in out.items()])):
         raw = _DECODE_TS(text)
@@ -314,24 +446,26 @@ def _group_columns(events: list, cat: list, codes: bytes, text: bytes, dec: _Dec
             if k in out:
                 rows = compress(raw, codes.translate(_PICK[code]))
                 ts = pl.Series("ts", [bytes(r.ts).decode() or None for r in rows], dtype=pl.String)
-                out[k][at[k]] = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()  # ns already
+                # ns already
+                out[k][at[k]] = pl.DataFrame([ts]).select(exact_ns("ts").alias("ts")).to_series()
     return out
 
 
 def _column(objs: list, field: str, dtype, declared: set) -> pl.Series:
-    if field not in declared:                         # a key this piece's text does not hold
+    if field not in declared:  # a key this piece's text does not hold
         return pl.Series(field, [None] * len(objs), dtype=dtype)
     return pl.Series(field, _GET[field](objs), dtype=dtype)
 
 
 def _ident(name: str, values: list) -> pl.Series:
-    """pid / tid: integers as they are; text as polars casts it to Int64 (a number's digits, else null), as tier 1
-    reads them."""
+    """pid / tid: integers as they are; text as polars casts it to Int64 (a number's digits, else
+    null), as tier 1 reads them."""
     try:
         return pl.Series(name, values, dtype=pl.Int64)
     except _FAILED:
-        return pl.Series(name, [None if v is None else str(v) for v in values], dtype=pl.String).cast(
-            pl.Int64, strict=False)
+        return pl.Series(
+            name, [None if v is None else str(v) for v in values], dtype=pl.String
+        ).cast(pl.Int64, strict=False)
 
 
 def _dims(args: list, field: str) -> list[pl.Series]:
@@ -339,19 +473,29 @@ def _dims(args: list, field: str) -> list[pl.Series]:
     values = _GET[field](args)
     if None not in values and set(map(len, values)) == {3}:
         x, y, z = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
-        return [pl.Series(f"{field}_{xyz}", c, dtype=pl.Int64).cast(pl.Int32) for xyz, c in zip("xyz", (x, y, z))]
-    return [pl.Series(f"{field}_{xyz}", [None if v is None or len(v) <= i else v[i] for v in values],
-                      dtype=pl.Int64).cast(pl.Int32) for i, xyz in enumerate("xyz")]
+        return [
+            pl.Series(f"{field}_{xyz}", c, dtype=pl.Int64).cast(pl.Int32)
+            for xyz, c in zip("xyz", (x, y, z))
+        ]
+    return [
+        pl.Series(
+            f"{field}_{xyz}",
+            [None if v is None or len(v) <= i else v[i] for v in values],
+            dtype=pl.Int64,
+        ).cast(pl.Int32)
+        for i, xyz in enumerate("xyz")
+    ]
 
 
 def _frame(pieces: list[list[pl.Series]]) -> pl.DataFrame:
-    """A category's columns of every piece -> one frame: ts (µs as Float64, or ns from a piece's text) and dur as
-    Int64 ns, name Categorical, external_id from either spelling of the key; FastPathFailed when a name, ts or dur
-    is missing (the exact reader names the event)."""
+    """A category's columns of every piece -> one frame: ts (µs as Float64, or ns from a piece's
+    text) and dur as Int64 ns, name Categorical, external_id from either spelling of the key;
+    FastPathFailed when a name, ts or dur is missing (the exact reader names the event)."""
     at = [s.name for s in pieces[0]].index("ts")
     if all(p[at].dtype == pl.Float64 for p in pieces):
         ts_ns = float_ns("ts")
-    else:                                             # some pieces' timestamps were read as text (ns already)
+    # some pieces' timestamps were read as text (ns already)
+    else:
         ts_ns = pl.col("ts")
         for p in pieces:
             if p[at].dtype == pl.Float64:
@@ -362,8 +506,9 @@ def _frame(pieces: list[list[pl.Series]]) -> pl.DataFrame:
     extra = []
     if "external_id" in df.columns:
         extra = [pl.coalesce("external_id", "external_id_lc").alias("external_id")]
-    df = df.with_columns(pl.col("name").cast(pl.Categorical), ts_ns.alias("ts"), float_ns("dur").alias("dur"),
-                         *extra)
+    df = df.with_columns(
+        pl.col("name").cast(pl.Categorical), ts_ns.alias("ts"), float_ns("dur").alias("dur"), *extra
+    )
     if "external_id_lc" in df.columns:
         df = df.drop("external_id_lc")
     if df.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():

@@ -1,16 +1,21 @@
-"""The join of GPU ops to the host calls that launched them, shared by both trace formats (Kineto, nsys).
+"""The join of GPU ops to the host calls that launched them, shared by both trace formats (Kineto,
+nsys).
 
-- `api_kind(name)`: what a CUDA (or HIP) API call does: launch, graph_launch, memcpy, memset, sync, other.
-- `link_launches(gpu_raw, api_calls, cpu_ops)`: each GPU op joined to the API call with its correlation id within
-  its rank / process (the outer call when a runtime and a driver call share it) and to the CPU op with its
-  External id, with the derived launch delay (HTA) and queue time (Nsight Systems) -> the `gpu_ops` table.
+- `api_kind(name)`: what a CUDA (or HIP) API call does: launch, graph_launch, memcpy, memset, sync,
+  other.
+- `link_launches(gpu_raw, api_calls, cpu_ops)`: each GPU op joined to the API call with its
+  correlation id within its rank / process (the outer call when a runtime and a driver call share
+  it) and to the CPU op with its External id, with the derived launch delay (HTA) and queue time
+  (Nsight Systems) -> the `gpu_ops` table.
 
-A graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) starts many ops with one call, all sharing
-its correlation id: they are matched to it (`launch_api`, `graph_launch_correlation`) and keep Nsight Systems'
-queue time, but have no launch delay: HTA defines the delay only for ops launched by a call of their own (its
-launch statistics join cudaLaunchKernel / cudaLaunchKernelExC / memcpy and memset calls, never a graph launch),
-and the 400th kernel of a replay is not "delayed" by the time since the replay's call returned.
+A graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) starts many ops with one call,
+all sharing its correlation id: they are matched to it (`launch_api`, `graph_launch_correlation`)
+and keep Nsight Systems' queue time, but have no launch delay: HTA defines the delay only for ops
+launched by a call of their own (its launch statistics join cudaLaunchKernel / cudaLaunchKernelExC /
+memcpy and memset calls, never a graph launch), and the 400th kernel of a replay is not "delayed" by
+the time since the replay's call returned.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,11 +25,22 @@ import polars as pl
 from collectors.schema import GPU_OPS_SCHEMA, conform
 
 GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
-_SYNC_APIS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-              "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
-              "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize"}
-_BLOCKING_COPY = re.compile(r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?"
-                            r"|hipMemcpy(2D|3D|ToSymbol|FromSymbol|Peer|DtoH|HtoD|DtoD)?)$")
+_SYNC_APIS = {
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaThreadSynchronize",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "hipDeviceSynchronize",
+    "hipStreamSynchronize",
+    "hipEventSynchronize",
+}
+_BLOCKING_COPY = re.compile(
+    r"^(cudaMemcpy(2D|3D|ToSymbol|FromSymbol|Peer)?|cuMemcpy(DtoH|HtoD|DtoD|Peer)?(_v2)?"
+    r"|hipMemcpy(2D|3D|ToSymbol|FromSymbol|Peer|DtoH|HtoD|DtoD)?)$"
+)
 
 
 def api_kind(name: str) -> tuple[str, bool]:
@@ -48,18 +64,26 @@ def api_kind_columns(names: pl.Series) -> pl.DataFrame:
     mapping = {n: api_kind(n) for n in uniq if n is not None}
     kinds = {n: k for n, (k, _) in mapping.items()}
     blocking = {n: b for n, (_, b) in mapping.items()}
-    return pl.DataFrame({
-        "kind": names.replace_strict(kinds, default="other", return_dtype=pl.String),
-        "blocking": names.replace_strict(blocking, default=False, return_dtype=pl.Boolean),
-    })
+    return pl.DataFrame(
+        {
+            "kind": names.replace_strict(kinds, default="other", return_dtype=pl.String),
+            "blocking": names.replace_strict(blocking, default=False, return_dtype=pl.Boolean),
+        }
+    )
 
 
 def op_counts(gpu_ops: pl.DataFrame) -> tuple[int, int, int, int]:
     """(kernels, kernels with their launch call, memcpy, memset) of a gpu_ops table, without copying its rows."""
     k = pl.col("kind") == "kernel"
-    return tuple(int(x) for x in gpu_ops.select(
-        k.sum().alias("k"), (k & pl.col("launch_api").is_not_null()).sum().alias("kl"),
-        (pl.col("kind") == "memcpy").sum().alias("mc"), (pl.col("kind") == "memset").sum().alias("ms")).row(0))
+    return tuple(
+        int(x)
+        for x in gpu_ops.select(
+            k.sum().alias("k"),
+            (k & pl.col("launch_api").is_not_null()).sum().alias("kl"),
+            (pl.col("kind") == "memcpy").sum().alias("mc"),
+            (pl.col("kind") == "memset").sum().alias("ms"),
+        ).row(0)
+    )
 
 
 def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
@@ -80,41 +104,59 @@ def _is_sorted(df: pl.DataFrame, keys: list[str]) -> bool:
 
 
 def _key(a: pl.DataFrame, b: pl.DataFrame, col: str) -> tuple[list[str], list[pl.Expr]]:
-    """The join key (rank, col) of frames a and b as one Int64 column (rank * 2**40 + col) when every value fits,
-    which polars hashes without encoding rows (a fraction of the memory of a two-column key); else both columns."""
+    """The join key (rank, col) of frames a and b as one Int64 column (rank * 2**40 + col) when
+    every value fits, which polars hashes without encoding rows (a fraction of the memory of a
+    two-column key); else both columns."""
+
     def fits(df):
         if df.height == 0:
             return True
-        row = df.select(pl.col(col).min().alias("a"), pl.col(col).max().alias("b"), pl.col("rank").min().alias("c"),
-                        pl.col("rank").max().alias("d")).row(0)
-        return all(v is None or 0 <= v < lim for v, lim in zip(row, (1 << 40, 1 << 40, 1 << 22, 1 << 22)))
+        row = df.select(
+            pl.col(col).min().alias("a"),
+            pl.col(col).max().alias("b"),
+            pl.col("rank").min().alias("c"),
+            pl.col("rank").max().alias("d"),
+        ).row(0)
+        return all(
+            v is None or 0 <= v < lim for v, lim in zip(row, (1 << 40, 1 << 40, 1 << 22, 1 << 22))
+        )
+
     if fits(a) and fits(b):
         return ["_key"], [(pl.col("rank").cast(pl.Int64) * (1 << 40) + pl.col(col)).alias("_key")]
     return ["rank", col], [pl.col("rank"), pl.col(col)]
 
 
 def _first(on: list[str], last: bool = False) -> pl.Expr:
-    """Rows whose key is the first (last) of its value: `unique(on, keep=..., maintain_order=True)` as a filter, in
-    one hashing pass without sorting the groups (a third to a half of unique's time on 175,000 launch calls)."""
+    """Rows whose key is the first (last) of its value: `unique(on, keep=..., maintain_order=True)`
+    as a filter, in one hashing pass without sorting the groups (a third to a half of unique's time
+    on 175,000 launch calls)."""
     key = pl.col(on[0]) if len(on) == 1 else pl.struct(on)
     return key.is_last_distinct() if last else key.is_first_distinct()
 
 
-def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
-    """Join each GPU op to the API call with its correlation id (within its rank / process) and to the
-    CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
-    api_calls must be sorted by start_ns (when a runtime and a driver call share a correlation id, the
-    outer one, which starts first, is the launch call)."""
+def link_launches(
+    gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.DataFrame
+) -> pl.DataFrame:
+    """Join each GPU op to the API call with its correlation id (within its rank / process) and to
+    the CPU op with its External id; derive launch delay and queue time. Returns a `gpu_ops` table.
+    api_calls must be sorted by start_ns (when a runtime and a driver call share a correlation id,
+    the outer one, which starts first, is the launch call)."""
     # ops in (rank, device, stream, start) order; traces usually deliver them so, then nothing moves
     order = ["rank", "device", "stream", "start_ns"]
     if not _is_sorted(gpu_raw, order):
         gpu_raw = gpu_raw.sort(order)
-    launch_cols = [pl.col("name").alias("launch_api"), pl.col("pid").alias("api_pid"), pl.col("tid").alias("api_tid"),
-                   pl.col("start_ns").alias("api_start_ns"), pl.col("end_ns").alias("api_end_ns"),
-                   pl.col("external_id").alias("api_external_id")]
+    launch_cols = [
+        pl.col("name").alias("launch_api"),
+        pl.col("pid").alias("api_pid"),
+        pl.col("tid").alias("api_tid"),
+        pl.col("start_ns").alias("api_start_ns"),
+        pl.col("end_ns").alias("api_end_ns"),
+        pl.col("external_id").alias("api_external_id"),
+    ]
     on, key = _key(api_calls, gpu_raw, "correlation")
-    launches = (api_calls.select(*key, *launch_cols).drop_nulls(on)
-                .filter(_first(on)))                  # api_calls come sorted by start: the outer call
+    launches = (
+        api_calls.select(*key, *launch_cols).drop_nulls(on).filter(_first(on))
+    )  # api_calls come sorted by start: the outer call
     # the join runs on narrow key frames (left order kept); its columns are then put beside the ops
     lk = gpu_raw.select(*key).join(launches, on=on, how="left", maintain_order="left").drop(on)
     del launches
@@ -126,15 +168,26 @@ def link_launches(gpu_raw: pl.DataFrame, api_calls: pl.DataFrame, cpu_ops: pl.Da
         pl.coalesce("external_id", "api_external_id").alias("external_id"),
         (pl.col("api_end_ns") - pl.col("api_start_ns")).alias("api_duration_ns"),
         pl.when(lag >= 0).then(lag).otherwise(None).alias("queue_ns"),
-        pl.when(graph).then(None).when(lag >= 0).then(lag).when(lag < 0).then(0).otherwise(None)
+        pl.when(graph)
+        .then(None)
+        .when(lag >= 0)
+        .then(lag)
+        .when(lag < 0)
+        .then(0)
+        .otherwise(None)
         .alias("launch_delay_ns"),
-        pl.when(graph).then(pl.col("correlation")).otherwise(None).alias("graph_launch_correlation"),
+        pl.when(graph)
+        .then(pl.col("correlation"))
+        .otherwise(None)
+        .alias("graph_launch_correlation"),
     )
     on, key = _key(cpu_ops, g, "external_id")
-    ops = (cpu_ops.filter(pl.col("external_id").is_not_null())
-           .sort("start_ns")
-           .select(*key, pl.col("name").alias("op_name"))
-           .filter(_first(on, last=True)))                  # innermost op of a nest
+    ops = (
+        cpu_ops.filter(pl.col("external_id").is_not_null())
+        .sort("start_ns")
+        .select(*key, pl.col("name").alias("op_name"))
+        .filter(_first(on, last=True))
+    )  # innermost op of a nest
     names = g.select(*key).join(ops, on=on, how="left", maintain_order="left")
     g = g.with_columns(names["op_name"])
     g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])

@@ -1,25 +1,30 @@
 """The bounds every reader keeps, so that one hostile or broken file costs bounded time and memory.
 
-    max_artifact_bytes()    one artifact after decompression (and a plain file as read); a gzip stream is inflated
-                            into a spooled temporary file, so a bomb is refused at this size without holding it
+    max_artifact_bytes()    one artifact after decompression (and a plain file as read); a gzip
+    stream is inflated
+                            into a spooled temporary file, so a bomb is refused at this size without
+                            holding it
     MAX_ROWS                rows of any one table (launches, events, database rows, bench records)
     MAX_JSON_DEPTH          nesting of a bench result document (orjson itself stops at 1,024)
     MAX_STRING_CHARS        one kernel, op or metric name
     MAX_SOURCE_CHARS        one CUDA source file a report holds (ncu --import-source yes)
     sqlite_seconds()        the time all queries on one SQLite export may take together
-    ncu_child_seconds(), ncu_child_memory_bytes()   the child process that runs NVIDIA's .ncu-rep reader
+    ncu_child_seconds(), ncu_child_memory_bytes()   the child process that runs NVIDIA's .ncu-rep
+    reader
 
-The artifact size is set per process: `kernelscope ingest|analyze|whatif --max-decompressed-mb N` and
-`kernelscope dashboard` (where it defaults to the upload cap, `--max-upload-mb`) put it in
-KERNELSCOPE_MAX_DECOMPRESSED_MB, which the readers (and the .ncu-rep child) read. Every refusal names the limit
-and how to raise it.
+The artifact size is set per process: `kernelscope ingest|analyze|whatif --max-decompressed-mb N`
+and `kernelscope dashboard` (where it defaults to the upload cap, `--max-upload-mb`) put it in
+KERNELSCOPE_MAX_DECOMPRESSED_MB, which the readers (and the .ncu-rep child) read. Every refusal
+names the limit and how to raise it.
 """
+
 from __future__ import annotations
 
 import os
 
 ENV_ARTIFACT_MB = "KERNELSCOPE_MAX_DECOMPRESSED_MB"
-#: the command line's default for one artifact after decompression (the dashboard's is its upload cap)
+#: the command line's default for one artifact after decompression (the dashboard's is its upload
+#: cap)
 DEFAULT_ARTIFACT_MB = 4096
 MAX_ROWS = 50_000_000
 MAX_JSON_DEPTH = 64
@@ -51,8 +56,8 @@ def ncu_child_seconds() -> float:
 
 
 def ncu_child_memory_bytes() -> int:
-    """Address-space limit of the .ncu-rep reader's process: 4 GiB plus 16 × the report (NVIDIA's library maps
-    a few hundred MiB by itself; a report's metrics expand about tenfold in memory)."""
+    """Address-space limit of the .ncu-rep reader's process: 4 GiB plus 16 × the report (NVIDIA's
+    library maps a few hundred MiB by itself; a report's metrics expand about tenfold in memory)."""
     return int(_env_float("KERNELSCOPE_NCU_MEMORY_MB", 0) * 1e6) or 0
 
 
@@ -66,5 +71,7 @@ def size_text(n: int) -> str:
 
 
 def artifact_limit_hint() -> str:
-    return (f"the limit for one artifact is {size_text(max_artifact_bytes())} after decompression "
-            f"(raise it with --max-decompressed-mb)")
+    return (
+        f"the limit for one artifact is {size_text(max_artifact_bytes())} after decompression "
+        f"(raise it with --max-decompressed-mb)"
+    )

@@ -1,29 +1,33 @@
 """The block structure of an `.ncu-rep`, checked before NVIDIA's library sees the file.
 
-As observed in the reports of Nsight Compute 2025.3 (sample_traces/h200/chapter5_kernels, the bench suite's
-reports): the magic b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size + bytes) that end exactly at
-EOF. Block 0 is the format version, block 1 the file header; from block 2 on, blocks come as a *block header* (a
-protobuf message: field 1 = number of sources, field 2 = number of results, field 5 = payload size, which counts
-the payload's own 4-byte length prefix) followed, when the payload size is not 0, by exactly one payload block of
-that size. Headers without payload carry the session details (CUDA version, device attributes, host); Nsight
-Compute writes them after the first kernel's result.
+As observed in the reports of Nsight Compute 2025.3 (sample_traces/h200/chapter5_kernels, the bench
+suite's reports): the magic b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size +
+bytes) that end exactly at EOF. Block 0 is the format version, block 1 the file header; from block 2
+on, blocks come as a *block header* (a protobuf message: field 1 = number of sources, field 2 =
+number of results, field 5 = payload size, which counts the payload's own 4-byte length prefix)
+followed, when the payload size is not 0, by exactly one payload block of that size. Headers without
+payload carry the session details (CUDA version, device attributes, host); Nsight Compute writes
+them after the first kernel's result.
 
-`walk(data)` returns the number of kernel results, or raises ArtifactError for a file whose blocks do not pair up
-(a block deleted, duplicated or swapped), that ends inside a block, or that has results but none of the session
-blocks (a report cut right after its first kernel). A cut between two complete kernel results is not detectable
-from the file: the format has no count of results (ncu appends them as it profiles), so such a report reads as one
-that profiled fewer kernels. A report cut inside its session blocks (a strict beginning of the sequence
-Nsight Compute 2025.3 writes, SESSION_KINDS) or after a source block is refused. When block 2 is not a block header of this layout (another vintage), only the
-length framing is checked and None is returned.
+`walk(data)` returns the number of kernel results, or raises ArtifactError for a file whose blocks
+do not pair up (a block deleted, duplicated or swapped), that ends inside a block, or that has
+results but none of the session blocks (a report cut right after its first kernel). A cut between
+two complete kernel results is not detectable from the file: the format has no count of results (ncu
+appends them as it profiles), so such a report reads as one that profiled fewer kernels. A report
+cut inside its session blocks (a strict beginning of the sequence Nsight Compute 2025.3 writes,
+SESSION_KINDS) or after a source block is refused. When block 2 is not a block header of this layout
+(another vintage), only the length framing is checked and None is returned.
 """
+
 from __future__ import annotations
 
 from collectors.errors import ArtifactError
 
 MAGIC = b"NVR\x00"
-#: the session blocks after the first result, by the first field of their details (device attributes, CUDA
-#: version, PerfWorks version, Nsight Compute version, (empty), host, target path), as Nsight Compute 2025.3 writes
-#: them; a report whose session blocks are a strict beginning of this sequence was cut inside them
+#: the session blocks after the first result, by the first field of their details (device
+#: attributes, CUDA version, PerfWorks version, Nsight Compute version, (empty), host, target path),
+#: as Nsight Compute 2025.3 writes them; a report whose session blocks are a strict beginning of
+#: this sequence was cut inside them
 SESSION_KINDS = (6, 8, 8, 8, 5, 4, 11)
 
 
@@ -57,7 +61,8 @@ def _header_fields(b: bytes) -> dict[int, int] | None:
                 n, i = _varint(b, i)
                 if i + n > len(b):
                     return None
-                if field == 3 and n and -3 not in out:      # the kind of session detail: its first field
+                # the kind of session detail: its first field
+                if field == 3 and n and -3 not in out:
                     try:
                         out[-3] = _varint(b, i)[0] >> 3
                     except ValueError:
@@ -79,47 +84,59 @@ def _header_fields(b: bytes) -> dict[int, int] | None:
 def blocks(data: bytes, name: str) -> list[tuple[int, int]]:
     """(offset of the bytes, length) of every block; ArtifactError when the framing does not end at EOF."""
     if len(data) < 8 or data[:4] != MAGIC:
-        raise ArtifactError(name, "not an Nsight Compute report (no NVR header; expected a .ncu-rep from ncu -o)")
+        raise ArtifactError(
+            name, "not an Nsight Compute report (no NVR header; expected a .ncu-rep from ncu -o)"
+        )
     out = []
     off = 4
     while off + 4 <= len(data):
-        n = int.from_bytes(data[off:off + 4], "little")
+        n = int.from_bytes(data[off : off + 4], "little")
         out.append((off + 4, n))
         off += 4 + n
     if off != len(data):
-        raise ArtifactError(name, f"truncated Nsight Compute report (its last block needs {off - len(data):,} "
-                                  "more bytes)")
+        raise ArtifactError(
+            name,
+            f"truncated Nsight Compute report (its last block needs {off - len(data):,} more bytes)",
+        )
     return out
 
 
 def walk(data: bytes, name: str) -> int | None:
-    """The number of kernel results of a report of the known layout (None for another layout); ArtifactError
-    for a damaged or cut report (see the module docstring)."""
+    """The number of kernel results of a report of the known layout (None for another layout);
+    ArtifactError for a damaged or cut report (see the module docstring)."""
     bl = blocks(data, name)
     if len(bl) < 3:
         raise ArtifactError(name, "truncated Nsight Compute report (no result blocks)")
-    first = _header_fields(data[bl[2][0]:bl[2][0] + bl[2][1]]) if bl[2][1] < 4096 else None
+    first = _header_fields(data[bl[2][0] : bl[2][0] + bl[2][1]]) if bl[2][1] < 4096 else None
     if first is None or 5 not in first:
         return None
     results = 0
-    sessions: list[int] = []              # kinds of the session blocks after the first result
-    last_sources = False                  # the last payload block was a source (module) block
+    sessions: list[int] = []  # kinds of the session blocks after the first result
+    last_sources = False  # the last payload block was a source (module) block
     i = 2
     while i < len(bl):
         off, n = bl[i]
-        h = _header_fields(data[off:off + n]) if n < 1 << 20 else None
+        h = _header_fields(data[off : off + n]) if n < 1 << 20 else None
         if h is None or 5 not in h:
-            raise ArtifactError(name, f"corrupt Nsight Compute report (block {i} is not a block header where one "
-                                      "is due: a block was deleted, duplicated or moved)")
+            raise ArtifactError(
+                name,
+                f"corrupt Nsight Compute report (block {i} is not a block header where one is due: "
+                "a block was deleted, duplicated or moved)",
+            )
         payload = h[5]
         if payload:
             if i + 1 >= len(bl):
-                raise ArtifactError(name, "truncated Nsight Compute report (it ends before the payload of its last "
-                                          "block header)")
+                raise ArtifactError(
+                    name,
+                    "truncated Nsight Compute report (it ends before the payload of its last block "
+                    "header)",
+                )
             if bl[i + 1][1] + 4 != payload:
-                raise ArtifactError(name, f"corrupt Nsight Compute report (block {i + 1} has {bl[i + 1][1]:,} bytes, "
-                                          f"its header announces {payload - 4:,}: a block was deleted, duplicated or "
-                                          "moved)")
+                raise ArtifactError(
+                    name,
+                    f"corrupt Nsight Compute report (block {i + 1} has {bl[i + 1][1]:,} bytes, its "
+                    f"header announces {payload - 4:,}: a block was deleted, duplicated or moved)",
+                )
             results += h.get(2, 0)
             last_sources = bool(h.get(1)) and not h.get(2)
             i += 2
@@ -127,11 +144,21 @@ def walk(data: bytes, name: str) -> int | None:
             if results:
                 sessions.append(h.get(-3, 0))
             i += 1
-    if results and (not sessions or (len(sessions) < len(SESSION_KINDS)
-                                     and tuple(sessions) == SESSION_KINDS[:len(sessions)])):
-        raise ArtifactError(name, "truncated Nsight Compute report (it ends after its first kernel, inside the "
-                                  "session details Nsight Compute writes next)")
+    if results and (
+        not sessions
+        or (
+            len(sessions) < len(SESSION_KINDS) and tuple(sessions) == SESSION_KINDS[: len(sessions)]
+        )
+    ):
+        raise ArtifactError(
+            name,
+            "truncated Nsight Compute report (it ends after its first kernel, inside the session "
+            "details Nsight Compute writes next)",
+        )
     if results and last_sources:
-        raise ArtifactError(name, "truncated Nsight Compute report (it ends after a source block, before the "
-                                  "kernel results that follow one)")
+        raise ArtifactError(
+            name,
+            "truncated Nsight Compute report (it ends after a source block, before the kernel "
+            "results that follow one)",
+        )
     return results

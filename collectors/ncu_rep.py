@@ -1,13 +1,18 @@
-"""Reading an `.ncu-rep` with NVIDIA's `ncu_report` module, and ncu's units: what the sandbox's child process runs.
+"""Reading an `.ncu-rep` with NVIDIA's `ncu_report` module, and ncu's units: what the sandbox's
+child process runs.
 
-This module imports neither polars nor the CSV parser, so the child that reads a report (collectors.sandbox, task
-"ncu-rep") starts in a fraction of a second; collectors.ncu builds the tables from what it returns.
+This module imports neither polars nor the CSV parser, so the child that reads a report
+(collectors.sandbox, task "ncu-rep") starts in a fraction of a second; collectors.ncu builds the
+tables from what it returns.
 
-    read_report_file(path, name) -> {"launches": [(identity, {metric: (value, text, unit)})],  one per launch
+    read_report_file(path, name) -> {"launches": [(identity, {metric: (value, text, unit)})],  one
+    per launch
                                      "sections": {metric: the first section showing it},
-                                     "source": {"sass": [...], "metrics": [...], "files": {...}}}  (collectors.ncu_source)
+                                     "source": {"sass": [...], "metrics": [...], "files": {...}}}
+                                     (collectors.ncu_source)
     ncu_to_base(value, unit) -> (value in base units, base unit)
 """
+
 from __future__ import annotations
 
 import math
@@ -16,9 +21,28 @@ import re
 from collectors import progress
 from collectors.errors import ArtifactError
 
-_SI = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_TO_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-               "s": 1e9, "second": 1e9}
+_SI = {
+    "": 1.0,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "K": 1e3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+}
+_TIME_TO_NS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
 _TIME_TO_S = {k: v * 1e-9 for k, v in _TIME_TO_NS.items()}
 
 
@@ -36,8 +60,9 @@ def _scale_term(term: str, denominator: bool) -> tuple[float, str]:
 def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
     """Convert an ncu value with its (possibly auto-scaled) unit to base units.
 
-    `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte);
-    times become ns, rates per second, frequencies hz: `Kbyte/block` -> byte/block, `sector/us` -> sector/s.
+    `Kbyte` = 1,000 bytes (ncu uses SI prefixes: a 32 KiB carve-out prints as 32.768 Kbyte); times
+    become ns, rates per second, frequencies hz: `Kbyte/block` -> byte/block, `sector/us` ->
+    sector/s.
     """
     unit = (unit or "").strip()
     if not unit:
@@ -50,17 +75,20 @@ def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
     return value * f_num / f_den, f"{b_num}/{b_den}"
 
 
-
 def read_report_file(path: str, name: str) -> dict:
-    """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it can abort): each
-    launch's identity and metrics, the section that shows each metric, and the source level (SASS and the Source
-    Counters per address, the CUDA files the report holds)."""
+    """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it
+    can abort): each launch's identity and metrics, the section that shows each metric, and the
+    source level (SASS and the Source Counters per address, the CUDA files the report holds)."""
     from collectors.ncu_source import metric_value, sections_of, source_tables
+
     try:
         import ncu_report  # NVIDIA's wheel `ncu-report`: pip install 'kernelscope[ncu]'
     except ImportError:
-        raise ArtifactError(name, "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' "
-                                  "(or export a CSV: ncu --import FILE --page raw --csv > FILE.csv)") from None
+        raise ArtifactError(
+            name,
+            "reading .ncu-rep needs NVIDIA's ncu-report wheel: pip install 'kernelscope[ncu]' (or "
+            "export a CSV: ncu --import FILE --page raw --csv > FILE.csv)",
+        ) from None
     try:
         ctx = ncu_report.load_report(path)
     except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
@@ -89,7 +117,7 @@ def read_report_file(path: str, name: str) -> dict:
                     metrics[m] = (None, v, unit)
                 elif v is None:
                     metrics[m] = (None, None, unit)
-                elif not math.isfinite(float(v)):   # e.g. a duration of an incomplete collection
+                elif not math.isfinite(float(v)):  # e.g. a duration of an incomplete collection
                     metrics[m] = (None, None, unit)
                 else:
                     fv, u = ncu_to_base(float(v), unit)
@@ -101,17 +129,25 @@ def read_report_file(path: str, name: str) -> dict:
 
             bx, by, bz = (num(f"launch__block_dim_{c}") for c in "xyz")
             gx, gy, gz = (num(f"launch__grid_dim_{c}") for c in "xyz")
-            ccmaj, ccmin = num("device__attribute_compute_capability_major"), num("device__attribute_compute_capability_minor")
+            ccmaj, ccmin = (
+                num("device__attribute_compute_capability_major"),
+                num("device__attribute_compute_capability_minor"),
+            )
             ident = {
                 "ID": str(len(out)),
-                "Process ID": "", "Process Name": "", "Host Name": "",
+                "Process ID": "",
+                "Process Name": "",
+                "Host Name": "",
                 "Kernel Name": act.name(ncu_report.IAction.NameBase_DEMANGLED)
-                if hasattr(ncu_report, "IAction") else act.name(),
+                if hasattr(ncu_report, "IAction")
+                else act.name(),
                 "Context": _fmt_int(num("launch__context_id")),
                 "Stream": _fmt_int(num("launch__stream_id")),
                 "Block Size": f"({_fmt_int(bx)}, {_fmt_int(by)}, {_fmt_int(bz)})",
                 "Grid Size": f"({_fmt_int(gx)}, {_fmt_int(gy)}, {_fmt_int(gz)})",
-                "Device": _fmt_int(num("launch__device_id") or num("device__attribute_device_index")),
+                "Device": _fmt_int(
+                    num("launch__device_id") or num("device__attribute_device_index")
+                ),
                 "CC": f"{_fmt_int(ccmaj)}.{_fmt_int(ccmin)}" if ccmaj is not None else "",
                 "NVTX": _nvtx_of(act),
             }
@@ -129,8 +165,8 @@ def read_report_file(path: str, name: str) -> dict:
 
 
 def _nvtx_of(act) -> str | None:
-    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/", start/end ranges
-    by name, "domain@" in front for a non-default domain; None without NVTX data."""
+    """The NVTX ranges a launch was profiled in (ncu --nvtx): push/pop ranges as "outer/inner/",
+    start/end ranges by name, "domain@" in front for a non-default domain; None without NVTX data."""
     try:
         st = act.nvtx_state()
     except Exception:  # noqa: BLE001 - reports without NVTX support
@@ -151,5 +187,3 @@ def _nvtx_of(act) -> str | None:
 
 def _fmt_int(v) -> str:
     return "" if v is None or v != v or v in (float("inf"), float("-inf")) else str(int(v))
-
-

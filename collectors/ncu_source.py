@@ -1,21 +1,26 @@
-"""Source-level data of one `.ncu-rep` action, read through NVIDIA's `ncu_report` module (no other format has it).
+"""Source-level data of one `.ncu-rep` action, read through NVIDIA's `ncu_report` module (no other
+format has it).
 
-Nsight Compute's *Source Counters* section (in `--set full`, or `--section SourceCounters`) stores instanced
-metrics whose correlation ids are program counters: `inst_executed` (warp-level instructions executed at that
-address), `thread_inst_executed`, the warp-state samples `smsp__pcsamp_sample_count` and
-`smsp__pcsamp_warps_issue_stalled_<reason>` (samples of warps at that address stalled for that reason; the
-`_not_issued` variants count only samples where no instruction issued), per-instruction memory metrics, ...
-`IAction.sass_by_pc(pc)` gives the SASS instruction at an address and `IAction.source_info(pc)` its CUDA file and
-line when the binary was compiled with `-lineinfo`; `IAction.source_files()` the file contents when the report was
-made with `--import-source yes`.
+Nsight Compute's *Source Counters* section (in `--set full`, or `--section SourceCounters`) stores
+instanced metrics whose correlation ids are program counters: `inst_executed` (warp-level
+instructions executed at that address), `thread_inst_executed`, the warp-state samples
+`smsp__pcsamp_sample_count` and `smsp__pcsamp_warps_issue_stalled_<reason>` (samples of warps at
+that address stalled for that reason; the `_not_issued` variants count only samples where no
+instruction issued), per-instruction memory metrics, ... `IAction.sass_by_pc(pc)` gives the SASS
+instruction at an address and `IAction.source_info(pc)` its CUDA file and line when the binary was
+compiled with `-lineinfo`; `IAction.source_files()` the file contents when the report was made with
+`--import-source yes`.
 
 `source_tables(action)` returns, for one action:
-    sass     one row per address: address, offset (address - the lowest address seen), sass, file, line
+    sass     one row per address: address, offset (address - the lowest address seen), sass, file,
+    line
     metrics  long form: address, metric, value (every PC-correlated numeric metric)
     files    {file name: content} ('' when the report holds no content for the file)
-Addresses are those of `inst_executed` and `smsp__pcsamp_sample_count`; a metric counts as PC-correlated when its
+Addresses are those of `inst_executed` and `smsp__pcsamp_sample_count`; a metric counts as
+PC-correlated when its
 correlation ids are among them.
 """
+
 from __future__ import annotations
 
 PC_METRICS = ("inst_executed", "smsp__pcsamp_sample_count")
@@ -24,17 +29,24 @@ _GETTERS: dict | None = None
 
 
 def metric_value(met, idx: int | None = None):
-    """ncu_report's IMetric.value(idx), without building its table of getters on every call (it did, 90,000 times
-    for a 9-launch report with Source Counters): the instance's value as str, int or float, None where there is
-    none."""
+    """ncu_report's IMetric.value(idx), without building its table of getters on every call (it did,
+    90,000 times for a 9-launch report with Source Counters): the instance's value as str, int or
+    float, None where there is none."""
     global _GETTERS
     if _GETTERS is None:
         import ncu_report
+
         m = ncu_report.IMetric
         none = lambda *args: None  # noqa: E731
-        _GETTERS = {m.ValueKind_ANY: none, m.ValueKind_DOUBLE: m.as_double, m.ValueKind_FLOAT: m.as_double,
-                    m.ValueKind_STRING: m.as_string, m.ValueKind_UINT32: m.as_uint64,
-                    m.ValueKind_UINT64: m.as_uint64, m.ValueKind_UNKNOWN: none}
+        _GETTERS = {
+            m.ValueKind_ANY: none,
+            m.ValueKind_DOUBLE: m.as_double,
+            m.ValueKind_FLOAT: m.as_double,
+            m.ValueKind_STRING: m.as_string,
+            m.ValueKind_UINT32: m.as_uint64,
+            m.ValueKind_UINT64: m.as_uint64,
+            m.ValueKind_UNKNOWN: none,
+        }
     if idx is None:
         return _GETTERS[met.kind()](met)
     return _GETTERS[met.kind(idx)](met, idx)
@@ -81,9 +93,15 @@ def source_tables(act) -> tuple[list[dict], list[tuple], dict[str, str]]:
     sass = []
     for pc in sorted(pcs):
         info = act.source_info(pc)
-        sass.append({"address": pc, "offset": pc - base, "sass": (act.sass_by_pc(pc) or "").strip(),
-                     "file": info.file_name() if info is not None else None,
-                     "line": int(info.line()) if info is not None else None})
+        sass.append(
+            {
+                "address": pc,
+                "offset": pc - base,
+                "sass": (act.sass_by_pc(pc) or "").strip(),
+                "file": info.file_name() if info is not None else None,
+                "line": int(info.line()) if info is not None else None,
+            }
+        )
     try:
         files = {str(k): str(v or "") for k, v in (act.source_files() or {}).items()}
     except Exception:  # noqa: BLE001 - older reports may not answer; the SASS view still works

@@ -1,14 +1,17 @@
 """Progress of long work: the code doing it says where it is, whoever asked shows it.
 
-    report(stage, done, total, unit)    said by a reader, the store, the analysis ("reading launch", 12, 89, "launches")
-    with reporting(sink): ...           sink(Step) receives every report made inside the block (this thread/context)
+    report(stage, done, total, unit)    said by a reader, the store, the analysis ("reading launch",
+    12, 89, "launches")
+    with reporting(sink): ...           sink(Step) receives every report made inside the block (this
+    thread/context)
 
 Nothing is shown unless a caller installed a sink: the command line draws a bar on a terminal
 (dashboard.cli.progress), the Upload page a progress bar with the stage. A reader in a child process
-(collectors.sandbox) reports through a small file its parent polls, so a `.ncu-rep` read in isolation still says
-which launch it is on. Reports are cheap (a context-variable lookup when nobody listens); readers make them per
-chunk or per launch, not per row.
+(collectors.sandbox) reports through a small file its parent polls, so a `.ncu-rep` read in
+isolation still says which launch it is on. Reports are cheap (a context-variable lookup when nobody
+listens); readers make them per chunk or per launch, not per row.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -21,10 +24,11 @@ from typing import Callable, Iterator
 
 @dataclass(frozen=True)
 class Step:
-    stage: str                      # "inflating", "reading", "reading launch", "analysing", "storing", ...
+    # "inflating", "reading", "reading launch", "analysing", "storing", ...
+    stage: str
     done: float | None = None
     total: float | None = None
-    unit: str = ""                  # "B", "launches", "ranks", ""
+    unit: str = ""  # "B", "launches", "ranks", ""
 
     def text(self) -> str:
         """The step in words: "reading launch 12 of 89", "inflating 40 of 120 MB", "storing"."""
@@ -42,10 +46,14 @@ class Step:
         return min(1.0, self.done / self.total) if self.done is not None and self.total else None
 
 
-_SINK: contextvars.ContextVar[Callable[[Step], None] | None] = contextvars.ContextVar("ks_progress", default=None)
+_SINK: contextvars.ContextVar[Callable[[Step], None] | None] = contextvars.ContextVar(
+    "ks_progress", default=None
+)
 
 
-def report(stage: str, done: float | None = None, total: float | None = None, unit: str = "") -> None:
+def report(
+    stage: str, done: float | None = None, total: float | None = None, unit: str = ""
+) -> None:
     sink = _SINK.get()
     if sink is not None:
         sink(Step(stage, done, total, unit))
@@ -64,7 +72,8 @@ def reporting(sink: Callable[[Step], None] | None) -> Iterator[None]:
         _SINK.reset(token)
 
 
-# ---- across a process boundary (collectors.sandbox) --------------------------------------------------------
+# ---- across a process boundary (collectors.sandbox)
+# --------------------------------------------------------
 
 #: the environment variable naming the file a child process writes its progress to
 CHILD_FILE = "KS_PROGRESS_FILE"
@@ -81,9 +90,12 @@ def child_sink(path: str, every_s: float = 0.1) -> Callable[[Step], None]:
         last[0] = now
         tmp = f"{path}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f"{step.stage}\t{step.done if step.done is not None else ''}\t"
-                    f"{step.total if step.total is not None else ''}\t{step.unit}")
+            f.write(
+                f"{step.stage}\t{step.done if step.done is not None else ''}\t"
+                f"{step.total if step.total is not None else ''}\t{step.unit}"
+            )
         os.replace(tmp, path)
+
     return sink
 
 

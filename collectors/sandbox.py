@@ -1,19 +1,22 @@
-"""Third-party readers in a child process: a reader that aborts, hangs or eats memory costs one refusal, never the
-process that asked (the dashboard's server, a long `kernelscope ingest`).
+"""Third-party readers in a child process: a reader that aborts, hangs or eats memory costs one
+refusal, never the process that asked (the dashboard's server, a long `kernelscope ingest`).
 
-    run_reader(task, data, name, suffix) -> object     the task's JSON result, or an ArtifactError in one line
+    run_reader(task, data, name, suffix) -> object     the task's JSON result, or an ArtifactError
+    in one line
 
-The artifact is written into a private temporary folder (`ks-<task>-<pid>-…`, mode 0700) that the parent removes
-whatever happens to the child; folders left by a parent that was itself killed are removed by `sweep_stale()`
-(called when a store is opened for writing). The child (`python -m collectors.sandbox TASK FOLDER`) runs with an
-address-space limit, a CPU-time limit, no core dumps and its own session; the parent waits at most a wall-clock
-limit and then kills it. Its stderr (NVIDIA's log lines) is kept from the user; only the outcome is said, in one
-line. The result travels back as JSON on stdout, never as pickle, so a child subverted by a hostile file can
-return at worst wrong data, which the parsers and collectors.validate then check like any other input.
+The artifact is written into a private temporary folder (`ks-<task>-<pid>-…`, mode 0700) that the
+parent removes whatever happens to the child; folders left by a parent that was itself killed are
+removed by `sweep_stale()` (called when a store is opened for writing). The child (`python -m
+collectors.sandbox TASK FOLDER`) runs with an address-space limit, a CPU-time limit, no core dumps
+and its own session; the parent waits at most a wall-clock limit and then kills it. Its stderr
+(NVIDIA's log lines) is kept from the user; only the outcome is said, in one line. The result
+travels back as JSON on stdout, never as pickle, so a child subverted by a hostile file can return
+at worst wrong data, which the parsers and collectors.validate then check like any other input.
 
-Used for `.ncu-rep` (NVIDIA's ncu-report library, which aborts the process on some corrupt reports); the same
-isolation gives the memory of a large report back to the system when the child exits.
+Used for `.ncu-rep` (NVIDIA's ncu-report library, which aborts the process on some corrupt reports);
+the same isolation gives the memory of a large report back to the system when the child exits.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +38,8 @@ _ROOT = Path(__file__).resolve().parents[1]
 _PREFIX = "ks-sandbox-"
 _RESULT = "result.json"
 _ERROR = "error.json"
-#: task -> (module, function): the function takes (path, name) and returns a JSON-serialisable result, or raises
-#: ArtifactError
+#: task -> (module, function): the function takes (path, name) and returns a JSON-serialisable
+#: result, or raises ArtifactError
 TASKS = {"ncu-rep": ("collectors.ncu_rep", "read_report_file")}
 
 
@@ -55,26 +58,47 @@ def run_reader(task: str, data: bytes, name: str, suffix: str) -> object:
         try:
             path.write_bytes(data)
         except OSError as e:
-            raise ArtifactError(name, f"cannot write a temporary copy to read it ({e.strerror})") from None
-        env = dict(os.environ, KS_SANDBOX_AS=str(memory), KS_SANDBOX_CPU=str(int(seconds) + 1),
-                   PYTHONPATH=os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+            raise ArtifactError(
+                name, f"cannot write a temporary copy to read it ({e.strerror})"
+            ) from None
+        env = dict(
+            os.environ,
+            KS_SANDBOX_AS=str(memory),
+            KS_SANDBOX_CPU=str(int(seconds) + 1),
+            PYTHONPATH=os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep
+            ),
+        )
         listening = progress.listening()
         pfile = str(folder / "progress.tsv")
         if listening:
-            env[progress.CHILD_FILE] = pfile       # the child says which launch it reads; relayed below
+            # the child says which launch it reads; relayed below
+            env[progress.CHILD_FILE] = pfile
         cmd = [sys.executable, "-m", "collectors.sandbox", task, str(folder)]
         started = time.monotonic()
-        err_path = folder / "stderr.log"          # a file, not a pipe: the wait below polls, it does not read
+        err_path = (
+            folder / "stderr.log"
+        )  # a file, not a pipe: the wait below polls, it does not read
         with open(err_path, "wb") as errf:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf, env=env,
-                                    cwd=str(folder), start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errf,
+                env=env,
+                cwd=str(folder),
+                start_new_session=True,
+            )
         try:
             while True:
                 left = seconds - (time.monotonic() - started)
                 if left <= 0:
                     _kill(proc)
-                    raise ArtifactError(name, f"reading it took longer than {seconds:g} s (the limit for one report; "
-                                              "KERNELSCOPE_NCU_SECONDS raises it)")
+                    raise ArtifactError(
+                        name,
+                        f"reading it took longer than {seconds:g} s (the limit for one report; "
+                        "KERNELSCOPE_NCU_SECONDS raises it)",
+                    )
                 try:
                     proc.wait(timeout=min(left, 0.2) if listening else left)
                     break
@@ -103,7 +127,9 @@ def run_reader(task: str, data: bytes, name: str, suffix: str) -> object:
                 problem = ""
             if problem:
                 raise ArtifactError(name, problem)
-        raise ArtifactError(name, _describe_failure(rc, err or b"", memory, time.monotonic() - started, seconds))
+        raise ArtifactError(
+            name, _describe_failure(rc, err or b"", memory, time.monotonic() - started, seconds)
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -122,8 +148,10 @@ def _kill(proc: subprocess.Popen) -> None:
 def _describe_failure(rc: int, err: bytes, memory: int, took: float, seconds: float) -> str:
     text = err.decode("utf-8", "replace")
     if "MemoryError" in text or "std::bad_alloc" in text or "Cannot allocate memory" in text:
-        return (f"reading it needs more than {size_text(memory)} of memory (the limit for one report's reader; "
-                "KERNELSCOPE_NCU_MEMORY_MB raises it): a corrupt report, or a very large one")
+        return (
+            f"reading it needs more than {size_text(memory)} of memory (the limit for one report's "
+            "reader; KERNELSCOPE_NCU_MEMORY_MB raises it): a corrupt report, or a very large one"
+        )
     if rc < 0:
         try:
             sig = signal.Signals(-rc).name
@@ -131,12 +159,18 @@ def _describe_failure(rc: int, err: bytes, memory: int, took: float, seconds: fl
             sig = f"signal {-rc}"
         if sig == "SIGXCPU" or took >= seconds:
             return f"reading it took longer than {seconds:g} s of CPU (the limit for one report)"
-        if sig == "SIGABRT" and memory:    # the library aborts on a failed allocation too, not always saying so
-            return (f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight Compute report, "
-                    f"or reading it needs more than {size_text(memory)} of memory (the limit for one report's "
-                    "reader; KERNELSCOPE_NCU_MEMORY_MB raises it; this server is unaffected; nothing was stored)")
-        return (f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight Compute report "
-                "(this server is unaffected; nothing was stored)")
+        # the library aborts on a failed allocation too, not always saying so
+        if sig == "SIGABRT" and memory:
+            return (
+                f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight "
+                f"Compute report, or reading it needs more than {size_text(memory)} of memory (the "
+                "limit for one report's reader; KERNELSCOPE_NCU_MEMORY_MB raises it; this server "
+                "is unaffected; nothing was stored)"
+            )
+        return (
+            f"NVIDIA's report reader crashed on it ({sig}): a corrupt or truncated Nsight Compute "
+            "report (this server is unaffected; nothing was stored)"
+        )
     return f"NVIDIA's report reader failed on it (exit {rc}): a corrupt or truncated Nsight Compute report"
 
 
@@ -152,7 +186,7 @@ def sweep_stale(max_age_s: float = 6 * 3600) -> int:
     for p in entries:
         if not p.name.startswith(_PREFIX) or not p.is_dir():
             continue
-        parts = p.name[len(_PREFIX):].split("-")
+        parts = p.name[len(_PREFIX) :].split("-")
         pid = next((int(x) for x in parts if x.isdigit()), None)
         try:
             old = now - p.stat().st_mtime > max_age_s
@@ -178,9 +212,11 @@ def _alive(pid: int) -> bool:
 # The child
 # ---------------------------------------------------------------------------------------------------
 
+
 def _child(task: str, folder: str) -> int:
     import importlib
     import resource
+
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         mem = int(os.environ.get("KS_SANDBOX_AS", "0"))

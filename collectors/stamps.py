@@ -1,13 +1,14 @@
-"""What the store's caches compare to know that nothing changed, in a module that imports nothing heavy (the CLI's
-warm `runs` reads its cached listing before polars is imported): a folder's or file's stamp, git's "racy" rule,
-and where the store is."""
+"""What the store's caches compare to know that nothing changed, in a module that imports nothing
+heavy (the CLI's warm `runs` reads its cached listing before polars is imported): a folder's or
+file's stamp, git's "racy" rule, and where the store is."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-#: a folder changed less than this many seconds before it was read may change again within the same file-time
-#: tick: its listing is not trusted from cache (git's "racy" rule)
+#: a folder changed less than this many seconds before it was read may change again within the same
+#: file-time tick: its listing is not trusted from cache (git's "racy" rule)
 RACY_S = 2.0
 
 
@@ -19,8 +20,8 @@ def default_store_dir() -> Path:
 
 
 def stamp(path: Path) -> tuple | None:
-    """What changes when a folder's entries (or a file) change: modification and change times, inode, link
-    count; None when it does not exist."""
+    """What changes when a folder's entries (or a file) change: modification and change times,
+    inode, link count; None when it does not exist."""
     try:
         st = os.stat(path)
     except OSError:
@@ -29,6 +30,7 @@ def stamp(path: Path) -> tuple | None:
 
 
 def settled(stamp: tuple | None, read_at_ns: int) -> bool:
-    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last changed (its
-    modification time; the change time is part of the stamp, so a later chmod or touch still moves it)."""
+    """Whether a folder read at read_at_ns (time.time_ns()) was read well after its entries last
+    changed (its modification time; the change time is part of the stamp, so a later chmod or touch
+    still moves it)."""
     return stamp is not None and read_at_ns - stamp[0] > RACY_S * 1e9

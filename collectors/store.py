@@ -1,28 +1,33 @@
-"""The run store: immutable, content-addressed runs on disk, whose tables are re-derived when their version changes.
+"""The run store: immutable, content-addressed runs on disk, whose tables are re-derived when their
+version changes.
 
 Layout (one folder per run, so several processes and shared folders are safe):
 
-    <store>/runs/<run_id>/manifest.json            identity: run id, kind, source name, sha256, size, created
+    <store>/runs/<run_id>/manifest.json            identity: run id, kind, source name, sha256,
+    size, created
     <store>/runs/<run_id>/artifact/<name>          the original artifact, byte for byte
     <store>/runs/<run_id>/tables-v<N>/meta.json    the parser's metadata for table version N
     <store>/runs/<run_id>/tables-v<N>/<t>.parquet  the normalized tables of version N
 
-run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload twice is one run and a URL can
-name it. A run is written into a temporary folder beside the runs and renamed into place in one step; a crash
-leaves no half run, and two processes ingesting the same file both end with the same complete run.
+run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload twice is one run and
+a URL can name it. A run is written into a temporary folder beside the runs and renamed into place
+in one step; a crash leaves no half run, and two processes ingesting the same file both end with the
+same complete run.
 
-Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the listing in one step,
-then removes it: the one change to the store a user makes.
-Listing is cached by change time: a process keeps the listing of a runs folder, and each run's manifest and
-metadata, while neither the runs folder's nor the run folder's modification and change times move (a listing taken
-within RACY_S seconds of a change is taken again next time, since file times are coarse).
+Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the
+listing in one step, then removes it: the one change to the store a user makes. Listing is cached by
+change time: a process keeps the listing of a runs folder, and each run's manifest and metadata,
+while neither the runs folder's nor the run folder's modification and change times move (a listing
+taken within RACY_S seconds of a change is taken again next time, since file times are coarse).
 
-Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are computed when a
-run is read, so a model fix reaches every stored run. When a reader expects a newer table version
-(collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again from its kept artifact and
-written beside the old ones (atomically, the same way); runs of the first store format (tables at the top of the
-run folder) are read the same way. A store that cannot be written keeps the re-derived tables in memory.
+Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are
+computed when a run is read, so a model fix reaches every stored run. When a reader expects a newer
+table version (collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again
+from its kept artifact and written beside the old ones (atomically, the same way); runs of the first
+store format (tables at the top of the run folder) are read the same way. A store that cannot be
+written keeps the re-derived tables in memory.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,13 +66,20 @@ def run_id_for(data: bytes) -> str:
 class Run:
     """A stored run: a read-only view of one run folder (its tables re-derived first when out of date)."""
 
-    def __init__(self, path: Path, *, stamp: tuple | None = None, manifest: dict | None = None,
-                 info: RunInfo | None = None):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        stamp: tuple | None = None,
+        manifest: dict | None = None,
+        info: RunInfo | None = None,
+    ):
         self.path = Path(path)
-        self._memory: Parsed | None = None      # tables re-derived but not writable to the store
-        self._stamp = stamp                     # the run folder's stamp when this view was made (listing cache)
+        self._memory: Parsed | None = None  # tables re-derived but not writable to the store
+        # the run folder's stamp when this view was made (listing cache)
+        self._stamp = stamp
         self._made_ns = time.time_ns()
-        self._info = info                       # preloaded from the store's index
+        self._info = info  # preloaded from the store's index
         if manifest is not None:
             self.__dict__["manifest"] = manifest
 
@@ -100,7 +112,8 @@ class Run:
     def artifact_path(self) -> Path:
         return self.path / "artifact" / self.manifest["source_name"]
 
-    # ---- the tables of the current version --------------------------------------------------------
+    # ---- the tables of the current version
+    # --------------------------------------------------------
     @property
     def table_version(self) -> int:
         return TABLE_VERSIONS[self.kind]
@@ -116,27 +129,38 @@ class Run:
         try:
             return _write_tables_dir(self.path, d.name, parsed)
         except OSError:
-            self._memory = parsed                   # a read-only store: keep them in memory
+            self._memory = parsed  # a read-only store: keep them in memory
             return None
 
     def _reparse(self) -> Parsed:
         try:
             data = self.artifact_path.read_bytes()
         except OSError as e:
-            raise ArtifactError(f"run {self.run_id}", f"its artifact cannot be read ({e.strerror})") from None
+            raise ArtifactError(
+                f"run {self.run_id}", f"its artifact cannot be read ({e.strerror})"
+            ) from None
         try:
             return parse_bytes(data, self.source_name)
         except ArtifactError as e:
-            raise ArtifactError(f"run {self.run_id}", f"stored before a parser change and its artifact no longer "
-                                                      f"reads: {e.problem}") from None
+            raise ArtifactError(
+                f"run {self.run_id}",
+                f"stored before a parser change and its artifact no longer reads: {e.problem}",
+            ) from None
 
     @cached_property
     def meta(self) -> dict:
         d = self._tables_dir
         meta = self._memory.meta if d is None else json.loads((d / META).read_text())
-        extra = self.manifest.get("companion_warnings") or []    # what a file beside it said (collectors.ncu_log)
+        # what a file beside it said (collectors.ncu_log)
+        extra = self.manifest.get("companion_warnings") or []
         if extra:
-            meta = {**meta, "warnings": [*(meta.get("warnings") or []), *[w for w in extra if isinstance(w, str)]]}
+            meta = {
+                **meta,
+                "warnings": [
+                    *(meta.get("warnings") or []),
+                    *[w for w in extra if isinstance(w, str)],
+                ],
+            }
         return with_gpu_override(meta, self.manifest.get("gpu_override"))
 
     @property
@@ -180,17 +204,29 @@ class Run:
 
     def _make_info(self) -> RunInfo:
         m, meta = self.manifest, self.meta
-        return RunInfo(run_id=m["run_id"], kind=m["kind"], source_name=m["source_name"],
-                       size_bytes=int(m.get("size_bytes") or 0), created=float(m.get("created") or 0),
-                       gpu_name=meta.get("gpu_name"), gpu_uuid=meta.get("gpu_uuid"),
-                       item_count=meta.get("item_count"), item_label=ITEM_LABELS.get(m["kind"], "items"),
-                       warnings=tuple(meta.get("warnings") or ()))
+        return RunInfo(
+            run_id=m["run_id"],
+            kind=m["kind"],
+            source_name=m["source_name"],
+            size_bytes=int(m.get("size_bytes") or 0),
+            created=float(m.get("created") or 0),
+            gpu_name=meta.get("gpu_name"),
+            gpu_uuid=meta.get("gpu_uuid"),
+            item_count=meta.get("item_count"),
+            item_label=ITEM_LABELS.get(m["kind"], "items"),
+            warnings=tuple(meta.get("warnings") or ()),
+        )
 
 
 def _io_problem(e: BaseException) -> str:
     """The operating system's reason inside a library's error message ("No space left on device")."""
     text = str(e)
-    for marker in ("No space left on device", "Disk quota exceeded", "Permission denied", "Read-only file system"):
+    for marker in (
+        "No space left on device",
+        "Disk quota exceeded",
+        "Permission denied",
+        "Read-only file system",
+    ):
         if marker in text:
             return marker
     return " ".join(text.splitlines()[:1])[:160]
@@ -206,8 +242,8 @@ def _host() -> str:
 
 
 def _writer_gone(name: str, max_age_s: float, mtime: float) -> bool:
-    """A temporary folder (…-HOST-PID-xxxx) whose writer is not running: same host and no such process, or older than
-    max_age_s (a writer on another host of a shared store)."""
+    """A temporary folder (…-HOST-PID-xxxx) whose writer is not running: same host and no such
+    process, or older than max_age_s (a writer on another host of a shared store)."""
     parts = name.split("-")
     host = _host()
     for i in range(len(parts) - 2):
@@ -225,8 +261,13 @@ def _writer_gone(name: str, max_age_s: float, mtime: float) -> bool:
 def _manifest_ok(run: Run) -> bool:
     try:
         m = run.manifest
-        return isinstance(m, dict) and m.get("run_id") == run.path.name and m.get("kind") in TABLE_VERSIONS \
-            and isinstance(m.get("source_name"), str) and _safe_name(m["source_name"]) == m["source_name"]
+        return (
+            isinstance(m, dict)
+            and m.get("run_id") == run.path.name
+            and m.get("kind") in TABLE_VERSIONS
+            and isinstance(m.get("source_name"), str)
+            and _safe_name(m["source_name"]) == m["source_name"]
+        )
     except (OSError, ValueError):
         return False
 
@@ -236,16 +277,17 @@ def _num(v) -> float:
 
 
 def _safe_name(name: str) -> str:
-    """A file name to keep the artifact under: its last path component, without control characters, at most 200
-    characters (a hostile upload name never reaches outside the run folder)."""
+    """A file name to keep the artifact under: its last path component, without control characters,
+    at most 200 characters (a hostile upload name never reaches outside the run folder)."""
     base = Path(str(name).replace("\\", "/")).name
     base = "".join(ch for ch in base if ch.isprintable() and ch not in "/\x00")[-200:].strip()
     return base if base and base not in (".", "..") else "artifact"
 
 
 def with_gpu_override(meta: dict, gpu: str | None) -> dict:
-    """The metadata as read with a GPU given by the user (`--gpu`, kept in the run's manifest): gpu_name becomes that
-    GPU, the file's own name stays in gpu_name_in_file. Without one, the metadata unchanged."""
+    """The metadata as read with a GPU given by the user (`--gpu`, kept in the run's manifest):
+    gpu_name becomes that GPU, the file's own name stays in gpu_name_in_file. Without one, the
+    metadata unchanged."""
     if not gpu:
         return meta
     out = dict(meta)
@@ -256,8 +298,8 @@ def with_gpu_override(meta: dict, gpu: str | None) -> dict:
 
 
 def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
-    """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename). A Parsed read in part
-    (Parsed.partial_rows: `analyze`'s reading of a raw page) is never written."""
+    """Write parsed tables + meta into run_dir/name atomically (temp folder, then rename). A Parsed
+    read in part (Parsed.partial_rows: `analyze`'s reading of a raw page) is never written."""
     if parsed.partial_rows:
         raise ValueError(f"tables read in part ({', '.join(parsed.partial_rows)}) are never stored")
     final = run_dir / name
@@ -266,13 +308,14 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
         for tname, df in parsed.tables.items():
             try:
                 df.write_parquet(tmp / f"{tname}.parquet")
-            except pl.exceptions.PolarsError as e:        # polars reports a failed write (a full disk) as its own error
+            # polars reports a failed write (a full disk) as its own error
+            except pl.exceptions.PolarsError as e:
                 raise OSError(_io_problem(e)) from None
         (tmp / META).write_text(json.dumps(parsed.meta, indent=1, default=str))
         try:
             os.rename(tmp, final)
         except OSError:
-            if (final / META).is_file():          # another process got there first
+            if (final / META).is_file():  # another process got there first
                 shutil.rmtree(tmp, ignore_errors=True)
                 return final
             raise
@@ -284,8 +327,8 @@ def _write_tables_dir(run_dir: Path, name: str, parsed: Parsed) -> Path:
 
 SETTINGS = "settings.json"
 _LOCK = threading.Lock()
-#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by folder name,
-#: the unreadable folders)
+#: runs folder (resolved) -> (its stamp, whether that listing was settled, the runs newest first, by
+#: folder name, the unreadable folders)
 _LISTINGS: dict[str, tuple[tuple, bool, list[Run], dict[str, Run], list[tuple[str, str]]]] = {}
 
 
@@ -294,7 +337,8 @@ class Store:
         self.root = Path(root).expanduser() if root else default_store_dir()
         self.runs_dir = self.root / "runs"
 
-    # ---- settings (the user's choices about the store's runs: pinned / excluded ceilings) ---------------
+    # ---- settings (the user's choices about the store's runs: pinned / excluded ceilings)
+    # ---------------
     def settings(self) -> dict:
         """<store>/settings.json, or {} (also when it cannot be read)."""
         try:
@@ -312,6 +356,7 @@ class Store:
     def update_settings(self, change) -> dict:
         """Apply change(settings) -> settings under a lock and write the file atomically (temp file + rename)."""
         import fcntl
+
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             with open(self.root / ".settings.lock", "a") as lock:
@@ -326,26 +371,29 @@ class Store:
                     Path(tmp).unlink(missing_ok=True)
                     raise
         except OSError as e:
-            raise StoreError(str(self.root / SETTINGS), f"cannot write the store's settings ({e.strerror or e})") from None
+            raise StoreError(
+                str(self.root / SETTINGS), f"cannot write the store's settings ({e.strerror or e})"
+            ) from None
         return new
 
     # ---- reading ----------------------------------------------------------------------------
     def runs(self) -> list[Run]:
-        """All complete runs, newest first. Cached by change time (module docstring): an unchanged store is listed
-        without reading it, and a run folder that did not change keeps its Run (manifest and metadata read once).
-        A run folder whose manifest cannot be read (or names anything but a plain file) is left out, and listed
-        by `unreadable()`, so one damaged folder never hides the others."""
+        """All complete runs, newest first. Cached by change time (module docstring): an unchanged
+        store is listed without reading it, and a run folder that did not change keeps its Run
+        (manifest and metadata read once). A run folder whose manifest cannot be read (or names
+        anything but a plain file) is left out, and listed by `unreadable()`, so one damaged folder
+        never hides the others."""
         return list(self._listing()[0])
 
     def unreadable(self) -> list[tuple[str, str]]:
-        """(folder name, problem) of run folders whose manifest cannot be read: found by the same listing as
-        `runs()`, and cached with it (a page that shows both reads no manifest twice)."""
+        """(folder name, problem) of run folders whose manifest cannot be read: found by the same
+        listing as `runs()`, and cached with it (a page that shows both reads no manifest twice)."""
         return list(self._listing()[1])
 
     def _listing(self) -> tuple[list[Run], list[tuple[str, str]]]:
-        """(the runs newest first, the unreadable folders by name): from the cache while the runs folder's stamp is
-        unchanged and was settled when read; else the folder is listed again, keeping the Run of each run folder
-        that did not change since."""
+        """(the runs newest first, the unreadable folders by name): from the cache while the runs
+        folder's stamp is unchanged and was settled when read; else the folder is listed again,
+        keeping the Run of each run folder that did not change since."""
         stamp = _stamp(self.runs_dir)
         if stamp is None:
             return [], []
@@ -364,13 +412,19 @@ class Store:
         for p in entries:
             if p.name.startswith("."):
                 continue
-            if not _RUN_ID.fullmatch(p.name):       # not a run folder; one with a manifest is a damaged run
+            # not a run folder; one with a manifest is a damaged run
+            if not _RUN_ID.fullmatch(p.name):
                 if (p / MANIFEST).is_file() and not _manifest_ok(Run(p)):
                     bad.append((p.name, "its manifest.json cannot be read"))
                 continue
             rs = _stamp(p)
             prev = old.get(p.name)
-            if prev is not None and rs is not None and prev._stamp == rs and _settled(rs, prev._made_ns):
+            if (
+                prev is not None
+                and rs is not None
+                and prev._stamp == rs
+                and _settled(rs, prev._made_ns)
+            ):
                 out.append(prev)
             elif rs is not None and (p / MANIFEST).is_file():
                 run = Run(p, stamp=rs)
@@ -385,8 +439,8 @@ class Store:
         return out, bad
 
     def get(self, run_id: str) -> Run:  # noqa: C901
-        """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also for anything
-        that is not a run id: a path never reaches the file system)."""
+        """A run by id, or by a unique prefix of at least 4 hex digits. RunNotFound otherwise (also
+        for anything that is not a run id: a path never reaches the file system)."""
         rid = str(run_id).strip()
         if not _RUN_ID.fullmatch(rid):
             raise RunNotFound(rid, "not a run id (16 hex digits, or a unique prefix of at least 4)")
@@ -396,63 +450,80 @@ class Store:
                 raise RunNotFound(rid, "its folder is damaged (manifest.json cannot be read)")
             return self._listed(p)
         if self.runs_dir.is_dir():
-            hits = [q for q in self.runs_dir.iterdir() if q.name.startswith(rid) and _RUN_ID.fullmatch(q.name)
-                    and (q / MANIFEST).is_file() and _manifest_ok(Run(q))]
+            hits = [
+                q
+                for q in self.runs_dir.iterdir()
+                if q.name.startswith(rid)
+                and _RUN_ID.fullmatch(q.name)
+                and (q / MANIFEST).is_file()
+                and _manifest_ok(Run(q))
+            ]
             if len(hits) == 1:
                 return self._listed(hits[0])
             if len(hits) > 1:
                 raise RunNotFound(rid, f"the prefix is ambiguous ({len(hits)} runs)")
         raise RunNotFound(rid)
 
-    # ---- deleting: the one change to a stored run a user may make -------------------------------------
+    # ---- deleting: the one change to a stored run a user may make
+    # -------------------------------------
     def delete(self, run_id: str) -> Run:
-        """Remove a run (id or unique prefix): its folder is first renamed out of the listing in one atomic step
-        (runs/.deleted-<id>-<random>), then removed, so a reader never sees half a run and a crash leaves only a
-        hidden folder, which the next delete sweeps away. Returns the run as it was (its manifest read first).
-        RunNotFound for an unknown id; StoreError when the store cannot be written."""
+        """Remove a run (id or unique prefix): its folder is first renamed out of the listing in one
+        atomic step (runs/.deleted-<id>-<random>), then removed, so a reader never sees half a run
+        and a crash leaves only a hidden folder, which the next delete sweeps away. Returns the run
+        as it was (its manifest read first). RunNotFound for an unknown id; StoreError when the
+        store cannot be written."""
         run = self.get(run_id)
-        _ = run.manifest                                   # read before it goes
+        _ = run.manifest  # read before it goes
         gone = self.runs_dir / f".deleted-{run.run_id}-{os.urandom(4).hex()}"
         try:
             os.rename(run.path, gone)
         except FileNotFoundError:
             raise RunNotFound(run.run_id, "was deleted by someone else meanwhile") from None
         except OSError as e:
-            raise StoreError(str(run.path), f"cannot delete run {run.run_id} ({e.strerror or e})") from None
+            raise StoreError(
+                str(run.path), f"cannot delete run {run.run_id} ({e.strerror or e})"
+            ) from None
         shutil.rmtree(gone, ignore_errors=True)
-        for old in self.runs_dir.glob(".deleted-*"):       # leftovers of an interrupted delete
+        for old in self.runs_dir.glob(".deleted-*"):  # leftovers of an interrupted delete
             shutil.rmtree(old, ignore_errors=True)
-        if run_index.index_dir(self.root).is_dir():        # the index is a cache: drop the run's rows now
+        # the index is a cache: drop the run's rows now
+        if run_index.index_dir(self.root).is_dir():
             try:
                 ids = self.run_ids()
                 run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
             except OSError:
-                pass                                       # refresh_index drops it on the next read
+                pass  # refresh_index drops it on the next read
         return run
+
     def run_ids(self) -> set[str]:
-        """The ids of the complete runs, from the folder names alone (a run folder appears complete, by one rename,
-        and temporary folders start with a dot)."""
+        """The ids of the complete runs, from the folder names alone (a run folder appears complete,
+        by one rename, and temporary folders start with a dot)."""
         if not self.runs_dir.is_dir():
             return set()
-        return {e.name for e in os.scandir(self.runs_dir) if _RUN_ID.fullmatch(e.name) and e.is_dir()}
+        return {
+            e.name for e in os.scandir(self.runs_dir) if _RUN_ID.fullmatch(e.name) and e.is_dir()
+        }
 
-    # ---- the run index (collectors.index) ----------------------------------------------------------
+    # ---- the run index (collectors.index)
+    # ----------------------------------------------------------
     def refresh_index(self, log=None) -> dict:
-        """Bring the index in line with the runs: index runs it lacks (stored by an older version, or whose
-        segment could not be written) and runs indexed with an older table version, drop runs that are gone.
-        Raises OSError when the index cannot be written."""
+        """Bring the index in line with the runs: index runs it lacks (stored by an older version,
+        or whose segment could not be written) and runs indexed with an older table version, drop
+        runs that are gone. Raises OSError when the index cannot be written."""
         ids = self.run_ids()
         base_version = run_index.stats(self.root)["version"]
         if base_version is not None and base_version != run_index.INDEX_VERSION:
             if log:
-                log(f"rebuilding the run index (format {base_version} -> {run_index.INDEX_VERSION})")
+                log(
+                    f"rebuilding the run index (format {base_version} -> {run_index.INDEX_VERSION})"
+                )
             return {"added": self.reindex(), "dropped": 0}
         have, stale = run_index.indexed(self.root)
         todo = sorted((ids - have) | (stale & ids))
         if log and len(todo) > 50:
             log(f"indexing {len(todo)} runs ...")
         for i in range(0, len(todo), 256):
-            run_index.add_runs(self.root, [Run(self.runs_dir / r) for r in todo[i:i + 256]])
+            run_index.add_runs(self.root, [Run(self.runs_dir / r) for r in todo[i : i + 256]])
         gone = set(have) - ids
         if gone:
             run_index.compact(self.root, keep=lambda rs: set(rs) & ids)
@@ -478,16 +549,26 @@ class Store:
         return Run(p)
 
     def __contains__(self, run_id: str) -> bool:
-        return bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
+        return (
+            bool(_RUN_ID.fullmatch(str(run_id))) and (self.runs_dir / run_id / MANIFEST).is_file()
+        )
 
     # ---- writing ----------------------------------------------------------------------------
-    def ingest_bytes(self, data: bytes, name: str, parsed: Parsed | None = None, *,
-                     gpu: str | None = None, companion: list[str] | None = None) -> tuple[Run, bool]:
+    def ingest_bytes(
+        self,
+        data: bytes,
+        name: str,
+        parsed: Parsed | None = None,
+        *,
+        gpu: str | None = None,
+        companion: list[str] | None = None,
+    ) -> tuple[Run, bool]:
         """Parse and store one artifact. Returns (run, created). Raises ArtifactError on bad input;
-        nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`), kept in the
-        manifest (the tables stay what the file says, so a re-derived run keeps it). The same bytes are one run:
-        a second ingest returns the stored run as it is. dashboard.source.Source.ingest_bytes checks that the run
-        can be analysed before it stores it; use that. The name is kept as a plain file name (`_safe_name`)."""
+        nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`),
+        kept in the manifest (the tables stay what the file says, so a re-derived run keeps it). The
+        same bytes are one run: a second ingest returns the stored run as it is.
+        dashboard.source.Source.ingest_bytes checks that the run can be analysed before it stores
+        it; use that. The name is kept as a plain file name (`_safe_name`)."""
         name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
@@ -497,25 +578,30 @@ class Store:
         return self._write(rid, data, name, parsed, gpu, companion)
 
     def ingest_path(self, path: str | os.PathLike, *, gpu: str | None = None) -> tuple[Run, bool]:
-        """A file, or a folder of rank traces (one run); errors name the path as given. A console log saved beside
-        an Nsight Compute report (collectors.ncu_log) adds its warnings, kept in the manifest."""
+        """A file, or a folder of rank traces (one run); errors name the path as given. A console
+        log saved beside an Nsight Compute report (collectors.ncu_log) adds its warnings, kept in
+        the manifest."""
         data, name = read_path(path)
         try:
             if run_id_for(data) in self:
                 return self.ingest_bytes(data, name, gpu=gpu)
             parsed = parse_bytes(data, name)
-            return self.ingest_bytes(data, name, parsed, gpu=gpu, companion=companion_warnings(parsed, path))
+            return self.ingest_bytes(
+                data, name, parsed, gpu=gpu, companion=companion_warnings(parsed, path)
+            )
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
     def housekeeping(self) -> int:
         """On start: the store's leftover temporary folders and the .ncu-rep reader's (collectors.sandbox)."""
         from collectors.sandbox import sweep_stale
+
         return self.clean_stale() + sweep_stale()
 
     def clean_stale(self, max_age_s: float = 24 * 3600) -> int:
-        """Remove the temporary folders of interrupted ingests and re-derivations (a writer killed mid-way): those
-        whose writer process is gone on this host, or older than max_age_s. Returns how many."""
+        """Remove the temporary folders of interrupted ingests and re-derivations (a writer killed
+        mid-way): those whose writer process is gone on this host, or older than max_age_s. Returns
+        how many."""
         n = 0
         try:
             tops = [e for e in os.scandir(self.runs_dir) if e.name.startswith(".tmp-")]
@@ -530,20 +616,31 @@ class Store:
                     continue
         for e in tops + inner:
             try:
-                if e.is_dir(follow_symlinks=False) and _writer_gone(e.name, max_age_s, e.stat().st_mtime):
+                if e.is_dir(follow_symlinks=False) and _writer_gone(
+                    e.name, max_age_s, e.stat().st_mtime
+                ):
                     shutil.rmtree(e.path, ignore_errors=True)
                     n += 1
             except OSError:
                 continue
         return n
 
-    def _write(self, rid: str, data: bytes, name: str, parsed: Parsed, gpu: str | None = None,
-               companion: list[str] | None = None) -> tuple[Run, bool]:
+    def _write(
+        self,
+        rid: str,
+        data: bytes,
+        name: str,
+        parsed: Parsed,
+        gpu: str | None = None,
+        companion: list[str] | None = None,
+    ) -> tuple[Run, bool]:
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{rid}-{_owner()}-", dir=self.runs_dir))
         except OSError as e:
-            raise StoreError(str(self.runs_dir), f"cannot write to the store ({e.strerror or e})") from None
+            raise StoreError(
+                str(self.runs_dir), f"cannot write to the store ({e.strerror or e})"
+            ) from None
         try:
             (tmp / "artifact").mkdir()
             (tmp / "artifact" / name).write_bytes(data)
@@ -572,7 +669,8 @@ class Store:
                 raise
             run = Run(final)
             try:
-                run_index.add_runs(self.root, [run])   # one segment, renamed into place; best effort:
+                # one segment, renamed into place; best effort:
+                run_index.add_runs(self.root, [run])
             except (OSError, pl.exceptions.PolarsError):  # refresh_index adds what is missing
                 pass
             return run, True

@@ -1,29 +1,34 @@
 """Checks after parsing: what no real profiler writes is refused before it reaches the store.
 
-    validate(parsed, name)   raises ArtifactError naming the first problem (the table, the row, the value); returns
+    validate(parsed, name)   raises ArtifactError naming the first problem (the table, the row, the
+    value); returns
                              the Parsed otherwise
 
-Every parser's output passes here (collectors.ingest.parse_bytes), so the store, `analyze` and the pages only see
-tables a real profiler could have written:
+Every parser's output passes here (collectors.ingest.parse_bytes), so the store, `analyze` and the
+pages only see tables a real profiler could have written:
 
-- every number finite; times, sizes, counts, rates and percentages not negative; occupancy at most 100 % (+1),
-  other percentages at most 200 % (ncu's L2 hit rate reads 101.24 % on a bundled H200 launch);
-  times within ±2^62 ns so that sums cannot overflow;
-- Nsight Compute launches: unique ids; block dimensions 1..1024 (z ≤ 64) with at most 1,024 threads, grid dimensions
-  1..2^31−1 (y, z ≤ 65,535), `launch__block_size` / `launch__grid_size` equal to the dimensions' product, at most
-  255 registers per thread, shared memory per block within the report's own device limit
-  (`max_shared_memory_per_block_optin`, else 256 KiB) — the CUDA limits of every architecture;
-- timelines: every GPU op with a device, a start and an end not before its start (an nsys kernel that ends before it
-  starts gave busy −998 s); API calls, CPU ops and annotations end ≥ start;
-- bench results: values of physical units not negative and below what any single GPU can reach (1 PB/s, 100
-  PFLOP/s, 10^6 s), occupancy ≤ 100 %; their parameters finite, not negative, within the CUDA limits where the key
-  has one (registers, threads, shared memory per block, occupancy %) and below 10^15 B or 10^18 otherwise;
-- names (kernels, ops, metrics) at most collectors.limits.MAX_STRING_CHARS characters; tables at most MAX_ROWS rows.
+- every number finite; times, sizes, counts, rates and percentages not negative; occupancy at most
+  100 % (+1), other percentages at most 200 % (ncu's L2 hit rate reads 101.24 % on a bundled H200
+  launch); times within ±2^62 ns so that sums cannot overflow;
+- Nsight Compute launches: unique ids; block dimensions 1..1024 (z ≤ 64) with at most 1,024 threads,
+  grid dimensions 1..2^31−1 (y, z ≤ 65,535), `launch__block_size` / `launch__grid_size` equal to the
+  dimensions' product, at most 255 registers per thread, shared memory per block within the report's
+  own device limit (`max_shared_memory_per_block_optin`, else 256 KiB) — the CUDA limits of every
+  architecture;
+- timelines: every GPU op with a device, a start and an end not before its start (an nsys kernel
+  that ends before it starts gave busy −998 s); API calls, CPU ops and annotations end ≥ start;
+- bench results: values of physical units not negative and below what any single GPU can reach (1
+  PB/s, 100 PFLOP/s, 10^6 s), occupancy ≤ 100 %; their parameters finite, not negative, within the
+  CUDA limits where the key has one (registers, threads, shared memory per block, occupancy %) and
+  below 10^15 B or 10^18 otherwise;
+- names (kernels, ops, metrics) at most collectors.limits.MAX_STRING_CHARS characters; tables at
+  most MAX_ROWS rows.
 
-Plausibility against the identified GPU's own specs (DRAM bandwidth above its peak, a ceiling above the datasheet)
-depends on the GPU registry and is judged when a run is read (analyzers.plausibility, analyzers.ceilings), so a
-registry fix reaches stored runs.
+Plausibility against the identified GPU's own specs (DRAM bandwidth above its peak, a ceiling above
+the datasheet) depends on the GPU registry and is judged when a run is read (analyzers.plausibility,
+analyzers.ceilings), so a registry fix reaches stored runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,17 +47,30 @@ MAX_BLOCK = {"x": 1024, "y": 1024, "z": 64}
 MAX_GRID = {"x": (1 << 31) - 1, "y": 65535, "z": 65535}
 MAX_REGISTERS = 255
 MAX_SMEM_PER_BLOCK = 256 * 1024
-#: upper bounds of a single GPU's measurement per bench unit (far above any GPU: they catch bogus values only)
-BENCH_BOUNDS = {"B/s": 1e15, "FLOP/s": 1e17, "s": 1e6, "B": 1e15, "FLOP": 1e21, "count": 1e18, "%": 1e6}
+#: upper bounds of a single GPU's measurement per bench unit (far above any GPU: they catch bogus
+#: values only)
+BENCH_BOUNDS = {
+    "B/s": 1e15,
+    "FLOP/s": 1e17,
+    "s": 1e6,
+    "B": 1e15,
+    "FLOP": 1e21,
+    "count": 1e18,
+    "%": 1e6,
+}
 NONNEGATIVE_UNITS = {"s", "B", "B/s", "FLOP", "FLOP/s", "count", "%"}
 
 
 def validate(parsed: Parsed, name: str) -> Parsed:
     for tname, df in parsed.tables.items():
-        rows = parsed.partial_rows.get(tname, df.height)       # a table read in part: the whole one's rows
+        # a table read in part: the whole one's rows
+        rows = parsed.partial_rows.get(tname, df.height)
         if rows > MAX_ROWS:
-            raise ArtifactError(name, f"{tname}: {rows:,} rows, more than the {MAX_ROWS:,} one run may hold")
-        if tname == "metrics":            # every metric of an ncu report, long form: a non-finite value is kept as text
+            raise ArtifactError(
+                name, f"{tname}: {rows:,} rows, more than the {MAX_ROWS:,} one run may hold"
+            )
+        # every metric of an ncu report, long form: a non-finite value is kept as text
+        if tname == "metrics":
             parsed.tables[tname] = df = _finite_or_text(df, parsed.meta)
         _finite(df, tname, name)
         _strings(df, tname, name)
@@ -64,11 +82,15 @@ def validate(parsed: Parsed, name: str) -> Parsed:
 
 # ---------------------------------------------------------------------------------------------------
 
+
 def _any_bad(df: pl.DataFrame, bad: list[pl.Expr]) -> bool:
-    """Whether any row of df is flagged by any of the expressions (nulls: not flagged), in one polars query: the
-    checks below then run one by one only when something is wrong, to name the first problem. (A query costs about
-    0.3-0.6 ms however small the table: the 20-odd checks of a timeline took a tenth of a short `analyze`.)"""
-    return bool(bad) and bool(df.select(pl.any_horizontal([b.fill_null(False).any() for b in bad])).item())
+    """Whether any row of df is flagged by any of the expressions (nulls: not flagged), in one
+    polars query: the checks below then run one by one only when something is wrong, to name the
+    first problem. (A query costs about 0.3-0.6 ms however small the table: the 20-odd checks of a
+    timeline took a tenth of a short `analyze`.)"""
+    return bool(bad) and bool(
+        df.select(pl.any_horizontal([b.fill_null(False).any() for b in bad])).item()
+    )
 
 
 def _out_of(col: str, lo=None, hi=None) -> pl.Expr:
@@ -88,7 +110,9 @@ def _first(df: pl.DataFrame, bad: pl.Expr, label: str = "id") -> dict | None:
 
 def _where(row: dict, tname: str) -> str:
     if tname == "kernels" and row.get("id") is not None:
-        return f"launch {row['id']}" + (f" ({_short(row.get('kernel_name'))})" if row.get("kernel_name") else "")
+        return f"launch {row['id']}" + (
+            f" ({_short(row.get('kernel_name'))})" if row.get("kernel_name") else ""
+        )
     if "case" in row:
         return f"{tname} record {row.get('case')}/{row.get('metric')}"
     nm = row.get("name")
@@ -110,26 +134,31 @@ def _finite(df: pl.DataFrame, tname: str, name: str) -> None:
         if t in (pl.Float64, pl.Float32):
             row = _first(df, ~pl.col(c).is_finite())
             if row is not None:
-                raise ArtifactError(name, f"{_where(row, tname)}: {c} is {row[c]} (not a finite number)")
+                raise ArtifactError(
+                    name, f"{_where(row, tname)}: {c} is {row[c]} (not a finite number)"
+                )
 
 
 def _finite_or_text(df: pl.DataFrame, meta: dict) -> pl.DataFrame:
-    """Non-finite values of the long metric table become text, shown as written and used by no analysis (ncu
-    itself writes `nan` for an undefined derived metric, e.g. derived_tempMetric4 in the bundled H200 export; the
-    raw-CSV reader already turns those of metrics no kernel column reads into text, batch by batch). Only the bad
-    values are converted; text stays categorical."""
+    """Non-finite values of the long metric table become text, shown as written and used by no
+    analysis (ncu itself writes `nan` for an undefined derived metric, e.g. derived_tempMetric4 in
+    the bundled H200 export; the raw-CSV reader already turns those of metrics no kernel column
+    reads into text, batch by batch). Only the bad values are converted; text stays categorical."""
     value = df["value"]
     idx = (value.is_not_null() & ~value.is_finite()).arg_true()
     if not idx.len():
         return df
-    return df.with_columns(df["text"].scatter(idx, value.gather(idx).cast(pl.String)), value.scatter(idx, None))
+    return df.with_columns(
+        df["text"].scatter(idx, value.gather(idx).cast(pl.String)), value.scatter(idx, None)
+    )
 
 
 def _strings(df: pl.DataFrame, tname: str, name: str) -> None:
     texts = [c for c, t in df.schema.items() if t == pl.String]
     if not texts or not df.height:
         return
-    # the longest value of each column in bytes, from the offsets alone (no more characters than bytes), one query
+    # the longest value of each column in bytes, from the offsets alone (no more characters than
+    # bytes), one query
     most = df.select(pl.col(texts).str.len_bytes().max()).row(0)
     for c, nbytes in zip(texts, most):
         limit = LONG_STRING_COLUMNS.get((tname, c), MAX_STRING_CHARS)
@@ -137,10 +166,14 @@ def _strings(df: pl.DataFrame, tname: str, name: str) -> None:
             continue
         longest = df[c].str.len_chars().max()
         if longest is not None and longest > limit:
-            raise ArtifactError(name, f"{tname}: a {c} of {longest:,} characters (the limit is {limit:,})")
+            raise ArtifactError(
+                name, f"{tname}: a {c} of {longest:,} characters (the limit is {limit:,})"
+            )
 
 
-def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, what: str = "") -> None:
+def _range(
+    df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, what: str = ""
+) -> None:
     if col not in df.columns or not df.height:
         return
     row = _first(df, _out_of(col, lo, hi))
@@ -153,6 +186,7 @@ def _range(df: pl.DataFrame, tname: str, name: str, col: str, lo=None, hi=None, 
 # ---------------------------------------------------------------------------------------------------
 # Nsight Compute
 
+
 def check_ncu(parsed: Parsed, name: str) -> None:
     k = parsed.tables["kernels"]
     if k["id"].null_count():
@@ -161,43 +195,111 @@ def check_ncu(parsed: Parsed, name: str) -> None:
     if dup.height:
         raise ArtifactError(name, f"launch id {dup['id'][0]} appears {dup.height} times")
     for col in k.columns:
-        if k.schema[col] in (pl.Float64, pl.Int64) and col not in ("id", "process_id", "context", "stream", "device"):
-            _range(k, "kernels", name, col, lo=0, what="(negative: no counter or launch parameter can be)")
+        if k.schema[col] in (pl.Float64, pl.Int64) and col not in (
+            "id",
+            "process_id",
+            "context",
+            "stream",
+            "device",
+        ):
+            _range(
+                k,
+                "kernels",
+                name,
+                col,
+                lo=0,
+                what="(negative: no counter or launch parameter can be)",
+            )
     for col in (c for c in k.columns if c.endswith("_pct")):
         if "occupancy" in col:
             _range(k, "kernels", name, col, hi=101.0, what="% (occupancy above 100 %)")
-        else:                   # ncu's hit rates and throughputs may pass 100 % by a little (101.24 % on the H200)
+        # ncu's hit rates and throughputs may pass 100 % by a little (101.24 % on the H200)
+        else:
             _range(k, "kernels", name, col, hi=200.0, what="% (far above 100 %)")
     for ax in "xyz":
-        _range(k, "kernels", name, f"block_{ax}", 1, MAX_BLOCK[ax], f"(CUDA allows 1..{MAX_BLOCK[ax]:,})")
-        _range(k, "kernels", name, f"grid_{ax}", 1, MAX_GRID[ax], f"(CUDA allows 1..{MAX_GRID[ax]:,})")
-    _range(k, "kernels", name, "block_size", 1, MAX_THREADS_PER_BLOCK, "threads (CUDA allows 1..1,024 per block)")
+        _range(
+            k,
+            "kernels",
+            name,
+            f"block_{ax}",
+            1,
+            MAX_BLOCK[ax],
+            f"(CUDA allows 1..{MAX_BLOCK[ax]:,})",
+        )
+        _range(
+            k, "kernels", name, f"grid_{ax}", 1, MAX_GRID[ax], f"(CUDA allows 1..{MAX_GRID[ax]:,})"
+        )
+    _range(
+        k,
+        "kernels",
+        name,
+        "block_size",
+        1,
+        MAX_THREADS_PER_BLOCK,
+        "threads (CUDA allows 1..1,024 per block)",
+    )
     threads = pl.col("block_x") * pl.col("block_y") * pl.col("block_z")
     row = _first(k, threads > MAX_THREADS_PER_BLOCK)
     if row is not None:
-        raise ArtifactError(name, f"{_where(row, 'kernels')}: block {row['block_x']}×{row['block_y']}×{row['block_z']} "
-                                  "has more than 1,024 threads")
-    row = _first(k, pl.col("block_size").is_not_null() & threads.is_not_null() & (pl.col("block_size") != threads))
+        raise ArtifactError(
+            name,
+            f"{_where(row, 'kernels')}: block {row['block_x']}×{row['block_y']}×{row['block_z']} "
+            "has more than 1,024 threads",
+        )
+    row = _first(
+        k,
+        pl.col("block_size").is_not_null()
+        & threads.is_not_null()
+        & (pl.col("block_size") != threads),
+    )
     if row is not None:
-        raise ArtifactError(name, f"{_where(row, 'kernels')}: launch__block_size {row['block_size']:g} is not the block "
-                                  f"dimensions' product {row['block_x']}×{row['block_y']}×{row['block_z']}")
+        raise ArtifactError(
+            name,
+            f"{_where(row, 'kernels')}: launch__block_size {row['block_size']:g} is not the block "
+            f"dimensions' product {row['block_x']}×{row['block_y']}×{row['block_z']}",
+        )
     grid = pl.col("grid_x").cast(pl.Float64) * pl.col("grid_y") * pl.col("grid_z")
-    row = _first(k, pl.col("grid_size").is_not_null() & grid.is_not_null() & (pl.col("grid_size") != grid))
+    row = _first(
+        k, pl.col("grid_size").is_not_null() & grid.is_not_null() & (pl.col("grid_size") != grid)
+    )
     if row is not None:
-        raise ArtifactError(name, f"{_where(row, 'kernels')}: launch__grid_size {row['grid_size']:g} is not the grid "
-                                  f"dimensions' product {row['grid_x']}×{row['grid_y']}×{row['grid_z']}")
-    _range(k, "kernels", name, "registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)")
+        raise ArtifactError(
+            name,
+            f"{_where(row, 'kernels')}: launch__grid_size {row['grid_size']:g} is not the grid "
+            f"dimensions' product {row['grid_x']}×{row['grid_y']}×{row['grid_z']}",
+        )
+    _range(
+        k, "kernels", name, "registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)"
+    )
     attrs = parsed.meta.get("device_attributes") or {}
     limit = attrs.get("max_shared_memory_per_block_optin")
-    limit = limit if isinstance(limit, (int, float)) and 0 < limit <= MAX_SMEM_PER_BLOCK else MAX_SMEM_PER_BLOCK
-    smem = pl.sum_horizontal(pl.col("smem_static_bytes").fill_null(0), pl.col("smem_dynamic_bytes").fill_null(0))
+    limit = (
+        limit
+        if isinstance(limit, (int, float)) and 0 < limit <= MAX_SMEM_PER_BLOCK
+        else MAX_SMEM_PER_BLOCK
+    )
+    smem = pl.sum_horizontal(
+        pl.col("smem_static_bytes").fill_null(0), pl.col("smem_dynamic_bytes").fill_null(0)
+    )
     row = _first(k, smem > limit)
     if row is not None:
-        raise ArtifactError(name, f"{_where(row, 'kernels')}: {(row['smem_static_bytes'] or 0) + (row['smem_dynamic_bytes'] or 0):,.0f} "
-                                  f"bytes of shared memory per block, above the device's {limit:,.0f}")
-    _range(k, "kernels", name, "smem_config_bytes", hi=MAX_SMEM_PER_BLOCK + 4096,
-           what="bytes of shared-memory configuration (no GPU has more than 256 KiB per SM)")
-    _range(k, "kernels", name, "duration_ns", hi=float(TIME_BOUND_NS), what="ns (beyond any real run)")
+        raise ArtifactError(
+            name,
+            f"{_where(row, 'kernels')}: "
+            f"{(row['smem_static_bytes'] or 0) + (row['smem_dynamic_bytes'] or 0):,.0f} bytes of "
+            f"shared memory per block, above the device's {limit:,.0f}",
+        )
+    _range(
+        k,
+        "kernels",
+        name,
+        "smem_config_bytes",
+        hi=MAX_SMEM_PER_BLOCK + 4096,
+        what="bytes of shared-memory configuration (no GPU has more than 256 KiB per SM)",
+    )
+    _range(
+        k, "kernels", name, "duration_ns", hi=float(TIME_BOUND_NS), what="ns (beyond any real run)"
+    )
     m = parsed.tables.get("metrics")
     if m is not None and m.height:
         if m["id"].null_count():
@@ -207,14 +309,21 @@ def check_ncu(parsed: Parsed, name: str) -> None:
 # ---------------------------------------------------------------------------------------------------
 # Timelines (Kineto, nsys)
 
-_TIME_COLUMNS = {"gpu_ops": ("start_ns", "end_ns", "device", "rank", "stream", "kind", "name"),
-                 "api_calls": ("start_ns", "end_ns", "rank")}      # a null refused (check_timeline)
-_GPU_RANGES = [("device", 0, 1 << 20, "(not a device ordinal)"),
-               *[(f"{dim}_{ax}", 0, most[ax], f"(CUDA allows 1..{most[ax]:,})")
-                 for ax in "xyz" for dim, most in (("block", MAX_BLOCK), ("grid", MAX_GRID))],
-               ("registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)"),
-               ("shared_memory_bytes", 0, MAX_SMEM_PER_BLOCK, "bytes per block (above any GPU)"),
-               ("bytes", 0, None, "(a negative size)")]
+_TIME_COLUMNS = {
+    "gpu_ops": ("start_ns", "end_ns", "device", "rank", "stream", "kind", "name"),
+    "api_calls": ("start_ns", "end_ns", "rank"),
+}  # a null refused (check_timeline)
+_GPU_RANGES = [
+    ("device", 0, 1 << 20, "(not a device ordinal)"),
+    *[
+        (f"{dim}_{ax}", 0, most[ax], f"(CUDA allows 1..{most[ax]:,})")
+        for ax in "xyz"
+        for dim, most in (("block", MAX_BLOCK), ("grid", MAX_GRID))
+    ],
+    ("registers_per_thread", 0, MAX_REGISTERS, "(CUDA allows at most 255)"),
+    ("shared_memory_bytes", 0, MAX_SMEM_PER_BLOCK, "bytes per block (above any GPU)"),
+    ("bytes", 0, None, "(a negative size)"),
+]
 
 
 def _timeline_sound(parsed: Parsed) -> bool:
@@ -228,8 +337,10 @@ def _timeline_sound(parsed: Parsed) -> bool:
             continue
         cols = set(df.columns)
         if not {"start_ns", "end_ns", *_TIME_COLUMNS.get(tname, ())} <= cols:
-            return False                               # check_timeline says which is missing
-        bad = [_out_of(c, -TIME_BOUND_NS, TIME_BOUND_NS) for c in ("start_ns", "end_ns") if c in cols]
+            return False  # check_timeline says which is missing
+        bad = [
+            _out_of(c, -TIME_BOUND_NS, TIME_BOUND_NS) for c in ("start_ns", "end_ns") if c in cols
+        ]
         bad.append(pl.col("end_ns") < pl.col("start_ns"))
         if "duration_ns" in cols:
             bad.append(_out_of("duration_ns", lo=0))
@@ -242,17 +353,24 @@ def _timeline_sound(parsed: Parsed) -> bool:
 
 
 def _dedupe_gpu_ops(parsed: Parsed) -> None:
-    """Remove GPU op records that appear more than once (same rank, device, stream, times and correlation id: one
-    stream cannot run two ops at once, so the second is the same op written twice), with a warning in the
-    run's metadata. The ops come sorted by (rank, device, stream, start) from the launch join, so a repeat is next
-    to its original: one comparison with the previous row, no hashing of a million rows."""
+    """Remove GPU op records that appear more than once (same rank, device, stream, times and
+    correlation id: one stream cannot run two ops at once, so the second is the same op written
+    twice), with a warning in the run's metadata. The ops come sorted by (rank, device, stream,
+    start) from the launch join, so a repeat is next to its original: one comparison with the
+    previous row, no hashing of a million rows."""
     g = parsed.tables.get("gpu_ops")
     if g is None or g.height < 2:
         return
-    # integer columns only: one stream cannot hold two ops with the same times, so these make the same record
-    key = [c for c in ("rank", "device", "stream", "start_ns", "end_ns", "correlation") if c in g.columns]
-    same = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)).fill_null(False) for c in key]) \
-        & (pl.int_range(pl.len()) > 0)
+    # integer columns only: one stream cannot hold two ops with the same times, so these make the
+    # same record
+    key = [
+        c
+        for c in ("rank", "device", "stream", "start_ns", "end_ns", "correlation")
+        if c in g.columns
+    ]
+    same = pl.all_horizontal(
+        [pl.col(c).eq_missing(pl.col(c).shift(1)).fill_null(False) for c in key]
+    ) & (pl.int_range(pl.len()) > 0)
     dup = g.select(same.alias("d"))["d"]
     n = int(dup.sum())
     if not n:
@@ -260,13 +378,20 @@ def _dedupe_gpu_ops(parsed: Parsed) -> None:
     parsed.tables["gpu_ops"] = g.filter(~dup)
     meta = parsed.meta
     meta.setdefault("warnings", []).append(
-        f"{n:,} GPU op records appeared more than once (the same stream, times, name and correlation id) and are "
-        "counted once")
+        f"{n:,} GPU op records appeared more than once (the same stream, times, name and "
+        "correlation id) and are counted once"
+    )
     from collectors.launches import op_counts
+
     k, kl, mc, ms = op_counts(parsed.tables["gpu_ops"])
     if isinstance(meta.get("counts"), dict):
-        meta["counts"].update(gpu_ops=parsed.tables["gpu_ops"].height, kernels=k, kernels_with_launch=kl,
-                              memcpy=mc, memset=ms)
+        meta["counts"].update(
+            gpu_ops=parsed.tables["gpu_ops"].height,
+            kernels=k,
+            kernels_with_launch=kl,
+            memcpy=mc,
+            memset=ms,
+        )
     if "item_count" in meta:
         meta["item_count"] = k
 
@@ -281,24 +406,49 @@ def check_timeline(parsed: Parsed, name: str) -> None:
             continue
         for col in ("start_ns", "end_ns"):
             if col in df.columns:
-                _range(df, tname, name, col, -TIME_BOUND_NS, TIME_BOUND_NS, "ns (beyond any real clock)")
+                _range(
+                    df,
+                    tname,
+                    name,
+                    col,
+                    -TIME_BOUND_NS,
+                    TIME_BOUND_NS,
+                    "ns (beyond any real clock)",
+                )
         row = _first(df, pl.col("end_ns") < pl.col("start_ns"))
         if row is not None:
-            raise ArtifactError(name, f"{_where(row, tname)} ends before it starts ({row['start_ns']} → {row['end_ns']} ns)")
+            raise ArtifactError(
+                name,
+                f"{_where(row, tname)} ends before it starts ({row['start_ns']} → {row['end_ns']} "
+                "ns)",
+            )
         if "duration_ns" in df.columns:
             _range(df, tname, name, "duration_ns", lo=0, what="ns (a negative duration)")
     g = parsed.tables.get("gpu_ops")
     if g is not None and g.height:
-        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("device", "a device id"),
-                          ("rank", "a process (rank)"), ("stream", "a stream"), ("kind", "a kind"),
-                          ("name", "a name")):
+        for col, what in (
+            ("start_ns", "a start time"),
+            ("end_ns", "an end time"),
+            ("device", "a device id"),
+            ("rank", "a process (rank)"),
+            ("stream", "a stream"),
+            ("kind", "a kind"),
+            ("name", "a name"),
+        ):
             n = g[col].null_count()
             if n:
-                raise ArtifactError(name, f"{n:,} GPU op(s) without {what} (a trace this reader cannot place on a "
-                                          "GPU's timeline)")
+                raise ArtifactError(
+                    name,
+                    f"{n:,} GPU op(s) without {what} (a trace this reader cannot place on a GPU's "
+                    "timeline)",
+                )
     a = parsed.tables.get("api_calls")
     if a is not None and a.height:
-        for col, what in (("start_ns", "a start time"), ("end_ns", "an end time"), ("rank", "a process (rank)")):
+        for col, what in (
+            ("start_ns", "a start time"),
+            ("end_ns", "an end time"),
+            ("rank", "a process (rank)"),
+        ):
             n = a[col].null_count()
             if n:
                 raise ArtifactError(name, f"{n:,} API call(s) without {what}")
@@ -309,12 +459,21 @@ def check_timeline(parsed: Parsed, name: str) -> None:
 # ---------------------------------------------------------------------------------------------------
 # Bench results
 
-#: a bench result's parameters: every number finite and not negative, none above PARAM_MAX; these keys have the
-#: CUDA limits of every architecture (a block's threads, registers, shared memory) or a percentage's
+#: a bench result's parameters: every number finite and not negative, none above PARAM_MAX; these
+#: keys have the CUDA limits of every architecture (a block's threads, registers, shared memory) or
+#: a percentage's
 PARAM_MAX = 1e18
-PARAM_LIMITS = {"regs_per_thread": 255, "block_size": 1024, "block_threads": 1024, "blocks_per_sm": 2048,
-                "warps_per_sm": 64, "smem_static_bytes": 256 * 1024, "smem_dynamic_bytes": 256 * 1024,
-                "occupancy_pct": 101, "width_bytes": 1024}
+PARAM_LIMITS = {
+    "regs_per_thread": 255,
+    "block_size": 1024,
+    "block_threads": 1024,
+    "blocks_per_sm": 2048,
+    "warps_per_sm": 64,
+    "smem_static_bytes": 256 * 1024,
+    "smem_dynamic_bytes": 256 * 1024,
+    "occupancy_pct": 101,
+    "width_bytes": 1024,
+}
 BYTES_MAX = 1e15
 
 
@@ -339,7 +498,9 @@ def _param_problem(key: str, v) -> str | None:
     if v < 0:
         return f"parameter {key} = {v:g} is negative (a size, count or setting of a measurement cannot be)"
     leaf = key.rsplit(".", 1)[-1]
-    hi = PARAM_LIMITS.get(leaf, BYTES_MAX if leaf == "bytes" or leaf.endswith("_bytes") else PARAM_MAX)
+    hi = PARAM_LIMITS.get(
+        leaf, BYTES_MAX if leaf == "bytes" or leaf.endswith("_bytes") else PARAM_MAX
+    )
     if v > hi:
         return f"parameter {key} = {v:g} is above {hi:g}, out of range for any GPU"
     return None
@@ -352,9 +513,13 @@ def _bench_params(df: pl.DataFrame, tname: str, name: str) -> None:
         try:
             params = json.loads(text)
         except (ValueError, RecursionError):
-            raise ArtifactError(name, f"{tname}: a result's parameters are not a JSON object ({text[:60]!r})") from None
+            raise ArtifactError(
+                name, f"{tname}: a result's parameters are not a JSON object ({text[:60]!r})"
+            ) from None
         if not isinstance(params, dict):
-            raise ArtifactError(name, f"{tname}: a result's parameters are not an object ({text[:60]!r})")
+            raise ArtifactError(
+                name, f"{tname}: a result's parameters are not an object ({text[:60]!r})"
+            )
         for k, v in params.items():
             p = _param_problem(k, v)
             if p:
@@ -371,17 +536,29 @@ def check_bench(parsed: Parsed, name: str) -> None:
         unit = pl.col("unit")
         row = _first(df, unit.is_in(list(NONNEGATIVE_UNITS)) & (pl.col("value") < 0))
         if row is not None:
-            raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} {row['unit']} (a measurement of this unit "
-                                      "cannot be negative)")
+            raise ArtifactError(
+                name,
+                f"{_where(row, tname)}: {row['value']:g} {row['unit']} (a measurement of this unit "
+                "cannot be negative)",
+            )
         for u, hi in BENCH_BOUNDS.items():
             row = _first(df, (unit == u) & (pl.col("value") > hi))
             if row is not None:
-                raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} {u} is beyond what any single GPU "
-                                          "can measure")
-        row = _first(df, (unit == "%") & pl.col("metric").str.contains("occupancy") & (pl.col("value") > 101))
+                raise ArtifactError(
+                    name,
+                    f"{_where(row, tname)}: {row['value']:g} {u} is beyond what any single GPU can "
+                    "measure",
+                )
+        row = _first(
+            df, (unit == "%") & pl.col("metric").str.contains("occupancy") & (pl.col("value") > 101)
+        )
         if row is not None:
-            raise ArtifactError(name, f"{_where(row, tname)}: {row['value']:g} % occupancy (above 100 %)")
+            raise ArtifactError(
+                name, f"{_where(row, tname)}: {row['value']:g} % occupancy (above 100 %)"
+            )
         if tname == "ceilings":
             row = _first(df, unit.is_in(["B/s", "FLOP/s", "s"]) & (pl.col("value") <= 0))
             if row is not None:
-                raise ArtifactError(name, f"{_where(row, tname)}: a ceiling of {row['value']:g} {row['unit']}")
+                raise ArtifactError(
+                    name, f"{_where(row, tname)}: a ceiling of {row['value']:g} {row['unit']}"
+                )

@@ -3,14 +3,16 @@
 Pages live in dashboard/views/ and rebuild themselves from the URL query string alone, so a link
 pasted into chat opens the same view in a new browser.
 
-Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment; required
-with a non-loopback --host; at least 16 characters) a browser gives it once, in the form or as ?token=… in the first
-URL: the page that was asked for (its path and every query parameter) opens after the login, the token is removed
-from the address bar (a copied link never carries it), and the browser stays logged in for its session, across
-reloads and new tabs. Under `kernelscope dashboard` the gate in front of Streamlit (dashboard/gate.py,
-dashboard/serve.py) does all of this before any session or upload exists, with its own cookie; the form and the
-signed cookie below (dashboard.auth) serve `streamlit run dashboard/app.py`.
+Lab-server mode: when KERNELSCOPE_TOKEN is set (`kernelscope dashboard --token` or the environment;
+required with a non-loopback --host; at least 16 characters) a browser gives it once, in the form or
+as ?token=… in the first URL: the page that was asked for (its path and every query parameter) opens
+after the login, the token is removed from the address bar (a copied link never carries it), and the
+browser stays logged in for its session, across reloads and new tabs. Under `kernelscope dashboard`
+the gate in front of Streamlit (dashboard/gate.py, dashboard/serve.py) does all of this before any
+session or upload exists, with its own cookie; the form and the signed cookie below (dashboard.auth)
+serve `streamlit run dashboard/app.py`.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,20 +25,31 @@ from dashboard import pages as registry
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
 
 # the page registry (dashboard.pages): one row per page; a page whose script is missing is left out
-pages = {section: [st.Page(p.script, title=p.title, url_path=p.slug, icon=p.icon, default=p.default) for p in ps]
-         for section, ps in registry.sections().items()}
+pages = {
+    section: [
+        st.Page(p.script, title=p.title, url_path=p.slug, icon=p.icon, default=p.default)
+        for p in ps
+    ]
+    for section, ps in registry.sections().items()
+}
 
 token = os.environ.get("KERNELSCOPE_TOKEN")
-if os.environ.get("KERNELSCOPE_GATE") == "asgi":      # dashboard.serve's gate checked it before the session existed
+# dashboard.serve's gate checked it before the session existed
+if os.environ.get("KERNELSCOPE_GATE") == "asgi":
     token = None
 if token and not st.session_state.get("authenticated"):
-    # the requested page is chosen from the URL before the gate, so the login keeps it (and its query parameters)
+    # the requested page is chosen from the URL before the gate, so the login keeps it (and its
+    # query parameters)
     current = st.navigation(pages, position="hidden")
     if len(token) < auth.MIN_TOKEN:
-        st.error(f"This server's access token is shorter than {auth.MIN_TOKEN} characters; restart it with a longer "
-                 "one (e.g. `openssl rand -hex 16`).")
+        st.error(
+            f"This server's access token is shorter than {auth.MIN_TOKEN} characters; restart it "
+            "with a longer one (e.g. `openssl rand -hex 16`)."
+        )
         st.stop()
-    if auth.cookie_ok(st.context.cookies.get(auth.COOKIE), token) or auth.token_ok(st.query_params.get("token"), token):
+    if auth.cookie_ok(st.context.cookies.get(auth.COOKIE), token) or auth.token_ok(
+        st.query_params.get("token"), token
+    ):
         st.session_state["authenticated"] = True
         st.session_state["set_cookie"] = True
         if "token" in st.query_params:
@@ -66,7 +79,8 @@ if "samples_checked" not in st.session_state:
     if n:
         st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")
 
-# the page's layout at any width: less empty space above the title, a narrower sidebar on a laptop-sized window
-# (at 900 px Streamlit's 300-px sidebar left the page 520 px), and room for a table's full width
+# the page's layout at any width: less empty space above the title, a narrower sidebar on a
+# laptop-sized window (at 900 px Streamlit's 300-px sidebar left the page 520 px), and room for a
+# table's full width
 st.html(f"<style>{ui.PAGE_CSS}</style>")
 st.navigation(pages).run()

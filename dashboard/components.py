@@ -1,5 +1,7 @@
-"""Streamlit components of the dashboard (Streamlit's components v2: HTML/JS/CSS from dashboard/static/, no build
-step): the zoomable timeline (timeline.js, a canvas) and the interactive table (table.js)."""
+"""Streamlit components of the dashboard (Streamlit's components v2: HTML/JS/CSS from
+dashboard/static/, no build step): the zoomable timeline (timeline.js, a canvas) and the interactive
+table (table.js)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -16,8 +18,12 @@ def static_text(name: str) -> str:
 
 @lru_cache(maxsize=None)
 def _timeline_component():
-    return st.components.v2.component("kernelscope.timeline", js=static_text("timeline.js"),
-                                      css=static_text("timeline.css"), isolate_styles=False)
+    return st.components.v2.component(
+        "kernelscope.timeline",
+        js=static_text("timeline.js"),
+        css=static_text("timeline.css"),
+        isolate_styles=False,
+    )
 
 
 def _noop() -> None:
@@ -25,22 +31,33 @@ def _noop() -> None:
 
 
 def timeline(payload: bytes, key: str, on_window=None, on_select=None, on_color=None):
-    """Draw the timeline; returns its state: `window` ({t0, t1, width} the user zoomed/panned to, relative ns),
-    `select` ({src, row} of the event clicked) and `color` ("bound" or "name", the kernels' colouring the user
-    chose), each None until it happened. The callbacks run (before the rerun of the fragment that holds the
-    timeline) when they change; the state is in st.session_state[key] too."""
-    return _timeline_component()(data=payload, key=key, on_window_change=on_window or _noop,
-                                 on_select_change=on_select or _noop, on_color_change=on_color or _noop)
+    """Draw the timeline; returns its state: `window` ({t0, t1, width} the user zoomed/panned to,
+    relative ns), `select` ({src, row} of the event clicked) and `color` ("bound" or "name", the
+    kernels' colouring the user chose), each None until it happened. The callbacks run (before the
+    rerun of the fragment that holds the timeline) when they change; the state is in
+    st.session_state[key] too."""
+    return _timeline_component()(
+        data=payload,
+        key=key,
+        on_window_change=on_window or _noop,
+        on_select_change=on_select or _noop,
+        on_color_change=on_color or _noop,
+    )
 
 
 @lru_cache(maxsize=None)
 def _table_component():
-    return st.components.v2.component("kernelscope.table", js=static_text("table.js"), css=static_text("table.css"),
-                                      isolate_styles=False)
+    return st.components.v2.component(
+        "kernelscope.table",
+        js=static_text("table.js"),
+        css=static_text("table.css"),
+        isolate_styles=False,
+    )
 
 
-#: rows of a table sent with the page; the rest when the user asks for them ("Show all rows"). A table box shows
-#: about 15 rows before it scrolls; 200 rows were a third of the GPUs page's browser time
+#: rows of a table sent with the page; the rest when the user asks for them ("Show all rows"). A
+#: table box shows about 15 rows before it scrolls; 200 rows were a third of the GPUs page's browser
+#: time
 TABLE_PAGE = 50
 
 
@@ -50,13 +67,21 @@ def table_rows_wanted(key: str) -> int | None:
 
 
 def table(data: dict, key: str, on_sort=None, on_select=None):
-    """An HTML table of pre-formatted cells (dashboard.reports.blocks.Table.cells): header clicks send `sort`
-    ({key, desc}), row clicks `select` (the row's id); both as trigger values in st.session_state[key]. "Show all
-    rows" on a table sent in part (data["total"] > its rows) sets st.session_state[key + ":all"] and reruns."""
+    """An HTML table of pre-formatted cells (dashboard.reports.blocks.Table.cells): header clicks
+    send `sort` ({key, desc}), row clicks `select` (the row's id); both as trigger values in
+    st.session_state[key]. "Show all rows" on a table sent in part (data["total"] > its rows) sets
+    st.session_state[key + ":all"] and reruns."""
+
     def more():
         st.session_state[f"{key}:all"] = True
-    return _table_component()(data=data, key=key, on_sort_change=on_sort or _noop,
-                              on_select_change=on_select or _noop, on_more_change=more)
+
+    return _table_component()(
+        data=data,
+        key=key,
+        on_sort_change=on_sort or _noop,
+        on_select_change=on_select or _noop,
+        on_more_change=more,
+    )
 
 
 SHARE_JS = """
@@ -90,7 +115,9 @@ SHARE_CSS = """
 
 @lru_cache(maxsize=None)
 def _share_component():
-    return st.components.v2.component("kernelscope.share", js=SHARE_JS, css=SHARE_CSS, isolate_styles=False)
+    return st.components.v2.component(
+        "kernelscope.share", js=SHARE_JS, css=SHARE_CSS, isolate_styles=False
+    )
 
 
 def share_box(link: str, key: str = "share-link"):

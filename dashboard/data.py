@@ -1,8 +1,11 @@
-"""The Streamlit side of data access: one `dashboard.source.Source` per store, shared by every session.
+"""The Streamlit side of data access: one `dashboard.source.Source` per store, shared by every
+session.
 
-Runs are immutable and content-addressed, so the Source's own bounded cache (keyed by run id and the set of bench
-runs) is safe across sessions; Streamlit only keeps the Source object itself (`st.cache_resource`).
+Runs are immutable and content-addressed, so the Source's own bounded cache (keyed by run id and the
+set of bench runs) is safe across sessions; Streamlit only keeps the Source object itself
+(`st.cache_resource`).
 """
+
 from __future__ import annotations
 
 import os
@@ -15,9 +18,12 @@ from collectors.errors import ArtifactError, StoreError
 from collectors.store import Store
 from dashboard.source import Source
 
-SAMPLES = Path(os.environ.get("KERNELSCOPE_SAMPLES", Path(__file__).resolve().parents[1] / "sample_traces"))
-#: uploads parsed at once by this server, whatever the number of sessions: N uploads at the same moment cost the
-#: memory of PARSE_SLOTS parses (each bounded by its content: long whitespace runs never reach memory)
+SAMPLES = Path(
+    os.environ.get("KERNELSCOPE_SAMPLES", Path(__file__).resolve().parents[1] / "sample_traces")
+)
+#: uploads parsed at once by this server, whatever the number of sessions: N uploads at the same
+#: moment cost the memory of PARSE_SLOTS parses (each bounded by its content: long whitespace runs
+#: never reach memory)
 PARSE_SLOTS = threading.BoundedSemaphore(int(os.environ.get("KERNELSCOPE_PARSE_SLOTS", "2")))
 
 
@@ -26,8 +32,9 @@ def store() -> Store:
 
 
 def samples_wanted() -> bool:
-    """Whether an empty store gets the bundled samples: KERNELSCOPE_LOAD_SAMPLES=1/0 (`kernelscope dashboard
-    --samples/--no-samples` sets it); by default only the default store, never one given by KERNELSCOPE_STORE."""
+    """Whether an empty store gets the bundled samples: KERNELSCOPE_LOAD_SAMPLES=1/0 (`kernelscope
+    dashboard --samples/--no-samples` sets it); by default only the default store, never one given
+    by KERNELSCOPE_STORE."""
     flag = os.environ.get("KERNELSCOPE_LOAD_SAMPLES")
     if flag in ("0", "1"):
         return flag == "1"
@@ -41,13 +48,18 @@ def ensure_samples(st_: Store) -> int:
     if st_.runs() or not listing.is_file():
         return 0
     n = 0
-    names = [ln.strip() for ln in listing.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    names = [
+        ln.strip()
+        for ln in listing.read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     src = Source(st_)
     for p in [samples / n_ for n_ in names] + sorted(samples.glob("*/bench*/*.json*")):
         try:
             src.ingest_path(p)
             n += 1
-        except (ArtifactError, StoreError, ImportError):  # e.g. .ncu-rep without the ncu-report extra
+        # e.g. .ncu-rep without the ncu-report extra
+        except (ArtifactError, StoreError, ImportError):
             continue
     return n
 

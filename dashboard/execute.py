@@ -1,22 +1,27 @@
-"""Where the per-rank (or per-GPU) tasks run: in this process, on a local process pool, or on a Ray cluster.
+"""Where the per-rank (or per-GPU) tasks run: in this process, on a local process pool, or on a Ray
+cluster.
 
     ex = make_executor(ray=None | "auto" | "local" | "HOST:PORT", workers=None, mode="auto")
-    for index, result in ex.run(fn, items):      # results as they complete; an exception is returned, not raised
+    for index, result in ex.run(fn, items):      # results as they complete; an exception is
+    returned, not raised
         ...
     ex.close()
 
-The task functions are plain module-level functions of this package (importable by a spawned worker or a Ray
-worker), their arguments and results small and picklable: each task reads its input itself (a rank file on a
-shared path, or a run of the shared store), so only the summaries travel back to the driver.
+The task functions are plain module-level functions of this package (importable by a spawned worker
+or a Ray worker), their arguments and results small and picklable: each task reads its input itself
+(a rank file on a shared path, or a run of the shared store), so only the summaries travel back to
+the driver.
 
 - serial: in this process (small inputs: no start-up cost).
-- pool: `concurrent.futures.ProcessPoolExecutor` with spawned workers (no fork of a threaded process), one per core
-  by default; each worker's polars uses cores / workers threads, at most
+- pool: `concurrent.futures.ProcessPoolExecutor` with spawned workers (no fork of a threaded
+  process), one per core by default; each worker's polars uses cores / workers threads, at most
   dashboard.threads.CAP.
-- ray: the same function as a Ray task (`ray.remote(num_cpus=1)`), on the cluster at the address: "auto" (the
-  cluster of RAY_ADDRESS or the one `ray start` runs on this machine), "local" (a private local instance), or
-  HOST:PORT. Ray is the optional extra `pip install 'kernelscope[ray]'` and is imported only here.
+- ray: the same function as a Ray task (`ray.remote(num_cpus=1)`), on the cluster at the address:
+  "auto" (the cluster of RAY_ADDRESS or the one `ray start` runs on this machine), "local" (a
+  private local instance), or HOST:PORT. Ray is the optional extra `pip install 'kernelscope[ray]'`
+  and is imported only here.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +47,8 @@ def _cores() -> int:
 
 
 def _pool_worker_init(threads: int) -> None:
-    # runs before the task's modules (and polars) are imported in the spawned worker; a POLARS_MAX_THREADS the user
-    # set is kept (dashboard.threads)
+    # runs before the task's modules (and polars) are imported in the spawned worker; a
+    # POLARS_MAX_THREADS the user set is kept (dashboard.threads)
     threads_mod.choose(threads)
 
 
@@ -77,15 +82,20 @@ class PoolExecutor:
     def run(self, fn: Callable, items: list) -> Iterator[tuple[int, object]]:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
+
         threads = threads_mod.share(_cores(), self.workers)
-        self._pool = ProcessPoolExecutor(max_workers=min(self.workers, max(1, len(items))),
-                                         mp_context=mp.get_context("spawn"), initializer=_pool_worker_init,
-                                         initargs=(threads,))
+        self._pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, max(1, len(items))),
+            mp_context=mp.get_context("spawn"),
+            initializer=_pool_worker_init,
+            initargs=(threads,),
+        )
         futures = {self._pool.submit(fn, item): i for i, item in enumerate(items)}
         for f in as_completed(futures):
             try:
                 yield futures[f], f.result()
-            except Exception as e:  # noqa: BLE001 - a crashed worker (BrokenProcessPool) or a task's error
+            # any exception: a crashed worker (BrokenProcessPool) or a task's error
+            except Exception as e:
                 yield futures[f], e
 
     def describe(self) -> dict:
@@ -101,12 +111,14 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise RayUnavailable("--ray needs Ray: pip install 'kernelscope[ray]' (./ks installs it)") from None
+        raise RayUnavailable(
+            "--ray needs Ray: pip install 'kernelscope[ray]' (./ks installs it)"
+        ) from None
     return ray
 
 
 def resolve_ray_address(address: str | None) -> str | None:
-    """"auto" -> RAY_ADDRESS, else the cluster a local `ray start` recorded (None when there is none)."""
+    """ "auto" -> RAY_ADDRESS, else the cluster a local `ray start` recorded (None when there is none)."""
     if address not in (None, "", "auto"):
         return address
     env = os.environ.get("RAY_ADDRESS")
@@ -121,10 +133,12 @@ def resolve_ray_address(address: str | None) -> str | None:
 def _reachable(address: str, timeout: float = 3.0) -> bool:
     """A TCP connection to the GCS port succeeds (ray.init would otherwise retry for minutes)."""
     if address.startswith("ray://"):
-        address = address[len("ray://"):]
+        address = address[len("ray://") :]
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+        with socket.create_connection(
+            (host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout
+        ):
             return True
     except (OSError, ValueError):
         return False
@@ -138,9 +152,16 @@ def connect_ray(address: str | None):
     kw = dict(ignore_reinit_error=True, log_to_driver=False, configure_logging=False)
     target = None if address == "local" else resolve_ray_address(address)
     if address != "local" and (target is None or not _reachable(target)):
-        where = "RAY_ADDRESS or a local `ray start --head`" if address in (None, "", "auto") else address
-        raise RayUnavailable(f"no Ray cluster at {where}" + (f" ({target} does not answer)" if target else "")
-                             + "; start one with `ray start --head` or give --ray HOST:PORT")
+        where = (
+            "RAY_ADDRESS or a local `ray start --head`"
+            if address in (None, "", "auto")
+            else address
+        )
+        raise RayUnavailable(
+            f"no Ray cluster at {where}"
+            + (f" ({target} does not answer)" if target else "")
+            + "; start one with `ray start --head` or give --ray HOST:PORT"
+        )
     try:
         if address == "local":
             ray.init(include_dashboard=False, **kw)
@@ -149,8 +170,10 @@ def connect_ray(address: str | None):
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = (str(e).splitlines() or [""])[0]
         where = "RAY_ADDRESS or a local `ray start --head`" if address == "auto" else address
-        raise RayUnavailable(f"no Ray cluster at {where} ({first}); start one with `ray start --head` or give "
-                             f"--ray HOST:PORT") from None
+        raise RayUnavailable(
+            f"no Ray cluster at {where} ({first}); start one with `ray start --head` or give --ray "
+            "HOST:PORT"
+        ) from None
     return ray
 
 
@@ -175,13 +198,19 @@ class RayExecutor:
             for r in ready:
                 try:
                     yield index[r], ray.get(r)
-                except Exception as e:  # noqa: BLE001 - a task's error or a lost node (ray.exceptions.*)
+                # any exception: a task's error or a lost node (ray.exceptions.*)
+                except Exception as e:
                     yield index[r], e
 
     def describe(self) -> dict:
         ctx = self.ray.get_runtime_context()
-        return {"executor": self.name, "workers": self.workers, "address": self.address,
-                "nodes": sum(1 for n in self.ray.nodes() if n.get("Alive")), "job": ctx.get_job_id()}
+        return {
+            "executor": self.name,
+            "workers": self.workers,
+            "address": self.address,
+            "nodes": sum(1 for n in self.ray.nodes() if n.get("Alive")),
+            "job": ctx.get_job_id(),
+        }
 
     def close(self) -> None:
         for r in self._refs:
@@ -193,13 +222,21 @@ class RayExecutor:
         self.ray.shutdown()
 
 
-def make_executor(*, ray: str | None = None, workers: int | None = None, mode: str = "auto",
-                  total_bytes: int = 0, tasks: int = 1):
-    """The executor for a job: Ray when an address is given; else serial for small inputs or one task (mode
-    "auto"), a process pool otherwise; mode "serial" / "pool" force one."""
+def make_executor(
+    *,
+    ray: str | None = None,
+    workers: int | None = None,
+    mode: str = "auto",
+    total_bytes: int = 0,
+    tasks: int = 1,
+):
+    """The executor for a job: Ray when an address is given; else serial for small inputs or one
+    task (mode "auto"), a process pool otherwise; mode "serial" / "pool" force one."""
     if ray is not None:
         return RayExecutor(ray)
-    if mode == "serial" or (mode == "auto" and (tasks <= 1 or total_bytes < SERIAL_BELOW_BYTES) and not workers):
+    if mode == "serial" or (
+        mode == "auto" and (tasks <= 1 or total_bytes < SERIAL_BELOW_BYTES) and not workers
+    ):
         return SerialExecutor()
     return PoolExecutor(workers)
 

@@ -1,19 +1,23 @@
-"""The microbenchmark suite on every GPU of a Ray cluster (`kernelscope bench --ray [ADDRESS]`), and the per-GPU
-suite run that `kernelscope bench` uses on one host.
+"""The microbenchmark suite on every GPU of a Ray cluster (`kernelscope bench --ray [ADDRESS]`), and
+the per-GPU suite run that `kernelscope bench` uses on one host.
 
-    run_suite(index, args, out_dir, on_line)    one GPU: `python -m collectors.bench.run --device index ...` in a
-                                                subprocess, progress lines handed to on_line; -> (result file, log)
+    run_suite(index, args, out_dir, on_line)    one GPU: `python -m collectors.bench.run --device
+    index ...` in a
+                                                subprocess, progress lines handed to on_line; ->
+                                                (result file, log)
     fleet_bench(address, ...)                   one Ray task per GPU of the cluster -> [SlotResult]
 
-Scheduling is Ray's: each node's GPUs are found from its `GPU` resource; the task for GPU k of a node asks for all
-of that node's GPUs and is pinned to the node (NodeAffinitySchedulingStrategy), so the GPUs of one node are
-measured one after the other (as `kernelscope bench` does on one host: a suite never shares the machine with
-another) while nodes run in parallel. A task runs the same per-GPU path as `kernelscope bench` (run_suite) when its
-node has a GPU and the bench extra; a node without them runs the suite's CPU cases instead. Progress and a snapshot
-of the results after every case go through a Ray queue held on the driver's node, so when a node is lost mid-suite
-the cases it finished are kept and stored as a partial run (its "finished" stays null), and the other GPUs' runs
+Scheduling is Ray's: each node's GPUs are found from its `GPU` resource; the task for GPU k of a
+node asks for all of that node's GPUs and is pinned to the node (NodeAffinitySchedulingStrategy), so
+the GPUs of one node are measured one after the other (as `kernelscope bench` does on one host: a
+suite never shares the machine with another) while nodes run in parallel. A task runs the same
+per-GPU path as `kernelscope bench` (run_suite) when its node has a GPU and the bench extra; a node
+without them runs the suite's CPU cases instead. Progress and a snapshot of the results after every
+case go through a Ray queue held on the driver's node, so when a node is lost mid-suite the cases it
+finished are kept and stored as a partial run (its "finished" stays null), and the other GPUs' runs
 are not affected.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,17 +41,41 @@ def repo_root() -> Path:
 
 
 def run_suite(index: int, args: list[str], out_dir: Path, on_line=None) -> tuple[Path | None, str]:
-    """Run the GPU suite on device `index` in a subprocess (the path `kernelscope bench` runs on every GPU);
-    each output line is passed to on_line(line, doc_path). -> (the result file or None, the log path)."""
+    """Run the GPU suite on device `index` in a subprocess (the path `kernelscope bench` runs on
+    every GPU); each output line is passed to on_line(line, doc_path). -> (the result file or None,
+    the log path)."""
     gdir = Path(out_dir) / f"gpu{index}"
     gdir.mkdir(parents=True, exist_ok=True)
     log_path = gdir / "bench.log"
-    cmd = [sys.executable, "-u", "-m", "collectors.bench.run", "--out", str(gdir), "--device", str(index), *args]
-    env = dict(os.environ, PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join([str(repo_root()), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    cmd = [
+        sys.executable,
+        "-u",
+        "-m",
+        "collectors.bench.run",
+        "--out",
+        str(gdir),
+        "--device",
+        str(index),
+        *args,
+    ]
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join([str(repo_root()), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    )
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
-                                errors="replace", env=env, cwd=repo_root())
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            cwd=repo_root(),
+        )
         for line in proc.stdout:
             log.write(line)
             if on_line:
@@ -64,6 +92,7 @@ def run_suite(index: int, args: list[str], out_dir: Path, on_line=None) -> tuple
 @dataclass(frozen=True)
 class Slot:
     """GPU `index` of `gpus` on a node."""
+
     node_id: str
     node_ip: str
     index: int
@@ -77,8 +106,8 @@ class Slot:
 @dataclass
 class SlotResult:
     slot: Slot
-    status: str                      # "done" | "lost" | "failed"
-    doc: dict | None                 # the bench document (partial: "finished" null) or None
+    status: str  # "done" | "lost" | "failed"
+    doc: dict | None  # the bench document (partial: "finished" null) or None
     error: str | None = None
     events: list = field(default_factory=list)
 
@@ -86,7 +115,10 @@ class SlotResult:
 def cluster_slots(ray) -> list[Slot]:
     """One Slot per GPU of every alive node (its `GPU` resource), nodes in a stable order."""
     out = []
-    for n in sorted((n for n in ray.nodes() if n.get("Alive")), key=lambda n: (n["NodeManagerAddress"], n["NodeID"])):
+    for n in sorted(
+        (n for n in ray.nodes() if n.get("Alive")),
+        key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
+    ):
         g = int(n.get("Resources", {}).get("GPU", 0))
         out += [Slot(n["NodeID"], n["NodeManagerAddress"], k, g) for k in range(g)]
     return out
@@ -97,6 +129,7 @@ def visible_gpu_count() -> int:
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
         import pynvml
+
         pynvml.nvmlInit()
         n = pynvml.nvmlDeviceGetCount()
         pynvml.nvmlShutdown()
@@ -110,6 +143,7 @@ def visible_gpu_count() -> int:
 
 def missing_gpu_packages() -> list[str]:
     import importlib.util
+
     return [m for m in ("torch", "triton", "cupy") if importlib.util.find_spec(m) is None]
 
 
@@ -127,6 +161,7 @@ def suite_task(job: dict) -> dict:
 
     put("started", host=host)
     if _gpu_suite_possible() and not job.get("cpu_only"):
+
         def on_line(line: str, doc_path):
             m = PROGRESS.search(line)
             if m and " ..." not in line:
@@ -136,7 +171,15 @@ def suite_task(job: dict) -> dict:
                         snap = json.loads(Path(doc_path).read_text())
                     except (OSError, ValueError):
                         snap = None
-                put("case", done=int(m.group(1)), total=int(m.group(2)), case=m.group(3), line=line.strip(), doc=snap)
+                put(
+                    "case",
+                    done=int(m.group(1)),
+                    total=int(m.group(2)),
+                    case=m.group(3),
+                    line=line.strip(),
+                    doc=snap,
+                )
+
         out = Path(tempfile.mkdtemp(prefix="kernelscope-fleet-"))
         path, log = run_suite(slot.index, job.get("args", []), out, on_line)
         if path is None:
@@ -144,42 +187,82 @@ def suite_task(job: dict) -> dict:
         doc = json.loads(path.read_text())
     else:
         from collectors.bench.cpu_cases import CPU_CASES, run_cpu_cases
+
         total = len(CPU_CASES)
 
         def on_case(d: dict) -> None:
             done = len(d["cases"])
             case = list(d["cases"])[-1]
-            put("case", done=done, total=total, case=case, line=f"({done}/{total}) {case}: "
-                f"{d['cases'][case]['status']} (CPU cases: no usable GPU on this node)", doc=json.loads(json.dumps(d)))
+            put(
+                "case",
+                done=done,
+                total=total,
+                case=case,
+                line=f"({done}/{total}) {case}: "
+                f"{d['cases'][case]['status']} (CPU cases: no usable GPU on this node)",
+                doc=json.loads(json.dumps(d)),
+            )
+
         doc = run_cpu_cases(quick=job.get("quick", False), log=lambda m: None, on_case=on_case)
         doc["gpu"]["index"] = slot.index
     doc["gpu"]["host"] = host
-    doc.setdefault("options", {})["fleet"] = {"node_id": slot.node_id, "node_ip": slot.node_ip, "slot": slot.index,
-                                             "node_gpus": slot.gpus}
+    doc.setdefault("options", {})["fleet"] = {
+        "node_id": slot.node_id,
+        "node_ip": slot.node_ip,
+        "slot": slot.index,
+        "node_gpus": slot.gpus,
+    }
     put("finished")
     return doc
 
 
-def fleet_bench(address: str | None, *, args: list[str] | None = None, quick: bool = False, cpu_only: bool = False,
-                on_event=None, on_result=None) -> list[SlotResult]:
-    """Run suite_task on every GPU of the cluster. on_event(event) for each progress event as it arrives;
-    on_result(SlotResult) as each GPU finishes or is lost. Raises RayUnavailable / ValueError (no GPU)."""
+def fleet_bench(
+    address: str | None,
+    *,
+    args: list[str] | None = None,
+    quick: bool = False,
+    cpu_only: bool = False,
+    on_event=None,
+    on_result=None,
+) -> list[SlotResult]:
+    """Run suite_task on every GPU of the cluster. on_event(event) for each progress event as it
+    arrives; on_result(SlotResult) as each GPU finishes or is lost. Raises RayUnavailable /
+    ValueError (no GPU)."""
     from dashboard.execute import connect_ray
+
     ray = connect_ray(address)
     from ray.util.queue import Queue
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     slots = cluster_slots(ray)
     if not slots:
         ray.shutdown()
-        raise ValueError(f"the Ray cluster at {address} declares no GPU (start its nodes with --num-gpus)")
+        raise ValueError(
+            f"the Ray cluster at {address} declares no GPU (start its nodes with --num-gpus)"
+        )
     here = ray.get_runtime_context().get_node_id()
-    queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False)})
+    queue = Queue(
+        actor_options={
+            "num_cpus": 0,
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False),
+        }
+    )
     remote = ray.remote(suite_task)
     refs = {}
     for s in slots:
-        job = {"slot": s, "queue": queue, "args": list(args or []), "quick": quick, "cpu_only": cpu_only}
-        ref = remote.options(num_gpus=s.gpus, num_cpus=1, max_retries=0,
-                             scheduling_strategy=NodeAffinitySchedulingStrategy(s.node_id, soft=False)).remote(job)
+        job = {
+            "slot": s,
+            "queue": queue,
+            "args": list(args or []),
+            "quick": quick,
+            "cpu_only": cpu_only,
+        }
+        ref = remote.options(
+            num_gpus=s.gpus,
+            num_cpus=1,
+            max_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(s.node_id, soft=False),
+        ).remote(job)
         refs[ref] = s
     latest: dict[str, dict] = {}
     events: dict[str, list] = {s.key: [] for s in slots}
@@ -210,21 +293,40 @@ def fleet_bench(address: str | None, *, args: list[str] | None = None, quick: bo
                 s = refs[r]
                 try:
                     res = SlotResult(s, "done", ray.get(r))
-                except Exception as e:  # noqa: BLE001 - a lost node (NodeDiedError, WorkerCrashedError, unschedulable) or a failed suite
-                    lost = type(e).__name__ in ("NodeDiedError", "WorkerCrashedError", "TaskUnschedulableError",
-                                                "ActorDiedError", "OwnerDiedError", "ObjectLostError",
-                                                "RaySystemError", "LocalRayletDiedError")
+                # any exception: a lost node (NodeDiedError, WorkerCrashedError, unschedulable) or a
+                # failed suite
+                except Exception as e:
+                    lost = type(e).__name__ in (
+                        "NodeDiedError",
+                        "WorkerCrashedError",
+                        "TaskUnschedulableError",
+                        "ActorDiedError",
+                        "OwnerDiedError",
+                        "ObjectLostError",
+                        "RaySystemError",
+                        "LocalRayletDiedError",
+                    )
                     first = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]
                     doc = latest.get(s.key)
                     if doc is not None:
                         doc = dict(doc, finished=None)
-                        doc["failures"] = list(doc.get("failures") or []) + [{
-                            "case": "fleet", "error": f"{'node lost mid-suite' if lost else 'suite failed'} on "
-                                                      f"{s.node_ip} ({type(e).__name__}): {first}"}]
+                        doc["failures"] = list(doc.get("failures") or []) + [
+                            {
+                                "case": "fleet",
+                                "error": f"{'node lost mid-suite' if lost else 'suite failed'} on "
+                                f"{s.node_ip} ({type(e).__name__}): {first}",
+                            }
+                        ]
                         doc.setdefault("gpu", {})["index"] = s.index
-                        doc.setdefault("options", {})["fleet"] = {"node_id": s.node_id, "node_ip": s.node_ip,
-                                                                 "slot": s.index, "node_gpus": s.gpus}
-                    res = SlotResult(s, "lost" if lost else "failed", doc, f"{type(e).__name__}: {first}")
+                        doc.setdefault("options", {})["fleet"] = {
+                            "node_id": s.node_id,
+                            "node_ip": s.node_ip,
+                            "slot": s.index,
+                            "node_gpus": s.gpus,
+                        }
+                    res = SlotResult(
+                        s, "lost" if lost else "failed", doc, f"{type(e).__name__}: {first}"
+                    )
                 drain()
                 res.events = events.get(s.key, [])
                 results.append(res)

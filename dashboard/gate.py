@@ -1,30 +1,33 @@
-"""The dashboard's front door: an ASGI middleware that runs before Streamlit on every HTTP request and websocket.
+"""The dashboard's front door: an ASGI middleware that runs before Streamlit on every HTTP request
+and websocket.
 
     Gate(app, hosts=HostPolicy(...), token=..., max_upload_bytes=...)
 
-1. **Host check on every bind** (DNS rebinding): a request whose `Host` is neither an IP address literal, `localhost`,
-   this machine's own name, nor a name given with `--allowed-host` (or KERNELSCOPE_ALLOWED_HOSTS, `*.example.com`
-   wildcards) is refused with 403 before anything else runs; a websocket from another origin than its Host too. A
-   page on evil.example whose name was rebound to 127.0.0.1 therefore reaches nothing: its requests carry
-   `Host: evil.example:PORT`.
-2. **Token before any work** (`--token` / KERNELSCOPE_TOKEN): every request but the health check needs the access
-   cookie, which a correct token in the login form or in `?token=` sets (HttpOnly, SameSite=Lax; its value is an
-   HMAC of the token, never the token). Without it a page request gets the login form, a websocket is closed before
-   it is accepted (no Streamlit session exists), an upload (`PUT /_stcore/upload_file/...`) gets 401 without its
-   body being read.
-3. **Token attempts rate-limited per address**: after 5 failures from one client address in a minute, that
-   address's wrong attempts are answered 429 after a delay (TARPIT_S) for a minute. A correct token is never
-   refused: wrong attempts from other addresses cannot lock anyone out (a long random token cannot be guessed;
-   the limit only slows guessing from one address).
+1. **Host check on every bind** (DNS rebinding): a request whose `Host` is neither an IP address
+   literal, `localhost`, this machine's own name, nor a name given with `--allowed-host` (or
+   KERNELSCOPE_ALLOWED_HOSTS, `*.example.com` wildcards) is refused with 403 before anything else
+   runs; a websocket from another origin than its Host too. A page on evil.example whose name was
+   rebound to 127.0.0.1 therefore reaches nothing: its requests carry `Host: evil.example:PORT`.
+2. **Token before any work** (`--token` / KERNELSCOPE_TOKEN): every request but the health check
+   needs the access cookie, which a correct token in the login form or in `?token=` sets (HttpOnly,
+   SameSite=Lax; its value is an HMAC of the token, never the token). Without it a page request gets
+   the login form, a websocket is closed before it is accepted (no Streamlit session exists), an
+   upload (`PUT /_stcore/upload_file/...`) gets 401 without its body being read.
+3. **Token attempts rate-limited per address**: after 5 failures from one client address in a
+   minute, that address's wrong attempts are answered 429 after a delay (TARPIT_S) for a minute. A
+   correct token is never refused: wrong attempts from other addresses cannot lock anyone out (a
+   long random token cannot be guessed; the limit only slows guessing from one address).
 4. **Upload size** checked from Content-Length before the body is read (413 above the cap).
-5. **One connection probe per page load**: Streamlit's frontend, opened at a page's own path (`/kernels?run=…`),
-   first probes `/kernels/_stcore/health`, gets 404, waits and retries at the root: 0.1–0.2 s of every page load.
-   The HTML of a page gets one line that names the server's base URL (`window.__streamlit.BACKEND_BASE_URL`, the
-   frontend's own setting for where its server is), so it probes the right place first.
+5. **One connection probe per page load**: Streamlit's frontend, opened at a page's own path
+   (`/kernels?run=…`), first probes `/kernels/_stcore/health`, gets 404, waits and retries at the
+   root: 0.1–0.2 s of every page load. The HTML of a page gets one line that names the server's base
+   URL (`window.__streamlit.BACKEND_BASE_URL`, the frontend's own setting for where its server is),
+   so it probes the right place first.
 
-The middleware is plain ASGI (no Streamlit), so it is tested on its own and wraps `st.App` (dashboard.serve)
-through Streamlit's public `middleware=` parameter.
+The middleware is plain ASGI (no Streamlit), so it is tested on its own and wraps `st.App`
+(dashboard.serve) through Streamlit's public `middleware=` parameter.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,12 +44,21 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 COOKIE = "ks_auth"
 LOGIN_PATH = "/_ks/login"
-HEALTH_PATHS = ("/_stcore/health",)          # Streamlit's own health endpoint: the only path without the token
+# Streamlit's own health endpoint: the only path without the token
+HEALTH_PATHS = ("/_stcore/health",)
 TARPIT_S = 0.5
 UPLOAD_PREFIX = "/_stcore/upload_file"
 MAX_LOGIN_BODY = 4096
 #: paths that are not a page (Streamlit's endpoints and assets): served as they are
-ASSET_PREFIXES = ("/_stcore/", "/static/", "/media/", "/component/", "/app/static/", "/_ks/", "/favicon")
+ASSET_PREFIXES = (
+    "/_stcore/",
+    "/static/",
+    "/media/",
+    "/component/",
+    "/app/static/",
+    "/_ks/",
+    "/favicon",
+)
 
 
 def cookie_value(token: str) -> str:
@@ -60,6 +72,7 @@ def token_ok(given: str | None, token: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------
+
 
 def host_name(host_header: str | None) -> str | None:
     """The host name of a Host header without port and brackets, lower-case; None when malformed."""
@@ -85,8 +98,8 @@ def _is_ip(name: str) -> bool:
 
 
 class HostPolicy:
-    """Which Host headers a request may carry: IP literals, localhost, this machine's names, and `extra`
-    (exact names or `*.domain` wildcards)."""
+    """Which Host headers a request may carry: IP literals, localhost, this machine's names, and
+    `extra` (exact names or `*.domain` wildcards)."""
 
     def __init__(self, extra: list[str] | tuple[str, ...] = (), own_names: bool = True):
         names = {"localhost"}
@@ -110,11 +123,23 @@ class HostPolicy:
 
 
 class RateLimiter:
-    """Failed token attempts per client address in a sliding window; an address with `per_client` failures is
-    limited for `block_s` after the last of them. Only that address, and only its wrong attempts (Gate)."""
+    """Failed token attempts per client address in a sliding window; an address with `per_client`
+    failures is limited for `block_s` after the last of them. Only that address, and only its wrong
+    attempts (Gate)."""
 
-    def __init__(self, per_client: int = 5, window_s: float = 60.0, block_s: float = 60.0, max_clients: int = 10_000):
-        self.per_client, self.window, self.block, self.max_clients = per_client, window_s, block_s, max_clients
+    def __init__(
+        self,
+        per_client: int = 5,
+        window_s: float = 60.0,
+        block_s: float = 60.0,
+        max_clients: int = 10_000,
+    ):
+        self.per_client, self.window, self.block, self.max_clients = (
+            per_client,
+            window_s,
+            block_s,
+            max_clients,
+        )
         self.fails: dict[str, deque] = {}
         self.blocked: dict[str, float] = {}
         self.lock = threading.Lock()
@@ -137,7 +162,7 @@ class RateLimiter:
             self._trim(q, now)
             if len(q) >= self.per_client:
                 self.blocked[client] = now + self.block
-            if len(self.fails) > self.max_clients:               # forget idle clients
+            if len(self.fails) > self.max_clients:  # forget idle clients
                 for k in [k for k, v in self.fails.items() if not v or now - v[-1] > self.window]:
                     del self.fails[k]
                     if self.blocked.get(k, 0.0) < now:
@@ -145,6 +170,7 @@ class RateLimiter:
 
 
 # ---------------------------------------------------------------------------------------------------
+
 
 def _headers(scope) -> dict[bytes, bytes]:
     out: dict[bytes, bytes] = {}
@@ -162,13 +188,29 @@ def _cookies(raw: bytes | None) -> dict[str, str]:
     return out
 
 
-async def _respond(send, status: int, body: str, *, content_type: str = "text/plain; charset=utf-8",
-                   headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _respond(
+    send,
+    status: int,
+    body: str,
+    *,
+    content_type: str = "text/plain; charset=utf-8",
+    headers: list[tuple[bytes, bytes]] = (),
+) -> None:
     data = body.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
-                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
-                            (b"connection", b"close"), *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(data)).encode()),
+                (b"cache-control", b"no-store"),
+                (b"x-content-type-options", b"nosniff"),
+                (b"connection", b"close"),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -184,8 +226,16 @@ button{{font-size:1rem;padding:.4rem 1rem}} .err{{color:#b00020}}</style></head>
 
 
 class Gate:
-    def __init__(self, app, *, hosts: HostPolicy, token: str | None = None, max_upload_bytes: int | None = None,
-                 limiter: RateLimiter | None = None, base_path: str = ""):
+    def __init__(
+        self,
+        app,
+        *,
+        hosts: HostPolicy,
+        token: str | None = None,
+        max_upload_bytes: int | None = None,
+        limiter: RateLimiter | None = None,
+        base_path: str = "",
+    ):
         self.app = app
         self.hosts = hosts
         self.token = token or None
@@ -201,29 +251,42 @@ class Gate:
         h = _headers(scope)
         host = h.get(b"host", b"").decode("latin-1")
         if not self.hosts.allows(host):
-            return await self._refuse(scope, receive, send, 403,
-                                      "Host not allowed: open the dashboard by this server's own name or address, or "
-                                      "start it with --allowed-host NAME")
+            return await self._refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "Host not allowed: open the dashboard by this server's own name or address, or "
+                "start it with --allowed-host NAME",
+            )
         if kind == "websocket" or scope.get("method") in ("PUT", "POST", "DELETE"):
             origin = h.get(b"origin")
-            if origin is not None and host_name(urlsplit(origin.decode("latin-1")).netloc) != host_name(host):
+            if origin is not None and host_name(
+                urlsplit(origin.decode("latin-1")).netloc
+            ) != host_name(host):
                 return await self._refuse(scope, receive, send, 403, "Cross-origin request refused")
         path = scope.get("path", "")
-        rel = path[len(self.base):] if self.base and path.startswith(self.base) else path
+        rel = path[len(self.base) :] if self.base and path.startswith(self.base) else path
         if kind == "http" and rel.startswith(UPLOAD_PREFIX) and self.max_upload is not None:
             try:
                 n = int(h.get(b"content-length", b"0"))
             except ValueError:
                 n = 0
             if n > self.max_upload:
-                return await _respond(send, 413, f"Upload of {n / 1e6:,.1f} MB is above this server's cap of "
-                                                 f"{self.max_upload / 1e6:,.0f} MB")
+                return await _respond(
+                    send,
+                    413,
+                    f"Upload of {n / 1e6:,.1f} MB is above this server's cap of "
+                    f"{self.max_upload / 1e6:,.0f} MB",
+                )
         if self.token is None or rel in HEALTH_PATHS:
             return await self._pass(scope, receive, send, rel)
         client = (scope.get("client") or ("?",))[0] or "?"
         if kind == "http" and rel == LOGIN_PATH and scope.get("method") == "POST":
             return await self._login(scope, receive, send, client)
-        if hmac.compare_digest(_cookies(h.get(b"cookie")).get(COOKIE, "").encode(), self.cookie.encode()):
+        if hmac.compare_digest(
+            _cookies(h.get(b"cookie")).get(COOKIE, "").encode(), self.cookie.encode()
+        ):
             return await self._pass(scope, receive, send, rel)
         if kind == "http" and scope.get("method") in ("GET", "HEAD"):
             q = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -243,20 +306,34 @@ class Gate:
 
     async def _pass(self, scope, receive, send, rel: str) -> None:
         """On to Streamlit; a page's HTML (a GET of anything but an asset or endpoint) with the base-URL line."""
-        if scope["type"] != "http" or scope.get("method") != "GET" or rel.startswith(ASSET_PREFIXES):
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "GET"
+            or rel.startswith(ASSET_PREFIXES)
+        ):
             return await self.app(scope, receive, send)
         # uncompressed, to add one line (the page's HTML is a few KB)
-        scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"accept-encoding"]}
-        line = ('<script>window.__streamlit=Object.assign({},window.__streamlit,{BACKEND_BASE_URL:location.origin+'
-                f'"{self.base}/"}});</script>').encode()
+        scope = {
+            **scope,
+            "headers": [
+                (k, v) for k, v in scope.get("headers") or [] if k.lower() != b"accept-encoding"
+            ],
+        }
+        line = (
+            "<script>window.__streamlit=Object.assign({},window.__streamlit,{BACKEND_BASE_URL:location.origin+"
+            f'"{self.base}/"}});</script>'
+        ).encode()
         start: dict = {}
         body: list[bytes] = []
 
         async def inject(m):
             if m["type"] == "http.response.start":
                 hs = {k.lower(): v for k, v in m.get("headers") or []}
-                if m.get("status") != 200 or not hs.get(b"content-type", b"").startswith(b"text/html") \
-                        or hs.get(b"content-encoding", b"identity") != b"identity":
+                if (
+                    m.get("status") != 200
+                    or not hs.get(b"content-type", b"").startswith(b"text/html")
+                    or hs.get(b"content-encoding", b"identity") != b"identity"
+                ):
                     start["pass"] = True
                     return await send(m)
                 start["m"] = m
@@ -268,34 +345,58 @@ class Gate:
                 return None
             html_ = b"".join(body).replace(b"<head>", b"<head>" + line, 1)
             st = start["m"]
-            await send({**st, "headers": [(k, v) for k, v in st.get("headers") or [] if k.lower() != b"content-length"]
-                        + [(b"content-length", str(len(html_)).encode())]})
+            await send(
+                {
+                    **st,
+                    "headers": [
+                        (k, v) for k, v in st.get("headers") or [] if k.lower() != b"content-length"
+                    ]
+                    + [(b"content-length", str(len(html_)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": html_})
+
         return await self.app(scope, receive, inject)
 
-    # ---- responses --------------------------------------------------------------------------------
+    # ---- responses
+    # --------------------------------------------------------------------------------
     async def _refuse(self, scope, receive, send, status: int, text: str) -> None:
         if scope["type"] == "websocket":
-            # closing before accepting: the server answers the handshake with 403 and no session is created
+            # closing before accepting: the server answers the handshake with 403 and no session is
+            # created
             await send({"type": "websocket.close", "code": 1008, "reason": text[:120]})
             return
         await _respond(send, status, text + "\n")
 
     async def _too_many(self, send, wait: float) -> None:
-        await asyncio.sleep(TARPIT_S)                       # slows guessing from this address
-        await _respond(send, 429, f"Too many wrong tokens: try again in {wait:.0f} s\n",
-                       headers=[(b"retry-after", str(int(wait) + 1).encode())])
+        await asyncio.sleep(TARPIT_S)  # slows guessing from this address
+        await _respond(
+            send,
+            429,
+            f"Too many wrong tokens: try again in {wait:.0f} s\n",
+            headers=[(b"retry-after", str(int(wait) + 1).encode())],
+        )
 
     async def _grant(self, send, location: str) -> None:
         cookie = f"{COOKIE}={self.cookie}; Path={self.base or '/'}; HttpOnly; SameSite=Lax"
-        await _respond(send, 303, "", headers=[(b"location", _safe_next(location, self.base).encode("ascii")),
-                                               (b"set-cookie", cookie.encode())])
+        await _respond(
+            send,
+            303,
+            "",
+            headers=[
+                (b"location", _safe_next(location, self.base).encode("ascii")),
+                (b"set-cookie", cookie.encode()),
+            ],
+        )
 
     async def _login_page(self, send, path: str, q, message: str) -> None:
         rest = urlencode([(k, v) for k, v in q if k != "token"])
         nxt = path + (f"?{rest}" if rest else "")
-        page = LOGIN_PAGE.format(message=f'<p class="err">{html.escape(message)}</p>' if message else "",
-                                 action=html.escape(self.base + LOGIN_PATH), next=html.escape(nxt))
+        page = LOGIN_PAGE.format(
+            message=f'<p class="err">{html.escape(message)}</p>' if message else "",
+            action=html.escape(self.base + LOGIN_PATH),
+            next=html.escape(nxt),
+        )
         await _respond(send, 401, page, content_type="text/html; charset=utf-8")
 
     async def _login(self, scope, receive, send, client: str) -> None:
@@ -326,6 +427,8 @@ def _safe_next(location: str, base: str) -> str:
     parts = urlsplit(location)
     if parts.scheme or parts.netloc or not location.startswith("/") or location.startswith("//"):
         return base or "/"
-    # the whole target percent-encoded (UTF-8): a header carries ASCII only, whatever the query holds
+    # the whole target percent-encoded (UTF-8): a header carries ASCII only, whatever the query
+    # holds
     return quote(parts.path, safe="/%:@-._~!$&'()*+,;=") + (
-        f"?{quote(parts.query, safe='/%:@-._~!$&()*+,;=?')}" if parts.query else "")
+        f"?{quote(parts.query, safe='/%:@-._~!$&()*+,;=?')}" if parts.query else ""
+    )

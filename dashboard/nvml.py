@@ -1,11 +1,13 @@
-"""The server's GPUs through NVML (nvidia-ml-py, imported as `pynvml`), and a fake NVML for tests and demos.
+"""The server's GPUs through NVML (nvidia-ml-py, imported as `pynvml`), and a fake NVML for tests
+and demos.
 
-`snapshot()` returns one `Snapshot`: per GPU utilisation, clocks, memory, power and temperature, or a state
-that says why there is nothing ("no NVIDIA driver", "no permission"). Only `pynvml.NVMLError` is caught; a
-quantity a GPU does not support (NVML_ERROR_NOT_SUPPORTED) is None.
+`snapshot()` returns one `Snapshot`: per GPU utilisation, clocks, memory, power and temperature, or
+a state that says why there is nothing ("no NVIDIA driver", "no permission"). Only
+`pynvml.NVMLError` is caught; a quantity a GPU does not support (NVML_ERROR_NOT_SUPPORTED) is None.
 
 KERNELSCOPE_FAKE_NVML selects the fake: "1" (two H200s), "nodriver", "nopermission", "nogpu".
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +20,9 @@ class GpuSample:
     index: int
     name: str
     uuid: str | None
-    util_gpu_pct: float | None            # nvmlDeviceGetUtilizationRates().gpu: % of time a kernel ran
-    util_mem_pct: float | None            # .memory: % of time device memory was read or written
+    # nvmlDeviceGetUtilizationRates().gpu: % of time a kernel ran
+    util_gpu_pct: float | None
+    util_mem_pct: float | None  # .memory: % of time device memory was read or written
     sm_clock_mhz: float | None
     sm_clock_max_mhz: float | None
     mem_clock_mhz: float | None
@@ -32,7 +35,8 @@ class GpuSample:
 
 @dataclass
 class Snapshot:
-    state: str                             # ok | no_driver | no_permission | no_gpu | no_package | error
+    # ok | no_driver | no_permission | no_gpu | no_package | error
+    state: str
     message: str
     time_s: float = field(default_factory=time.time)
     driver: str | None = None
@@ -44,6 +48,7 @@ def _module():
     if fake:
         return FakeNVML(fake)
     import pynvml
+
     return pynvml
 
 
@@ -57,14 +62,19 @@ def snapshot(nvml=None) -> Snapshot:
         try:
             nvml = _module()
         except ImportError:
-            return Snapshot("no_package", "nvidia-ml-py is not installed (pip install nvidia-ml-py).")
+            return Snapshot(
+                "no_package", "nvidia-ml-py is not installed (pip install nvidia-ml-py)."
+            )
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as e:
         code = getattr(e, "value", None)
         if code in (nvml.NVML_ERROR_LIBRARY_NOT_FOUND, nvml.NVML_ERROR_DRIVER_NOT_LOADED):
-            return Snapshot("no_driver", f"No NVIDIA driver on this machine (NVML: {e}). The other pages work "
-                                         "without one; profile on a GPU machine and upload the reports here.")
+            return Snapshot(
+                "no_driver",
+                f"No NVIDIA driver on this machine (NVML: {e}). The other pages work without one; "
+                "profile on a GPU machine and upload the reports here.",
+            )
         if code == nvml.NVML_ERROR_NO_PERMISSION:
             return Snapshot("no_permission", f"No permission to read the GPUs through NVML ({e}).")
         return Snapshot("error", f"NVML could not start: {e}")
@@ -72,9 +82,13 @@ def snapshot(nvml=None) -> Snapshot:
         driver = _text(nvml.nvmlSystemGetDriverVersion())
         n = nvml.nvmlDeviceGetCount()
         if n == 0:
-            return Snapshot("no_gpu", "The NVIDIA driver is loaded but reports no GPU.", driver=driver)
+            return Snapshot(
+                "no_gpu", "The NVIDIA driver is loaded but reports no GPU.", driver=driver
+            )
         gpus = [_read(nvml, i) for i in range(n)]
-        return Snapshot("ok", f"{n} GPU{'s' if n > 1 else ''}, driver {driver}", driver=driver, gpus=gpus)
+        return Snapshot(
+            "ok", f"{n} GPU{'s' if n > 1 else ''}, driver {driver}", driver=driver, gpus=gpus
+        )
     except nvml.NVMLError as e:
         return Snapshot("error", f"NVML error while reading the GPUs: {e}")
     finally:
@@ -91,7 +105,10 @@ def _read(nvml, i: int) -> GpuSample:
         try:
             return fn(h, *args)
         except nvml.NVMLError as e:
-            if getattr(e, "value", None) in (nvml.NVML_ERROR_NOT_SUPPORTED, nvml.NVML_ERROR_NO_PERMISSION):
+            if getattr(e, "value", None) in (
+                nvml.NVML_ERROR_NOT_SUPPORTED,
+                nvml.NVML_ERROR_NO_PERMISSION,
+            ):
                 return None
             raise
 
@@ -100,7 +117,9 @@ def _read(nvml, i: int) -> GpuSample:
     power = get(nvml.nvmlDeviceGetPowerUsage)
     limit = get(nvml.nvmlDeviceGetEnforcedPowerLimit)
     return GpuSample(
-        index=i, name=_text(nvml.nvmlDeviceGetName(h)), uuid=_text(get(nvml.nvmlDeviceGetUUID) or "") or None,
+        index=i,
+        name=_text(nvml.nvmlDeviceGetName(h)),
+        uuid=_text(get(nvml.nvmlDeviceGetUUID) or "") or None,
         util_gpu_pct=None if util is None else float(util.gpu),
         util_mem_pct=None if util is None else float(util.memory),
         sm_clock_mhz=get(nvml.nvmlDeviceGetClockInfo, nvml.NVML_CLOCK_SM),
@@ -108,7 +127,7 @@ def _read(nvml, i: int) -> GpuSample:
         mem_clock_mhz=get(nvml.nvmlDeviceGetClockInfo, nvml.NVML_CLOCK_MEM),
         mem_used_bytes=None if mem is None else int(mem.used),
         mem_total_bytes=None if mem is None else int(mem.total),
-        power_w=None if power is None else power / 1000.0,        # NVML reports mW
+        power_w=None if power is None else power / 1000.0,  # NVML reports mW
         power_limit_w=None if limit is None else limit / 1000.0,
         temperature_c=get(nvml.nvmlDeviceGetTemperature, nvml.NVML_TEMPERATURE_GPU),
     )
@@ -118,14 +137,19 @@ def _read(nvml, i: int) -> GpuSample:
 # Fake NVML: the subset of pynvml used above, deterministic
 # ---------------------------------------------------------------------------------------------------
 
+
 class _FakeError(Exception):
     def __init__(self, value: int):
         super().__init__(value)
         self.value = value
 
     def __str__(self) -> str:
-        return {12: "NVML Shared Library Not Found", 9: "Driver Not Loaded", 4: "Insufficient Permissions",
-                3: "Not Supported"}.get(self.value, f"error {self.value}")
+        return {
+            12: "NVML Shared Library Not Found",
+            9: "Driver Not Loaded",
+            4: "Insufficient Permissions",
+            3: "Not Supported",
+        }.get(self.value, f"error {self.value}")
 
 
 class _Obj:
@@ -134,8 +158,9 @@ class _Obj:
 
 
 class FakeNVML:
-    """Stands in for the pynvml module. mode "1" (or "h200x2"): two H200s, the second idle and without power
-    readings; "nodriver", "nopermission", "nogpu"."""
+    """Stands in for the pynvml module. mode "1" (or "h200x2"): two H200s, the second idle and
+    without power readings; "nodriver", "nopermission", "nogpu"."""
+
     NVMLError = _FakeError
     NVML_ERROR_LIBRARY_NOT_FOUND = 12
     NVML_ERROR_DRIVER_NOT_LOADED = 9

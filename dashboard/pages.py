@@ -1,11 +1,13 @@
 """The page registry: every dashboard page, one row each.
 
-A row says the page's URL slug, title, sidebar section and icon, the script that draws it (dashboard/views/, or
-any path), the report module whose `build(src, params)` gives its content as a `Report` for `kernelscope export`
-and the HTML export (None: not exportable), and the kinds of run that open on it. The app's navigation, export,
-the links from a run to its page and the end-to-end checks read this table, so adding a page is its view (and
-report) module and one `register` call. No Streamlit here: the command line reads it too.
+A row says the page's URL slug, title, sidebar section and icon, the script that draws it
+(dashboard/views/, or any path), the report module whose `build(src, params)` gives its content as a
+`Report` for `kernelscope export` and the HTML export (None: not exportable), and the kinds of run
+that open on it. The app's navigation, export, the links from a run to its page and the end-to-end
+checks read this table, so adding a page is its view (and report) module and one `register` call. No
+Streamlit here: the command line reads it too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -20,12 +22,13 @@ SECTIONS = ("Kernelscope", "Analyse", "Hardware", "Textbook")
 class Page:
     slug: str
     title: str
-    section: str                      # one of SECTIONS
-    view: str                         # a script in dashboard/views/, or an absolute path
-    icon: str                         # a Material icon name, ":material/…:"
-    report: str | None = None         # module with build(src, params) -> Report; None: not exportable
-    run_kinds: tuple[str, ...] = ()   # the kinds of run a link to a run opens on this page
-    default: bool = False             # the page at "/"
+    section: str  # one of SECTIONS
+    view: str  # a script in dashboard/views/, or an absolute path
+    icon: str  # a Material icon name, ":material/…:"
+    # module with build(src, params) -> Report; None: not exportable
+    report: str | None = None
+    run_kinds: tuple[str, ...] = ()  # the kinds of run a link to a run opens on this page
+    default: bool = False  # the page at "/"
 
     @property
     def path(self) -> Path:
@@ -45,7 +48,10 @@ PAGES: dict[str, Page] = {}
 
 def register(page: Page) -> Page:
     if page.section not in SECTIONS:
-        raise ValueError(f"page {page.slug!r}: unknown section {page.section!r} (sections: {', '.join(SECTIONS)})")
+        raise ValueError(
+            f"page {page.slug!r}: unknown section {page.section!r} (sections: "
+            f"{', '.join(SECTIONS)})"
+        )
     PAGES[page.slug] = page
     return page
 
@@ -58,13 +64,36 @@ for _p in (
     Page("home", "Home", "Kernelscope", "home.py", ":material/home:", _r("home"), default=True),
     Page("upload", "Upload", "Kernelscope", "upload.py", ":material/upload:"),
     Page("runs", "Runs", "Kernelscope", "runs.py", ":material/list:", _r("runs")),
-    Page("kernels", "Kernels", "Analyse", "kernels.py", ":material/memory:", _r("kernels"), run_kinds=("ncu",)),
-    Page("timeline", "Timeline", "Analyse", "timeline.py", ":material/timeline:", _r("timeline"),
-         run_kinds=("kineto", "nsys")),
+    Page(
+        "kernels",
+        "Kernels",
+        "Analyse",
+        "kernels.py",
+        ":material/memory:",
+        _r("kernels"),
+        run_kinds=("ncu",),
+    ),
+    Page(
+        "timeline",
+        "Timeline",
+        "Analyse",
+        "timeline.py",
+        ":material/timeline:",
+        _r("timeline"),
+        run_kinds=("kineto", "nsys"),
+    ),
     Page("ranks", "Ranks", "Analyse", "ranks.py", ":material/grid_on:", _r("ranks")),
     Page("history", "History", "Analyse", "history.py", ":material/query_stats:", _r("history")),
     Page("compare", "Compare", "Analyse", "compare.py", ":material/compare_arrows:", _r("compare")),
-    Page("gpus", "GPUs", "Hardware", "gpus.py", ":material/developer_board:", _r("gpus"), run_kinds=("bench",)),
+    Page(
+        "gpus",
+        "GPUs",
+        "Hardware",
+        "gpus.py",
+        ":material/developer_board:",
+        _r("gpus"),
+        run_kinds=("bench",),
+    ),
     Page("live", "Live", "Hardware", "live.py", ":material/monitor_heart:"),
     Page("cases", "Textbook cases", "Textbook", "cases.py", ":material/menu_book:", _r("cases")),
     Page("claims", "Claims", "Textbook", "claims.py", ":material/fact_check:", _r("claims")),

@@ -1,11 +1,14 @@
-"""The HTML renderer of a Report: one self-contained, offline file with the same tables and charts as the app.
+"""The HTML renderer of a Report: one self-contained, offline file with the same tables and charts
+as the app.
 
-The charts are Vega-Lite specs drawn by vega-embed, whose JavaScript is written into the file once (from
-vl-convert's bundle, the `export` extra): no CDN, no network. Everything a user or a profiled program named
-is HTML-escaped; specs are embedded as JSON with "</" escaped so no string can close the script element.
+The charts are Vega-Lite specs drawn by vega-embed, whose JavaScript is written into the file once
+(from vl-convert's bundle, the `export` extra): no CDN, no network. Everything a user or a profiled
+program named is HTML-escaped; specs are embedded as JSON with "</" escaped so no string can close
+the script element.
 
     html = render_html([report], source="kernels?run=1f87&kernel=5")
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,7 +18,16 @@ import html
 import json
 import re
 
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline, safe_link
+from dashboard.reports.blocks import (
+    Chart,
+    Heading,
+    Metrics,
+    Report,
+    Table,
+    Text,
+    Timeline,
+    safe_link,
+)
 from dashboard.theme import FONT, ensure_theme
 
 KIND_LABELS = {"info": "ℹ", "warning": "⚠", "error": "✖", "success": "✔"}
@@ -39,8 +51,9 @@ blockquote {{ border-left: 3px solid #d1d5db; margin: 8px 0; padding: 2px 12px; 
 code {{ background: #f3f4f6; padding: 0 3px; border-radius: 3px; font-size: 90%; }}
 """
 
-#: metric cards (cards_html), in the app and in the exports. Scoped to .ks-cards: in the app the rules are part of
-#: the page. Colours that work on Streamlit's light and dark themes (text inherits; the help is a dark tooltip).
+#: metric cards (cards_html), in the app and in the exports. Scoped to .ks-cards: in the app the
+#: rules are part of the page. Colours that work on Streamlit's light and dark themes (text
+#: inherits; the help is a dark tooltip).
 CARDS_CSS = """
 .ks-cards { display: grid; gap: 0 16px; margin: 0 0 16px; }
 .ks-card { min-width: 0; padding: 4px 0; }
@@ -66,27 +79,38 @@ CARDS_CSS = """
 
 
 def cards_html(b: Metrics) -> str:
-    """A Metrics block as one HTML grid of cards: label (its help as a tooltip on the "?", also when focused), the
-    value, and the change coloured as st.metric colours it (a change written with a leading "-" or "−" is down;
-    down is good where lower is better). As many cards a row as fit at 190 px or more each (at most three when
-    there are more than five); a value never clipped: a card too narrow for it wraps it at its spaces. Everything
-    is escaped; the help's markdown is rendered (md_to_html)."""
+    """A Metrics block as one HTML grid of cards: label (its help as a tooltip on the "?", also when
+    focused), the value, and the change coloured as st.metric colours it (a change written with a
+    leading "-" or "−" is down; down is good where lower is better). As many cards a row as fit at
+    190 px or more each (at most three when there are more than five); a value never clipped: a card
+    too narrow for it wraps it at its spaces. Everything is escaped; the help's markdown is rendered
+    (md_to_html)."""
     per_row = 3 if len(b.items) > 5 else max(1, len(b.items))
     cards = []
     for label, value, help_, *delta in b.items:
         d = delta[0] if delta else None
-        tip = (f'<span class="ks-q" tabindex="0" role="note" aria-label="{html.escape(_plain(help_))}">'
-               f'<span class="ks-qm">?</span><span class="ks-tip">{md_to_html(help_)}</span></span>' if help_ else "")
+        tip = (
+            '<span class="ks-q" tabindex="0" role="note" '
+            f'aria-label="{html.escape(_plain(help_))}"><span class="ks-qm">?</span><span '
+            f'class="ks-tip">{md_to_html(help_)}</span></span>'
+            if help_
+            else ""
+        )
         change = ""
         if d:
             down = str(d).startswith(("-", "−"))
             good = down == b.lower_is_better
             change = f'<div class="ks-d {"good" if good else "bad"}">{"↓" if down else "↑"} {html.escape(str(d))}</div>'
-        cards.append(f'<div class="ks-card"><div class="ks-l"><span class="ks-lt">{html.escape(str(label))}</span>'
-                     f'{tip}</div><div class="ks-v">{html.escape(str(value))}</div>{change}</div>')
-    return (f'<div class="ks-cards" style="grid-template-columns: repeat(auto-fit, minmax(max(190px, '
-            f'calc((100% - {16 * (per_row - 1)}px) / {per_row})), 1fr))">'
-            + "".join(cards) + "</div>")
+        cards.append(
+            '<div class="ks-card"><div class="ks-l"><span '
+            f'class="ks-lt">{html.escape(str(label))}</span>{tip}</div><div '
+            f'class="ks-v">{html.escape(str(value))}</div>{change}</div>'
+        )
+    return (
+        f'<div class="ks-cards" style="grid-template-columns: repeat(auto-fit, '
+        f"minmax(max(190px, "
+        f'calc((100% - {16 * (per_row - 1)}px) / {per_row})), 1fr))">' + "".join(cards) + "</div>"
+    )
 
 
 def _plain(md: str) -> str:
@@ -96,28 +120,31 @@ def _plain(md: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str | None:
-    """vega + vega-lite + vega-embed as one script (vl-convert's bundle, matching altair's Vega-Lite); None if
-    vl-convert is not installed."""
+    """vega + vega-lite + vega-embed as one script (vl-convert's bundle, matching altair's
+    Vega-Lite); None if vl-convert is not installed."""
     try:
         import vl_convert as vlc
     except ImportError:
         return None
     from altair.utils._importers import vl_version_for_vl_convert
+
     return vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())
 
 
-# ---- a small markdown subset -> HTML, escaping everything ----------------------------------------------
+# ---- a small markdown subset -> HTML, escaping everything
+# ----------------------------------------------
 
 _CODE = re.compile(r"(`+)(.+?)\1", re.S)
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 
 
 def md_to_html(md: str, base_url: str | None = None) -> str:
-    """`code`, **bold**, *em* / _em_, [text](link), paragraphs and "> " quotes; all text escaped. Relative links get
-    `base_url` in front, or become plain text when there is none (an offline file has no server)."""
+    """`code`, **bold**, *em* / _em_, [text](link), paragraphs and "> " quotes; all text escaped.
+    Relative links get `base_url` in front, or become plain text when there is none (an offline file
+    has no server)."""
     out, pos = [], 0
     for m in _CODE.finditer(md):
-        out.append(_inline(md[pos:m.start()], base_url))
+        out.append(_inline(md[pos : m.start()], base_url))
         body = m.group(2)
         if body.startswith(" ") and body.endswith(" ") and body.strip():
             body = body[1:-1]
@@ -126,8 +153,12 @@ def md_to_html(md: str, base_url: str | None = None) -> str:
     out.append(_inline(md[pos:], base_url))
     joined = "".join(out)
     paras = [p for p in re.split(r"\n\s*\n", joined) if p.strip()]
-    return "".join(f"<blockquote>{p.strip()[5:]}</blockquote>" if p.strip().startswith("&gt; ") else
-                   f"<p>{p.strip().replace(chr(10), '<br>')}</p>" for p in paras)
+    return "".join(
+        f"<blockquote>{p.strip()[5:]}</blockquote>"
+        if p.strip().startswith("&gt; ")
+        else f"<p>{p.strip().replace(chr(10), '<br>')}</p>"
+        for p in paras
+    )
 
 
 def _inline(s: str, base_url: str | None) -> str:
@@ -138,8 +169,11 @@ def _inline(s: str, base_url: str | None) -> str:
         if re.match(r"https?://", url):
             return f'<a href="{html.escape(url)}">{label}</a>'
         if base_url and re.fullmatch(r"[A-Za-z0-9_\-/]*(\?[^\s\"'<>]*)?", url):
-            return f'<a href="{html.escape(base_url.rstrip("/") + "/" + url.lstrip("/"))}">{label}</a>'
+            return (
+                f'<a href="{html.escape(base_url.rstrip("/") + "/" + url.lstrip("/"))}">{label}</a>'
+            )
         return label
+
     s = _LINK.sub(link, s)
     s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s, flags=re.S)
     s = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", s)
@@ -147,11 +181,16 @@ def _inline(s: str, base_url: str | None) -> str:
     return s
 
 
-# ---- blocks -> HTML ----------------------------------------------------------------------------------
+# ---- blocks -> HTML
+# ----------------------------------------------------------------------------------
+
 
 def _table_html(t: Table, base_url: str | None) -> str:
     cols = [c for c in t.cols if c in t.frame.columns]
-    head = "".join(f'<th title="{html.escape(t.cols[c].help or "")}">{html.escape(t.cols[c].header)}</th>' for c in cols)
+    head = "".join(
+        f'<th title="{html.escape(t.cols[c].help or "")}">{html.escape(t.cols[c].header)}</th>'
+        for c in cols
+    )
     body = []
     for row in t.frame.select(cols).iter_rows():
         cells = []
@@ -178,15 +217,21 @@ def _table_html(t: Table, base_url: str | None) -> str:
 def _json_for_script(obj) -> str:
     """JSON safe inside <script>: no "</" (cannot close the element), no HTML comment openers, no U+2028/9."""
     s = json.dumps(obj, allow_nan=False, default=str)
-    return (s.replace("</", "<\\/").replace("<!--", "<\\!--")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        s.replace("</", "<\\/")
+        .replace("<!--", "<\\!--")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _spec(chart) -> dict:
     ensure_theme()
     spec = chart.to_dict()
     if "facet" in spec or {"row", "column", "facet"} & set(spec.get("encoding", {})):
-        return spec   # a grid of views keeps its own size: Vega-Lite cannot fit it to the page (Streamlit neither)
+        # a grid of views keeps its own size: Vega-Lite cannot fit it to the page (Streamlit
+        # neither)
+        return spec
     spec["width"] = "container"
     spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
     return spec
@@ -196,25 +241,32 @@ def _spec(chart) -> dict:
 def _timeline_js() -> str:
     """The page's canvas timeline (dashboard/static/timeline.js) as a classic script defining ksTimeline."""
     from pathlib import Path
+
     static = Path(__file__).parent / "static"
     js = (static / "timeline.js").read_text(encoding="utf-8")
-    return js.replace("export default function(component)", "window.ksTimeline = function(component)"), \
-        (static / "timeline.css").read_text(encoding="utf-8")
+    return js.replace(
+        "export default function(component)", "window.ksTimeline = function(component)"
+    ), (static / "timeline.css").read_text(encoding="utf-8")
 
 
 def timeline_html(b: Timeline, div: str) -> str:
-    """The timeline, drawn offline by the same canvas code as the app, on the window the page showed (zoom and
-    pan work on that data; there is no server to ask for finer detail)."""
+    """The timeline, drawn offline by the same canvas code as the app, on the window the page showed
+    (zoom and pan work on that data; there is no server to ask for finer detail)."""
     js, css = _timeline_js()
     js = js.replace("</script", "<\\/script")
     data = base64.b64encode(b.payload).decode()
-    return (f"<style>{css}</style><div id=\"{div}\"></div><script>{js}\n"
-            f"(function(){{var b=atob(\"{data}\"),u=new Uint8Array(b.length);for(var i=0;i<b.length;i++)"
-            f"u[i]=b.charCodeAt(i);window.ksTimeline({{data:u,parentElement:document.getElementById(\"{div}\")}});"
-            f"}})();</script>")
+    return (
+        f'<style>{css}</style><div id="{div}"></div><script>{js}\n'
+        f'(function(){{var b=atob("{data}"),u=new Uint8Array(b.length);for(var '
+        f"i=0;i<b.length;i++)"
+        f'u[i]=b.charCodeAt(i);window.ksTimeline({{data:u,parentElement:document.getElementById("{div}")}});'
+        f"}})();</script>"
+    )
 
 
-def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js: bool = True) -> tuple[str, int]:
+def report_html(
+    rep: Report, *, base_url: str | None = None, n0: int = 0, has_js: bool = True
+) -> tuple[str, int]:
     parts = [f"<h1>{md_to_html(rep.title)[3:-4]}</h1>"]
     if rep.subtitle:
         parts.append(f'<div class="sub">{md_to_html(rep.subtitle)[3:-4]}</div>')
@@ -227,7 +279,9 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
             elif b.kind == "caption":
                 parts.append(f'<div class="caption">{inner}</div>')
             else:
-                parts.append(f'<div class="box {b.kind}">{KIND_LABELS.get(b.kind, "")} {inner}</div>')
+                parts.append(
+                    f'<div class="box {b.kind}">{KIND_LABELS.get(b.kind, "")} {inner}</div>'
+                )
         elif isinstance(b, Heading):
             tag = "h2" if b.level <= 2 else "h3"
             parts.append(f"<{tag}>{md_to_html(b.text)[3:-4]}</{tag}>")
@@ -244,12 +298,19 @@ def report_html(rep: Report, *, base_url: str | None = None, n0: int = 0, has_js
             n += 1
             div = f"vis{n}"
             if has_js:
-                parts.append(f'<div class="chart" id="{div}"></div><script>vegaEmbed("#{div}", '
-                             f'{_json_for_script(_spec(b.chart))}, {{"actions": false, "renderer": "svg"}})'
-                             f'.catch(function(e){{document.getElementById("{div}").textContent = String(e);}});</script>')
+                parts.append(
+                    f'<div class="chart" id="{div}"></div><script>vegaEmbed("#{div}", '
+                    f'{_json_for_script(_spec(b.chart))}, {{"actions": false, "renderer": '
+                    f'"svg"}})'
+                    f'.catch(function(e){{document.getElementById("{div}").textContent = '
+                    f"String(e);}});</script>"
+                )
             else:
-                parts.append('<div class="box warning">Chart left out: install the export extra '
-                             "(<code>pip install 'kernelscope[export]'</code>) to include charts.</div>")
+                parts.append(
+                    '<div class="box warning">Chart left out: install the export extra '
+                    "(<code>pip install 'kernelscope[export]'</code>) to include "
+                    "charts.</div>"
+                )
             if b.caption:
                 parts.append(f'<div class="caption">{md_to_html(b.caption, base_url)}</div>')
     return "\n".join(parts), n
@@ -262,13 +323,19 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 def _cjk_font_face() -> str:
     """@font-face of the bundled CJK subset (dashboard/static/fonts, SIL OFL 1.1), embedded as data."""
     from pathlib import Path
+
     font = Path(__file__).parent / "static" / "fonts" / "KernelscopeCJK-Regular.woff2"
     data = base64.b64encode(font.read_bytes()).decode()
-    return ("@font-face { font-family: 'Kernelscope CJK'; src: url(data:font/woff2;base64," + data
-            + ") format('woff2'); unicode-range: U+3000-303F, U+3400-9FFF, U+FF00-FFEF; }")
+    return (
+        "@font-face { font-family: 'Kernelscope CJK'; src: url(data:font/woff2;base64,"
+        + data
+        + ") format('woff2'); unicode-range: U+3000-303F, U+3400-9FFF, U+FF00-FFEF; }"
+    )
 
 
-def render_html(reports: list[Report], *, source: str | None = None, base_url: str | None = None) -> str:
+def render_html(
+    reports: list[Report], *, source: str | None = None, base_url: str | None = None
+) -> str:
     """One HTML document for the reports (normally one page)."""
     bundle = vega_bundle()
     has_charts = any(isinstance(b, Chart) for r in reports for b in r.blocks)
@@ -283,7 +350,9 @@ def render_html(reports: list[Report], *, source: str | None = None, base_url: s
     script = ""
     if has_charts and bundle is not None:
         script = "<script>\n" + bundle.replace("</script", "<\\/script") + "\n</script>"
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{title} — Kernelscope</title><style>{css}</style>{script}</head>\n"
-            f'<body><div class="meta">{meta}</div>\n' + "\n".join(body) + "\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{title} — Kernelscope</title><style>{css}</style>{script}</head>\n"
+        f'<body><div class="meta">{meta}</div>\n' + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -1,15 +1,19 @@
-"""The dashboard's server process: Streamlit's ASGI app (`st.App`, public API) behind dashboard.gate.Gate.
+"""The dashboard's server process: Streamlit's ASGI app (`st.App`, public API) behind
+dashboard.gate.Gate.
 
-`kernelscope dashboard` execs `python -m dashboard.serve --host H --port P [--allowed-host NAME]... --max-upload-mb N`
-with the store, the token and the artifact limit in its environment. What this adds to a plain `streamlit run`:
+`kernelscope dashboard` execs `python -m dashboard.serve --host H --port P [--allowed-host NAME]...
+--max-upload-mb N` with the store, the token and the artifact limit in its environment. What this
+adds to a plain `streamlit run`:
 
-- the Gate on every request and websocket: Host check on every bind, the access token before any work, token
-  attempts rate-limited, upload size checked before the body is read (dashboard.gate);
-- an error on a page is shown as a short error id (`on_script_error`), never a stack trace; the traceback goes to
-  the server's log with the same id; Streamlit's own error display is off (`client.showErrorDetails = none`);
-- `KERNELSCOPE_GATE=asgi` in the environment tells the app that the token was checked here (dashboard/app.py keeps
-  its own token form for `streamlit run dashboard/app.py`).
+- the Gate on every request and websocket: Host check on every bind, the access token before any
+  work, token attempts rate-limited, upload size checked before the body is read (dashboard.gate);
+- an error on a page is shown as a short error id (`on_script_error`), never a stack trace; the
+  traceback goes to the server's log with the same id; Streamlit's own error display is off
+  (`client.showErrorDetails = none`);
+- `KERNELSCOPE_GATE=asgi` in the environment tells the app that the token was checked here
+  (dashboard/app.py keeps its own token form for `streamlit run dashboard/app.py`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,19 +40,29 @@ def error_id() -> str:
 def on_script_error(exc: Exception) -> bool:
     """An exception escaped a page: log it with a short id and show only the id (and what to do)."""
     eid = error_id()
-    print(f"kernelscope dashboard: error {eid}:\n" + "".join(traceback.format_exception(exc)), file=sys.stderr,
-          flush=True)
+    print(
+        f"kernelscope dashboard: error {eid}:\n" + "".join(traceback.format_exception(exc)),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
-        st.error(f"This page hit an internal error (error id `{eid}`). The server's log has the details under that "
-                 "id; the other pages and runs are unaffected.")
+        st.error(
+            f"This page hit an internal error (error id `{eid}`). The server's log has the details "
+            "under that id; the other pages and runs are unaffected."
+        )
     except Exception:  # noqa: BLE001 - nothing more can be shown; the log has it
         pass
     return True
 
 
 def build_app(*, token: str | None, allowed_hosts: list[str], max_upload_mb: int) -> st.App:
-    gate = Middleware(Gate, hosts=HostPolicy(allowed_hosts), token=token, max_upload_bytes=int(max_upload_mb * 1e6),
-                      base_path=os.environ.get("STREAMLIT_SERVER_BASE_URL_PATH", ""))
+    gate = Middleware(
+        Gate,
+        hosts=HostPolicy(allowed_hosts),
+        token=token,
+        max_upload_bytes=int(max_upload_mb * 1e6),
+        base_path=os.environ.get("STREAMLIT_SERVER_BASE_URL_PATH", ""),
+    )
     return st.App(str(APP), middleware=[gate], on_script_error=on_script_error)
 
 
@@ -60,20 +74,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-upload-mb", type=int, default=200)
     args = ap.parse_args(argv)
     token = os.environ.get("KERNELSCOPE_TOKEN") or None
-    extra = args.allowed_host + [h for h in os.environ.get("KERNELSCOPE_ALLOWED_HOSTS", "").split(",") if h.strip()]
+    extra = args.allowed_host + [
+        h for h in os.environ.get("KERNELSCOPE_ALLOWED_HOSTS", "").split(",") if h.strip()
+    ]
     os.environ["KERNELSCOPE_GATE"] = "asgi" if token else ""
     from collectors.store import Store
-    Store(os.environ.get("KERNELSCOPE_STORE") or None).housekeeping()   # leftovers of interrupted ingests
+
+    # leftovers of interrupted ingests
+    Store(os.environ.get("KERNELSCOPE_STORE") or None).housekeeping()
     app = build_app(token=token, allowed_hosts=extra, max_upload_mb=args.max_upload_mb)
-    base = os.environ.get("STREAMLIT_SERVER_BASE_URL_PATH", "").strip("/")   # `streamlit run` reads it; App.run not
-    app.run(config={
-        **({"server.baseUrlPath": base} if base else {}),
-        "server.address": args.host, "server.port": args.port, "server.headless": True,
-        "server.maxUploadSize": args.max_upload_mb, "server.enableXsrfProtection": True, "server.enableCORS": True,
-        "server.fileWatcherType": "none", "server.runOnSave": False,
-        "server.enableStaticServing": True,          # dashboard/static: the bundled CJK font (.streamlit/config.toml)
-        "browser.gatherUsageStats": False, "client.toolbarMode": "minimal", "client.showErrorDetails": "none",
-    })
+    # `streamlit run` reads it; App.run not
+    base = os.environ.get("STREAMLIT_SERVER_BASE_URL_PATH", "").strip("/")
+    app.run(
+        config={
+            **({"server.baseUrlPath": base} if base else {}),
+            "server.address": args.host,
+            "server.port": args.port,
+            "server.headless": True,
+            "server.maxUploadSize": args.max_upload_mb,
+            "server.enableXsrfProtection": True,
+            "server.enableCORS": True,
+            "server.fileWatcherType": "none",
+            "server.runOnSave": False,
+            # dashboard/static: the bundled CJK font (.streamlit/config.toml)
+            "server.enableStaticServing": True,
+            "browser.gatherUsageStats": False,
+            "client.toolbarMode": "minimal",
+            "client.showErrorDetails": "none",
+        }
+    )
     return 0
 
 

@@ -1,23 +1,36 @@
-"""The store plus the analyses, for every surface (command line, Streamlit pages, HTML export); no Streamlit here.
+"""The store plus the analyses, for every surface (command line, Streamlit pages, HTML export); no
+Streamlit here.
 
-A `Source` reads runs from a `collectors.store.Store` and hands out the analysis objects the analyzers compute:
+A `Source` reads runs from a `collectors.store.Store` and hands out the analysis objects the
+analyzers compute:
 
-    src.ncu(run)            analyzers.ncu_run.NcuAnalysis (with the store's measured ceilings of that GPU)
-    src.trace(run)          TraceAnalysis: the timeline tables and analyzers.timeline.TimelineSummary
-    src.bench(run)          BenchAnalysis: results with today's derived records, predictions and verdicts
-    src.ceilings()          every measured ceiling of the store's bench runs (analyzers.ceilings.CEILING_SCHEMA)
-    src.best_ceilings(gpu), src.launch_floor_ns(gpu)   the best measured value per resource; the launch floor
+    src.ncu(run)            analyzers.ncu_run.NcuAnalysis (with the store's measured ceilings of
+    that GPU)
+    src.trace(run)          TraceAnalysis: the timeline tables and
+    analyzers.timeline.TimelineSummary
+    src.bench(run)          BenchAnalysis: results with today's derived records, predictions and
+    verdicts
+    src.ceilings()          every measured ceiling of the store's bench runs
+    (analyzers.ceilings.CEILING_SCHEMA)
+    src.best_ceilings(gpu), src.launch_floor_ns(gpu)   the best measured value per resource; the
+    launch floor
     src.identify(run)       analyzers.gpu_identify.Identified: the GPU and how it was identified
     src.ingest_bytes(data, name, gpu=None) / src.ingest_path(path, gpu=None)
-                            parse, check that the run can be analysed, then store it: `kernelscope ingest`, the
-                            Upload page and the bundled samples all go through here, so ingest and analyze accept
-                            exactly the same files (a file whose GPU cannot be identified is refused, not stored)
+                            parse, check that the run can be analysed, then store it: `kernelscope
+                            ingest`, the
+                            Upload page and the bundled samples all go through here, so ingest and
+                            analyze accept
+                            exactly the same files (a file whose GPU cannot be identified is
+                            refused, not stored)
 
-`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu` keeps it).
+`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu`
+keeps it).
 
-A run is a stored `Run`, a run id, or a `Parsed` file (analysed with the store's ceilings, not stored). Analyses are
-cached by run id and the set of bench runs (a new one changes the ceilings); a Parsed file's only with keep_parsed.
+A run is a stored `Run`, a run id, or a `Parsed` file (analysed with the store's ceilings, not
+stored). Analyses are cached by run id and the set of bench runs (a new one changes the ceilings); a
+Parsed file's only with keep_parsed.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,10 +72,12 @@ class TraceAnalysis:
 class BenchAnalysis:
     meta: dict
     gpu: GPUSpec | None
-    results: pl.DataFrame              # BENCH_SCHEMA + derived records + predicted, predicted_unit, verdict, ...
-    ceilings: pl.DataFrame             # the run's ceilings table as stored
+    # BENCH_SCHEMA + derived records + predicted, predicted_unit, verdict, ...
+    results: pl.DataFrame
+    ceilings: pl.DataFrame  # the run's ceilings table as stored
     failures: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)   # counter-based checks not made (analyzers...skipped_checks)
+    # counter-based checks not made (analyzers...skipped_checks)
+    skipped: list = field(default_factory=list)
 
 
 def _cc(value) -> tuple[int, int] | None:
@@ -74,26 +89,39 @@ def _cc(value) -> tuple[int, int] | None:
 
 
 def evidence_for(meta: dict) -> Evidence:
-    """What a run's metadata says about its GPU (ncu: name, device attributes, CC column, SM count, memory clock;
-    traces: the first device description; bench: the device attributes)."""
+    """What a run's metadata says about its GPU (ncu: name, device attributes, CC column, SM count,
+    memory clock; traces: the first device description; bench: the device attributes)."""
     attrs = meta.get("device_attributes") or (meta.get("gpu") or {}).get("attributes") or {}
     name = meta.get("gpu_name_in_file", meta.get("gpu_name"))
-    dev = next((d for d in meta.get("devices") or [] if d.get("name") == name), None) \
-        or next(iter(meta.get("devices") or []), None) or {}
+    dev = (
+        next((d for d in meta.get("devices") or [] if d.get("name") == name), None)
+        or next(iter(meta.get("devices") or []), None)
+        or {}
+    )
     cc = _cc(meta.get("cc"))
     if cc is None and dev.get("cc_major") is not None:
         cc = (int(dev["cc_major"]), int(dev.get("cc_minor") or 0))
-    source = meta.get("gpu_name_source") or {"kineto": "deviceProperties", "nsys": "TARGET_INFO_GPU",
-                                              "bench": "the device", "ncu-rep": "device attributes",
-                                              "csv-raw": "device attributes"}.get(meta.get("source_format"))
-    return Evidence(name=name, name_source=source, attributes=attrs, cc=cc,
-                    sm_count=meta.get("sm_count") or dev.get("sm_count"),
-                    memory_bytes=dev.get("total_memory_bytes"), memory_clock_hz=meta.get("memory_clock_hz"))
+    source = meta.get("gpu_name_source") or {
+        "kineto": "deviceProperties",
+        "nsys": "TARGET_INFO_GPU",
+        "bench": "the device",
+        "ncu-rep": "device attributes",
+        "csv-raw": "device attributes",
+    }.get(meta.get("source_format"))
+    return Evidence(
+        name=name,
+        name_source=source,
+        attributes=attrs,
+        cc=cc,
+        sm_count=meta.get("sm_count") or dev.get("sm_count"),
+        memory_bytes=dev.get("total_memory_bytes"),
+        memory_clock_hz=meta.get("memory_clock_hz"),
+    )
 
 
 def identify(meta: dict, gpu: str | None = None) -> Identified:
-    """The GPU of a run (analyzers.gpu_identify.identify_gpu); `gpu` (the --gpu of this command) beats the one the
-    run was stored with."""
+    """The GPU of a run (analyzers.gpu_identify.identify_gpu); `gpu` (the --gpu of this command)
+    beats the one the run was stored with."""
     return identify_gpu(evidence_for(meta), gpu or meta.get("gpu_override"))
 
 
@@ -103,10 +131,18 @@ def gpu_for(meta: dict, gpu: str | None = None) -> GPUSpec:
 
 
 class Source:
-    def __init__(self, store: Store, cache_entries: int = 32, *, gpu: str | None = None, keep_parsed: bool = False):
-        self.store, self._keep_parsed = store, keep_parsed   # keep_parsed: Parsed files' analyses cached (the CLI)
+    def __init__(
+        self,
+        store: Store,
+        cache_entries: int = 32,
+        *,
+        gpu: str | None = None,
+        keep_parsed: bool = False,
+    ):
+        # keep_parsed: Parsed files' analyses cached (the CLI)
+        self.store, self._keep_parsed = store, keep_parsed
         self.root = str(store.root)
-        self.gpu = get_gpu(gpu).name if gpu else None   # UnknownName for a name the registry lacks
+        self.gpu = get_gpu(gpu).name if gpu else None  # UnknownName for a name the registry lacks
         self._cache: OrderedDict = OrderedDict()
         self._max = cache_entries
         self._lock = threading.Lock()
@@ -114,8 +150,9 @@ class Source:
 
     # ---- runs ------------------------------------------------------------------------------------
     def runs(self, kinds: tuple[str, ...] | None = None) -> list[Run]:
-        """The store's readable runs, newest first (of `kinds`). A run whose tables cannot be read (or re-derived
-        from its artifact) is left out and listed by `broken()`, so one bad run never takes a page down."""
+        """The store's readable runs, newest first (of `kinds`). A run whose tables cannot be read
+        (or re-derived from its artifact) is left out and listed by `broken()`, so one bad run never
+        takes a page down."""
         out = []
         for r in self.store.runs():
             if kinds and r.kind not in kinds:
@@ -141,8 +178,8 @@ class Source:
         return out + [(rid, p) for rid, p in self.store.unreadable()]
 
     def get(self, run_id: str) -> Run:
-        """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for a run whose
-        tables cannot be read."""
+        """A readable run by id or unique prefix; RunNotFound (one line) for anything else, also for
+        a run whose tables cannot be read."""
         run = self.store.get(run_id)
         try:
             run.meta
@@ -154,15 +191,19 @@ class Source:
         """Delete a run from the store (collectors.store.Store.delete) and forget its cached analyses."""
         run = self.store.delete(run_id)
         with self._lock:
-            self._cache.clear()          # the run may sit in any key (comparisons, the store's ceilings)
+            # the run may sit in any key (comparisons, the store's ceilings)
+            self._cache.clear()
         return run
 
     def get_kind(self, run_id: str, kinds: tuple[str, ...], what: str) -> Run:
         """A run of one of `kinds`; RunNotFound naming what was expected otherwise."""
         run = self.get(run_id)
         if run.kind not in kinds:
-            raise RunNotFound(run.run_id, f"a {run.kind} run, not {what}",
-                              message=f"run {run.run_id} is a {run.kind} run, not {what}")
+            raise RunNotFound(
+                run.run_id,
+                f"a {run.kind} run, not {what}",
+                message=f"run {run.run_id} is a {run.kind} run, not {what}",
+            )
         return run
 
     def table(self, run_id: str, name: str) -> pl.DataFrame:
@@ -170,12 +211,16 @@ class Source:
         return self._cached(("table", run.run_id, name), lambda: run.table(name))
 
     def launch_metrics(self, run_id: str, launch_id: int) -> pl.DataFrame:
-        """Every ncu metric of one launch (long form: id, metric, value, text, unit, section; names and texts as
-        strings, the stored table keeps them categorical; section: the Nsight Compute section that shows it)."""
+        """Every ncu metric of one launch (long form: id, metric, value, text, unit, section; names
+        and texts as strings, the stored table keeps them categorical; section: the Nsight Compute
+        section that shows it)."""
+
         def make():
             from analyzers.compare import launch_metric_rows
+
             run = self.get(run_id)
             return launch_metric_rows(self.table(run_id, "metrics"), [launch_id], _sections(run))
+
         return self._cached(("launch", run_id, launch_id), make)
 
     # ---- cache -----------------------------------------------------------------------------------
@@ -183,7 +228,11 @@ class Source:
         """_cached by run id; a Parsed file anew, or (keep_parsed) by identity: the entry holds it (no id reuse)."""
         if not isinstance(run, Parsed):
             return self._cached((key[0], run.run_id, *key[1:]), make)
-        return self._cached(("parsed", id(run), *key), lambda: (run, make()))[1] if self._keep_parsed else make()
+        return (
+            self._cached(("parsed", id(run), *key), lambda: (run, make()))[1]
+            if self._keep_parsed
+            else make()
+        )
 
     def _cached(self, key, make):
         with self._lock:
@@ -215,22 +264,37 @@ class Source:
         return self._bench_key() + (self.store.settings_stamp(),)
 
     def ceilings(self) -> pl.DataFrame:
-        """Every measured ceiling of the store's bench runs, newest run first, judged (analyzers.ceilings.
-        JUDGED_SCHEMA: status trusted / rejected / excluded / not pinned, with the reason)."""
+        """Every measured ceiling of the store's bench runs, newest run first, judged
+        (analyzers.ceilings. JUDGED_SCHEMA: status trusted / rejected / excluded / not pinned, with
+        the reason)."""
+
         def make():
             runs = self.bench_runs()
-            labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
-            frames = [C.ceilings_frame(r.table("ceilings"), run_id=r.run_id, gpu_name=r.meta.get("gpu_name"),
-                                       gpu_label=labels[r.run_id], host=(r.meta.get("host") or {}).get("id"))
-                      for r in runs if "ceilings" in r.tables]
+            labels = C.gpu_labels(
+                [(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs]
+            )
+            frames = [
+                C.ceilings_frame(
+                    r.table("ceilings"),
+                    run_id=r.run_id,
+                    gpu_name=r.meta.get("gpu_name"),
+                    gpu_label=labels[r.run_id],
+                    host=(r.meta.get("host") or {}).get("id"),
+                )
+                for r in runs
+                if "ceilings" in r.tables
+            ]
             frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
             return C.judge_ceilings(frame, *self.ceiling_choices())
+
         return self._cached(("ceilings", self._ceilings_key()), make)
 
     def ceiling_records(self) -> list[dict]:
         """The trusted ceiling records of the bench runs (newest first) with run_id and gpu_name, for the claims."""
-        trusted = {(r["run_id"], r["ceiling"]) for r in
-                   self.ceilings().filter(pl.col("status") == "trusted").iter_rows(named=True)}
+        trusted = {
+            (r["run_id"], r["ceiling"])
+            for r in self.ceilings().filter(pl.col("status") == "trusted").iter_rows(named=True)
+        }
         out = []
         for r in self.bench_runs():
             if "ceilings" in r.tables:
@@ -245,7 +309,8 @@ class Source:
     def launch_floor_ns(self, gpu_name: str | None) -> float | None:
         return C.launch_floor_ns(self.ceilings(), gpu_name)
 
-    # ---- analyses ----------------------------------------------------------------------------------
+    # ---- analyses
+    # ----------------------------------------------------------------------------------
     def _resolve(self, run: Run | Parsed | str) -> Run | Parsed:
         return self.get(run) if isinstance(run, str) else run
 
@@ -259,8 +324,8 @@ class Source:
         return identify(run.meta, self.gpu)
 
     def gpu_label(self, run: Run | Parsed) -> str | None:
-        """The GPU as listings show it: the name the file (or --gpu) gives, else the identified one marked
-        "(inferred)" or "unknown GPU (CC x.y ...)", else None."""
+        """The GPU as listings show it: the name the file (or --gpu) gives, else the identified one
+        marked "(inferred)" or "unknown GPU (CC x.y ...)", else None."""
         meta = self.meta(run)
         if meta.get("gpu_name"):
             return gpu_label(meta["gpu_name"])
@@ -276,23 +341,53 @@ class Source:
         run = self._resolve(run)
 
         def make():
-            from analyzers.ncu_run import analyze_ncu      # imported by the kind that needs it: `analyze` stays quick
+            # imported by the kind that needs it: `analyze` stays quick
+            from analyzers.ncu_run import analyze_ncu
+
             ident = identify(run.meta, self.gpu)
             gpu = ident.spec
-            return analyze_ncu(run.table("kernels"), gpu, self.best_ceilings(gpu.name), gpu_how=ident.how,
-                               gpu_warning=ident.warning)
+            return analyze_ncu(
+                run.table("kernels"),
+                gpu,
+                self.best_ceilings(gpu.name),
+                gpu_how=ident.how,
+                gpu_warning=ident.warning,
+            )
+
         return self._cached_for(run, ("ncu", self.gpu, self._ceilings_key()), make)
 
-    def trace(self, run: Run | Parsed | str, step_pattern: str | None = None, profiler_ns: float | None = None):
-        run = self._resolve(run)      # the regex naming the steps (default: found), the profiler's cost per event
+    def trace(
+        self,
+        run: Run | Parsed | str,
+        step_pattern: str | None = None,
+        profiler_ns: float | None = None,
+    ):
+        # the regex naming the steps (default: found), the profiler's cost per event
+        run = self._resolve(run)
 
         def make():
             from analyzers.timeline import summarize
+
             g, api, meta = run.table("gpu_ops"), run.table("api_calls"), self.meta(run)
-            return TraceAnalysis(run.kind, meta, g, api, summarize(
-                g, api, launch_floor_ns=self.launch_floor_ns(meta.get("gpu_name")), cpu_ops=run.table("cpu_ops"),
-                nvtx=run.table("nvtx"), step_pattern=step_pattern, profiler_ns_per_event=profiler_ns))
-        return self._cached_for(run, ("trace", self.gpu, self._ceilings_key(), step_pattern, profiler_ns), make)
+            return TraceAnalysis(
+                run.kind,
+                meta,
+                g,
+                api,
+                summarize(
+                    g,
+                    api,
+                    launch_floor_ns=self.launch_floor_ns(meta.get("gpu_name")),
+                    cpu_ops=run.table("cpu_ops"),
+                    nvtx=run.table("nvtx"),
+                    step_pattern=step_pattern,
+                    profiler_ns_per_event=profiler_ns,
+                ),
+            )
+
+        return self._cached_for(
+            run, ("trace", self.gpu, self._ceilings_key(), step_pattern, profiler_ns), make
+        )
 
     def source_hotspots(self, run: Run | str, launch_id: int):
         """Source hot spots of one launch (analyzers.source_hotspots), None without source-level data."""
@@ -302,8 +397,14 @@ class Source:
             if "sass" not in run.tables:
                 return None
             from analyzers.source_hotspots import source_hotspots
-            return source_hotspots(self.table(run.run_id, "sass"), self.table(run.run_id, "source_metrics"),
-                                   self.table(run.run_id, "source_files"), launch_id)
+
+            return source_hotspots(
+                self.table(run.run_id, "sass"),
+                self.table(run.run_id, "source_metrics"),
+                self.table(run.run_id, "source_files"),
+                launch_id,
+            )
+
         return self._cached(("hotspots", run.run_id, launch_id), make)
 
     def trace_devices(self, run: Run | str) -> list[tuple[int, int]]:
@@ -315,51 +416,99 @@ class Source:
     def timeline_tracks(self, run: Run | Parsed | str) -> TimelineTracks:
         """Every event of a trace on its track (analyzers.timeline_view.build_tracks), for the zoomable view."""
         from analyzers.timeline_view import build_tracks
+
         run = self._resolve(run)
         if isinstance(run, Parsed):
-            return build_tracks(run.table("gpu_ops"), run.table("api_calls"), run.table("cpu_ops"), run.table("nvtx"))
-        t = lambda name: self.table(run.run_id, name)  # noqa: E731  (cached: the trace's analysis reads them too)
-        return self._cached(("tracks", run.run_id),
-                            lambda: build_tracks(t("gpu_ops"), t("api_calls"), t("cpu_ops"), t("nvtx")))
+            return build_tracks(
+                run.table("gpu_ops"),
+                run.table("api_calls"),
+                run.table("cpu_ops"),
+                run.table("nvtx"),
+            )
+        # cached: the trace's analysis reads them too
+        t = lambda name: self.table(run.run_id, name)
+        return self._cached(
+            ("tracks", run.run_id),
+            lambda: build_tracks(t("gpu_ops"), t("api_calls"), t("cpu_ops"), t("nvtx")),
+        )
 
     def ncu_launches_of(self, kernel: dict) -> pl.DataFrame:
-        """Launches of the store's Nsight Compute runs that run the same kernel as a timeline's GPU op
-        (analyzers.kernel_link.match_launches): their analysed rows with run_id, source_name and basis."""
+        """Launches of the store's Nsight Compute runs that run the same kernel as a timeline's GPU
+        op (analyzers.kernel_link.match_launches): their analysed rows with run_id, source_name and
+        basis."""
         frames = []
         for r in self.runs(("ncu",)):
             try:
                 k = self.ncu(r).kernels
             except Exception:  # noqa: BLE001 - one unreadable run must not hide the others' matches
                 continue
-            frames.append(k.with_columns(pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")))
+            frames.append(
+                k.with_columns(
+                    pl.lit(r.run_id).alias("run_id"), pl.lit(r.source_name).alias("source_name")
+                )
+            )
         from analyzers.kernel_link import match_launches
-        return match_launches(kernel, pl.concat(frames, how="diagonal_relaxed")) if frames else pl.DataFrame()
+
+        return (
+            match_launches(kernel, pl.concat(frames, how="diagonal_relaxed"))
+            if frames
+            else pl.DataFrame()
+        )
 
     def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
-        """The measured ceilings a bench run's predictions use: the store's best for its GPU (`gpu_name`, else the
-        run's; host-side ones from the run's host), overridden by the run's own (same host, same session)."""
+        """The measured ceilings a bench run's predictions use: the store's best for its GPU
+        (`gpu_name`, else the run's; host-side ones from the run's host), overridden by the run's
+        own (same host, same session)."""
         name = gpu_name or run.meta.get("gpu_name")
-        host = (run.meta.get("host") or {}).get("id") or f"host of run {getattr(run, 'run_id', None) or 'this file'}"
-        own = C.best_ceilings(C.ceilings_frame(run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
-                                               run_id=getattr(run, "run_id", None) or "this file", gpu_name=name,
-                                               host=host), name or "unknown GPU")
+        host = (run.meta.get("host") or {}).get(
+            "id"
+        ) or f"host of run {getattr(run, 'run_id', None) or 'this file'}"
+        own = C.best_ceilings(
+            C.ceilings_frame(
+                run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
+                run_id=getattr(run, "run_id", None) or "this file",
+                gpu_name=name,
+                host=host,
+            ),
+            name or "unknown GPU",
+        )
         return {**(self.best_ceilings(name, host) if name else {}), **own}
 
-    def multirank(self, run: Run | Parsed | str, *, executor=None, step_pattern: str | None = None,
-                  threshold: float | None = None, summary=None):
-        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and iteration, the straggler
-        and its cause, collectives. A stored run of many ranks is reduced rank by rank on `executor` (default: in
-        this process when small, else a process pool), each task reading its rank from the store; a Parsed file in
-        this process. `summary`: the run's trace(run).summary when the caller has it (not computed again)."""
+    def multirank(
+        self,
+        run: Run | Parsed | str,
+        *,
+        executor=None,
+        step_pattern: str | None = None,
+        threshold: float | None = None,
+        summary=None,
+    ):
+        """The cross-rank view of a trace run (analyzers.stragglers.MultiRank): per rank and
+        iteration, the straggler and its cause, collectives. A stored run of many ranks is reduced
+        rank by rank on `executor` (default: in this process when small, else a process pool), each
+        task reading its rank from the store; a Parsed file in this process. `summary`: the run's
+        trace(run).summary when the caller has it (not computed again)."""
         from analyzers.stragglers import STRAGGLER_THRESHOLD, combine
         from dashboard import execute, ranks
+
         run = self._resolve(run)
         thr = STRAGGLER_THRESHOLD if threshold is None else threshold
 
         def in_process(parsed):
-            floors = {parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))}
-            return combine(ranks._summaries(parsed, getattr(run, "source_name", "trace"), step_pattern, floors,
-                                            summary=summary), threshold=thr)
+            floors = {
+                parsed.meta.get("gpu_name"): self.launch_floor_ns(parsed.meta.get("gpu_name"))
+            }
+            return combine(
+                ranks._summaries(
+                    parsed,
+                    getattr(run, "source_name", "trace"),
+                    step_pattern,
+                    floors,
+                    summary=summary,
+                ),
+                threshold=thr,
+            )
+
         if isinstance(run, Parsed):
             return in_process(run)
 
@@ -367,11 +516,18 @@ class Source:
             n = len(run.meta.get("ranks") or [0])
             ex = executor or execute.make_executor(total_bytes=run.info.size_bytes, tasks=n)
             if isinstance(ex, execute.SerialExecutor):
-                return in_process(Parsed(run.kind, {t: self.table(run.run_id, t) for t in ("gpu_ops", "nvtx")},
-                                         run.meta))
+                return in_process(
+                    Parsed(
+                        run.kind,
+                        {t: self.table(run.run_id, t) for t in ("gpu_ops", "nvtx")},
+                        run.meta,
+                    )
+                )
             floors = {g: self.launch_floor_ns(g) for g in {run.meta.get("gpu_name")}}
-            return ranks.analyze_sources(ranks.run_sources(run), ex, step_pattern=step_pattern, threshold=thr,
-                                         floors=floors)[0]
+            return ranks.analyze_sources(
+                ranks.run_sources(run), ex, step_pattern=step_pattern, threshold=thr, floors=floors
+            )[0]
+
         if executor is not None:
             return make()
         return self._cached(("multirank", run.run_id, step_pattern, thr, self._bench_key()), make)
@@ -380,48 +536,110 @@ class Source:
         run = self._resolve(run)
 
         def make():
-            from analyzers.cases.bench_verdicts import attach, skipped_checks   # the case catalog: bench runs only
+            # the case catalog: bench runs only
+            from analyzers.cases.bench_verdicts import attach, skipped_checks
+
             try:
                 gpu = gpu_for(run.meta, self.gpu)
             except LookupError:
-                gpu = None           # a CPU-only run, or a GPU neither the registry nor the file describes
-            res = attach(run.table("results"), gpu, self.run_ceilings(run, gpu.name if gpu else None))
-            return BenchAnalysis(run.meta, gpu, res, run.table("ceilings"), list(run.meta.get("failures") or []),
-                                 skipped_checks(run.meta, res))
+                # a CPU-only run, or a GPU neither the registry nor the file describes
+                gpu = None
+            res = attach(
+                run.table("results"), gpu, self.run_ceilings(run, gpu.name if gpu else None)
+            )
+            return BenchAnalysis(
+                run.meta,
+                gpu,
+                res,
+                run.table("ceilings"),
+                list(run.meta.get("failures") or []),
+                skipped_checks(run.meta, res),
+            )
+
         return self._cached_for(run, ("bench", self.gpu, self._bench_key()), make)
 
     def bench_results(self) -> pl.DataFrame:
         """Every bench result of the store (with verdicts) and its run's GPU: gpu_name, gpu (label), run_id."""
+
         def make():
             runs = self.bench_runs()
-            labels = C.gpu_labels([(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs])
-            frames = [self.bench(r).results.with_columns(
-                gpu_name=pl.lit(r.meta.get("gpu_name") or "unknown GPU"), gpu=pl.lit(labels[r.run_id]),
-                run_id=pl.lit(r.run_id)) for r in runs]
-            return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema={
-                "case": pl.String, "metric": pl.String, "value": pl.Float64, "unit": pl.String, "params": pl.String,
-                "cv": pl.Float64, "source": pl.String, "predicted": pl.Float64, "predicted_unit": pl.String,
-                "verdict": pl.String, "gpu_name": pl.String, "gpu": pl.String, "run_id": pl.String})
+            labels = C.gpu_labels(
+                [(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs]
+            )
+            frames = [
+                self.bench(r).results.with_columns(
+                    gpu_name=pl.lit(r.meta.get("gpu_name") or "unknown GPU"),
+                    gpu=pl.lit(labels[r.run_id]),
+                    run_id=pl.lit(r.run_id),
+                )
+                for r in runs
+            ]
+            return (
+                pl.concat(frames, how="diagonal_relaxed")
+                if frames
+                else pl.DataFrame(
+                    schema={
+                        "case": pl.String,
+                        "metric": pl.String,
+                        "value": pl.Float64,
+                        "unit": pl.String,
+                        "params": pl.String,
+                        "cv": pl.Float64,
+                        "source": pl.String,
+                        "predicted": pl.Float64,
+                        "predicted_unit": pl.String,
+                        "verdict": pl.String,
+                        "gpu_name": pl.String,
+                        "gpu": pl.String,
+                        "run_id": pl.String,
+                    }
+                )
+            )
+
         return self._cached(("bench_results", self._bench_key()), make)
 
-    def join(self, ncu_run: Run | Parsed | str, trace_run: Run | Parsed | str, step_pattern: str | None = None):
+    def join(
+        self,
+        ncu_run: Run | Parsed | str,
+        trace_run: Run | Parsed | str,
+        step_pattern: str | None = None,
+    ):
         """analyzers.join.join of an ncu run with a timeline of the same program (cached); step_pattern: as steps."""
         from analyzers.join import join
+
         a, t = self._resolve(ncu_run), self._resolve(trace_run)
         if a.kind != "ncu":
-            raise RunNotFound(getattr(a, "run_id", "?"), f"a {a.kind} run, not an Nsight Compute run",
-                              message=f"{getattr(a, 'run_id', 'the first run')} is a {a.kind} run, not an Nsight "
-                                      "Compute run")
+            raise RunNotFound(
+                getattr(a, "run_id", "?"),
+                f"a {a.kind} run, not an Nsight Compute run",
+                message=f"{getattr(a, 'run_id', 'the first run')} is a {a.kind} run, "
+                "not an Nsight Compute run",
+            )
         if t.kind not in TRACE_KINDS:
-            raise RunNotFound(getattr(t, "run_id", "?"), f"a {t.kind} run, not a timeline",
-                              message=f"{getattr(t, 'run_id', 'the second run')} is a {t.kind} run, not a PyTorch "
-                                      "profiler trace or Nsight Systems export")
+            raise RunNotFound(
+                getattr(t, "run_id", "?"),
+                f"a {t.kind} run, not a timeline",
+                message=f"{getattr(t, 'run_id', 'the second run')} is a {t.kind} "
+                "run, not a PyTorch profiler trace or Nsight Systems export",
+            )
 
-        def make():                   # stored tables: no wait for the trace's summary
-            return join(self.ncu(a).kernels, *[t.table(n) if isinstance(t, Parsed) else self.table(t.run_id, n)
-                                               for n in ("gpu_ops", "nvtx")], step_pattern=step_pattern)
-        return make() if isinstance(a, Parsed) or isinstance(t, Parsed) else \
-            self._cached(("join", a.run_id, t.run_id, self.gpu, self._bench_key(), step_pattern), make)
+        def make():  # stored tables: no wait for the trace's summary
+            return join(
+                self.ncu(a).kernels,
+                *[
+                    t.table(n) if isinstance(t, Parsed) else self.table(t.run_id, n)
+                    for n in ("gpu_ops", "nvtx")
+                ],
+                step_pattern=step_pattern,
+            )
+
+        return (
+            make()
+            if isinstance(a, Parsed) or isinstance(t, Parsed)
+            else self._cached(
+                ("join", a.run_id, t.run_id, self.gpu, self._bench_key(), step_pattern), make
+            )
+        )
 
     def analysis(self, run: Run | Parsed | str):
         """The analysis of any run, by kind."""
@@ -434,28 +652,39 @@ class Source:
             return self.bench(run)
         raise RunNotFound(getattr(run, "run_id", "?"), f"has an unknown kind {run.kind!r}")
 
-    # ---- ingest: parse, check that it can be analysed, store ------------------------------------------
+    # ---- ingest: parse, check that it can be analysed, store
+    # ------------------------------------------
     def check(self, parsed: Parsed, name: str, gpu: str | None = None) -> None:
-        """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one check that keeps
-        ingest and analyze in agreement (an ncu run needs an identified GPU; every kind is analysed once), so no
-        stored run can break the analyses or the pages. Any exception of the analysis refuses the file."""
-        probe = self if self._keep_parsed and not gpu else Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
+        """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one
+        check that keeps ingest and analyze in agreement (an ncu run needs an identified GPU; every
+        kind is analysed once), so no stored run can break the analyses or the pages. Any exception
+        of the analysis refuses the file."""
+        probe = (
+            self
+            if self._keep_parsed and not gpu
+            else Source(self.store, cache_entries=1, gpu=gpu or self.gpu)
+        )
         try:
             probe.analysis(parsed)
         except InputError:
             raise
         except AnalysisError as e:
             raise ArtifactError(name, str(e)) from None
-        except Exception as e:  # noqa: BLE001 - whatever the analysis cannot take is refused, never stored
+        # any exception: whatever the analysis cannot take is refused, never stored
+        except Exception as e:
             first = " ".join((str(e).splitlines() or [""])[0].split())[:160]
-            raise ArtifactError(name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored") from None
+            raise ArtifactError(
+                name, f"cannot be analysed ({type(e).__name__}: {first}); nothing was stored"
+            ) from None
 
-    def ingest_bytes(self, data: bytes, name: str, gpu: str | None = None,
-                     path: str | None = None) -> tuple[Run, bool]:
-        """Parse, check (`check`), store: (run, created); a stored file is returned as stored. `path`: where it lies
-        (a console log beside it: collectors.ncu_log)."""
+    def ingest_bytes(
+        self, data: bytes, name: str, gpu: str | None = None, path: str | None = None
+    ) -> tuple[Run, bool]:
+        """Parse, check (`check`), store: (run, created); a stored file is returned as stored.
+        `path`: where it lies (a console log beside it: collectors.ncu_log)."""
         gpu = get_gpu(gpu).name if gpu else self.gpu
         from collectors.store import run_id_for
+
         rid = run_id_for(data)
         if rid in self.store:
             return self.store.get(rid), False
@@ -463,8 +692,13 @@ class Source:
         progress.report("analysing")
         self.check(parsed, name, gpu)
         progress.report("storing")
-        return self.store.ingest_bytes(data, name, parsed, gpu=gpu,
-                                       companion=companion_warnings(parsed, path) if path else None)
+        return self.store.ingest_bytes(
+            data,
+            name,
+            parsed,
+            gpu=gpu,
+            companion=companion_warnings(parsed, path) if path else None,
+        )
 
     def ingest_path(self, path, gpu: str | None = None) -> tuple[Run, bool]:
         """A file, or a folder of rank traces (one run); errors name the path as given."""
@@ -474,39 +708,64 @@ class Source:
         except ArtifactError as e:
             raise ArtifactError(str(path), e.problem) from None
 
-    # ---- baselines ----------------------------------------------------------------------------------
-    def compare(self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float | None = None) -> CompareResult:
-        """Run B against run A (analyzers.compare.compare_ncu / compare_traces): what `kernelscope compare` prints
-        and the Compare page shows. Both runs must be Nsight Compute runs, or both traces. noise_floor: None is
-        analyzers.compare.NOISE_FLOOR."""
+    # ---- baselines
+    # ----------------------------------------------------------------------------------
+    def compare(
+        self, a: Run | Parsed | str, b: Run | Parsed | str, noise_floor: float | None = None
+    ) -> CompareResult:
+        """Run B against run A (analyzers.compare.compare_ncu / compare_traces): what `kernelscope
+        compare` prints and the Compare page shows. Both runs must be Nsight Compute runs, or both
+        traces. noise_floor: None is analyzers.compare.NOISE_FLOOR."""
         from analyzers.baseline import trace_values
         from analyzers.compare import NOISE_FLOOR, compare_ncu, compare_traces
+
         noise_floor = NOISE_FLOOR if noise_floor is None else noise_floor
         a, b = self._resolve(a), self._resolve(b)
 
         def make():
             if a.kind == "ncu" and b.kind == "ncu":
                 extra = lambda r: self.ncu(r).kernels.with_columns(  # noqa: E731
-                    dram_pct=pl.col("dram_peak_fraction") * 100, fp32_pct=pl.col("fp32_peak_fraction") * 100)
-                return compare_ncu(extra(a), extra(b), a.table("metrics"), b.table("metrics"),
-                                   noise_floor=noise_floor, extra=("dram_pct", "fp32_pct"),
-                                   sections_a=_sections(a), sections_b=_sections(b))
+                    dram_pct=pl.col("dram_peak_fraction") * 100,
+                    fp32_pct=pl.col("fp32_peak_fraction") * 100,
+                )
+                return compare_ncu(
+                    extra(a),
+                    extra(b),
+                    a.table("metrics"),
+                    b.table("metrics"),
+                    noise_floor=noise_floor,
+                    extra=("dram_pct", "fp32_pct"),
+                    sections_a=_sections(a),
+                    sections_b=_sections(b),
+                )
             if a.kind in TRACE_KINDS and b.kind in TRACE_KINDS:
                 ta, tb = self.trace(a), self.trace(b)
-                return compare_traces(ta.gpu_ops, tb.gpu_ops, trace_values(ta.summary, ta.gpu_ops),
-                                      trace_values(tb.summary, tb.gpu_ops), noise_floor=noise_floor)
-            raise RunNotFound(getattr(b, "run_id", "?"), "not comparable", message=(
-                f"cannot compare a {a.kind} run (A) with a {b.kind} run (B): Nsight Compute runs compare with Nsight "
-                "Compute runs, traces with traces"))
+                return compare_traces(
+                    ta.gpu_ops,
+                    tb.gpu_ops,
+                    trace_values(ta.summary, ta.gpu_ops),
+                    trace_values(tb.summary, tb.gpu_ops),
+                    noise_floor=noise_floor,
+                )
+            raise RunNotFound(
+                getattr(b, "run_id", "?"),
+                "not comparable",
+                message=(
+                    f"cannot compare a {a.kind} run (A) with a {b.kind} run (B): Nsight Compute "
+                    "runs compare with Nsight Compute runs, traces with traces"
+                ),
+            )
+
         if isinstance(a, Parsed) or isinstance(b, Parsed):
             return make()
         return self._cached(("compare", a.run_id, b.run_id, noise_floor, self._bench_key()), make)
 
     def related_run(self, b: Run) -> Run | None:
-        """The newest other run of B's kind that shares at least half of its kernels (analyzers.baseline
-        .relatedness): the run a comparison with B defaults to; None when there is none (unrelated runs are never
-        compared by default)."""
+        """The newest other run of B's kind that shares at least half of its kernels
+        (analyzers.baseline .relatedness): the run a comparison with B defaults to; None when there
+        is none (unrelated runs are never compared by default)."""
         from analyzers.baseline import relatedness
+
         kinds = TRACE_KINDS if b.kind in TRACE_KINDS else (b.kind,)
         names = self._kernel_names(b)
         for r in self.runs(kinds):
@@ -521,34 +780,45 @@ class Source:
             if run.kind in TRACE_KINDS:
                 g = self.table(run.run_id, "gpu_ops")
                 return g.filter(pl.col("kind") == "kernel")["name"].unique().to_list()
-            return self.table(run.run_id, "results")["case"].unique().to_list() if "results" in run.tables else []
+            return (
+                self.table(run.run_id, "results")["case"].unique().to_list()
+                if "results" in run.tables
+                else []
+            )
+
         return self._cached(("names", run.run_id), make)
 
-    # ---- the run index: cross-run questions ----------------------------------------------------------
+    # ---- the run index: cross-run questions
+    # ----------------------------------------------------------
     def history(self, query):
         """query(collectors.index.Index) -> its result, on the store's run index (refreshed first; built in memory
         when the store cannot be written)."""
         from collectors import index as run_index
+
         try:
             self.store.refresh_index()
         except OSError:
             return query(run_index.memory_index(self.store.root, self.runs()))
         return run_index.collect(self.store.root, query)
 
-    # ---- textbook cases and claims -------------------------------------------------------------------
+    # ---- textbook cases and claims
+    # -------------------------------------------------------------------
     def case_measurements(self, case_id: str, gpu_name: str, params: dict | None = None) -> list:
-        """Stored measurements of a textbook case on one GPU at `params` (None: the chapter's): ncu launches that run
-        the case by their counters (analyzers.cases.kernel_match) and whose own configuration predicts the same value
-        (never judged against another configuration's prediction). Bench results: case_bench_rows."""
+        """Stored measurements of a textbook case on one GPU at `params` (None: the chapter's): ncu
+        launches that run the case by their counters (analyzers.cases.kernel_match) and whose own
+        configuration predicts the same value (never judged against another configuration's
+        prediction). Bench results: case_bench_rows."""
         from analyzers.cases import evaluate
         from analyzers.cases.kernel_match import kernel_comparisons
+
         try:
             page = evaluate(case_id, gpu_name, params or None)
         except (LookupError, ValueError):
             return []
         keys = set(page.predictions)
 
-        def same_prediction(c) -> bool:      # the launch's own configuration predicts what the page's does
+        # the launch's own configuration predicts what the page's does
+        def same_prediction(c) -> bool:
             a, b = c.prediction, page.predictions.get(c.quantity)
             if b is None or not a.numeric or not b.numeric or a.value is None or b.value is None:
                 return False
@@ -563,26 +833,42 @@ class Source:
             for row in a.kernels.iter_rows(named=True):
                 mk = metrics.filter(pl.col("id") == row["id"])
                 src = f"ncu run {run.run_id}, launch {row['id']} ({row['display_name']})"
-                for kc in kernel_comparisons(row, dict(zip(mk["metric"].to_list(), mk["value"].to_list())), a.gpu,
-                                             source=src):
+                for kc in kernel_comparisons(
+                    row, dict(zip(mk["metric"].to_list(), mk["value"].to_list())), a.gpu, source=src
+                ):
                     if kc.case_id != case_id:
                         continue
-                    out += [c.measurement for c in kc.comparisons if c.quantity in keys and same_prediction(c)]
+                    out += [
+                        c.measurement
+                        for c in kc.comparisons
+                        if c.quantity in keys and same_prediction(c)
+                    ]
         return out
 
     def case_bench_rows(self, case_id: str, gpu_name: str) -> pl.DataFrame:
-        """The store's bench results of a textbook case on one GPU that have a prediction: each judged at its own
-        parameters with the run's measured ceilings (the same verdict the bench run shows)."""
+        """The store's bench results of a textbook case on one GPU that have a prediction: each
+        judged at its own parameters with the run's measured ceilings (the same verdict the bench
+        run shows)."""
         res = self.bench_results()
         if not res.height or "predicted" not in res.columns:
             return res
         res = res.filter((pl.col("case") == case_id) & pl.col("predicted").is_not_null())
-        return res.filter(pl.col("gpu_name").map_elements(lambda n: _same_gpu(n, gpu_name), return_dtype=pl.Boolean)) \
-            if res.height else res
+        return (
+            res.filter(
+                pl.col("gpu_name").map_elements(
+                    lambda n: _same_gpu(n, gpu_name), return_dtype=pl.Boolean
+                )
+            )
+            if res.height
+            else res
+        )
 
     def claim_measurements(self) -> dict:
         from analyzers.cases.claims import claim_measurements
-        return self._cached(("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records()))
+
+        return self._cached(
+            ("claims", self._ceilings_key()), lambda: claim_measurements(self.ceiling_records())
+        )
 
 
 def _sections(run: Run | Parsed) -> pl.DataFrame | None:

@@ -1,4 +1,5 @@
 """Small Streamlit helpers shared by the views: query parameters <-> widgets, and the share panel."""
+
 from __future__ import annotations
 
 import re
@@ -10,8 +11,9 @@ from dashboard.reports.common import REPEATABLE
 
 TOKEN_PARAM = "token"
 
-#: CSS for every page (dashboard/app.py): the main column starts near the top; below 1,100 px the sidebar narrows
-#: to 220 px and the page's side padding shrinks, so a 900-px window keeps about 640 px for tables and cards
+#: CSS for every page (dashboard/app.py): the main column starts near the top; below 1,100 px the
+#: sidebar narrows to 220 px and the page's side padding shrinks, so a 900-px window keeps about 640
+#: px for tables and cards
 PAGE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
 @media (max-width: 1100px) {
@@ -22,9 +24,12 @@ PAGE_CSS = """
 
 
 def params() -> dict:
-    """The current query parameters (last value of each; every value of a repeatable one, as a list), without
-    the access token."""
-    p = {k: st.query_params.get_all(k) if k in REPEATABLE else st.query_params.get(k) for k in st.query_params.keys()}
+    """The current query parameters (last value of each; every value of a repeatable one, as a
+    list), without the access token."""
+    p = {
+        k: st.query_params.get_all(k) if k in REPEATABLE else st.query_params.get(k)
+        for k in st.query_params.keys()
+    }
     p.pop(TOKEN_PARAM, None)
     return p
 
@@ -62,20 +67,40 @@ def share_link(page: str, values: dict) -> str:
 
 
 def share_panel(page: str, values: dict, reports) -> None:
-    """Sidebar: the view's link with a copy button, and an offline HTML download of the same tables/charts.
-    `reports`: the page's reports, or a function returning them (built only when the download is clicked)."""
+    """Sidebar: the view's link with a copy button, and an offline HTML download of the same
+    tables/charts. `reports`: the page's reports, or a function returning them (built only when the
+    download is clicked)."""
     with st.sidebar:
         st.markdown("**Share this view**")
-        st.caption("Copy the link (the button at the right of the box); it opens this view for anyone on this server.")
+        st.caption(
+            "Copy the link (the button at the right of the box); it opens this view for "
+            "anyone on this server."
+        )
         link = share_link(page, values)
         from dashboard.components import share_box
+
         share_box(link)
         if reports:
+
             def make() -> str:  # runs on click, in another thread: no Streamlit calls in here
                 from dashboard.render_html import render_html
+
                 return render_html(reports() if callable(reports) else reports, source=link)
+
             slug = "-".join(str(values.get(k)) for k in ("run", "a", "b") if values.get(k))
-            name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")) + ".html"
-            st.download_button("Download HTML (offline copy)", data=make, file_name=name, mime="text/html",
-                               on_click="ignore", icon=":material/download:", key="download-html",
-                               help="One self-contained file: the same tables and charts, no network needed.")
+            name = (
+                re.sub(
+                    r"[^A-Za-z0-9._-]+", "_", f"kernelscope-{page}" + (f"-{slug}" if slug else "")
+                )
+                + ".html"
+            )
+            st.download_button(
+                "Download HTML (offline copy)",
+                data=make,
+                file_name=name,
+                mime="text/html",
+                on_click="ignore",
+                icon=":material/download:",
+                key="download-html",
+                help="One self-contained file: the same tables and charts, no network needed.",
+            )

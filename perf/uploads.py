@@ -1,14 +1,17 @@
-"""The dashboard server's memory across `.ncu-rep` uploads, as users upload them: `kernelscope dashboard` on an empty
-store, the Upload page in Debian's headless chromium (Playwright), one report after another.
+"""The dashboard server's memory across `.ncu-rep` uploads, as users upload them: `kernelscope
+dashboard` on an empty store, the Upload page in Debian's headless chromium (Playwright), one report
+after another.
 
     .venv/bin/python perf/uploads.py [--uploads 50]
 
-Each upload is the bundled H200 report sample_traces/h200/chapter5_kernels/full.ncu-rep.gz (9 launches x 2,227
-metrics) compressed again with its own gzip header time, so that every upload is a distinct artifact that the
-server parses and stores (the same bytes twice would be recognised as one run and not parsed again). The resident
-memory (VmRSS) of the server process is read after the first upload and after the last; the target (issue 14) is
-a growth of at most 200 MiB. Results: perf/results/uploads.json and perf/results/uploads.md.
+Each upload is the bundled H200 report sample_traces/h200/chapter5_kernels/full.ncu-rep.gz (9
+launches x 2,227 metrics) compressed again with its own gzip header time, so that every upload is a
+distinct artifact that the server parses and stores (the same bytes twice would be recognised as one
+run and not parsed again). The resident memory (VmRSS) of the server process is read after the first
+upload and after the last; the target (issue 14) is a growth of at most 200 MiB. Results:
+perf/results/uploads.json and perf/results/uploads.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +57,8 @@ def main(argv=None) -> int:
     ap.add_argument("--uploads", type=int, default=50)
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
-    facts = machine()                        # the load average at the start
+
+    facts = machine()  # the load average at the start
     tmp = Path(tempfile.mkdtemp(prefix="ks-perf-uploads-"))
     raw = gzip.decompress(REPORT.read_bytes())
     files = []
@@ -68,8 +72,13 @@ def main(argv=None) -> int:
     env = dict(os.environ, KERNELSCOPE_SAMPLES=str(tmp / "no_samples"), KERNELSCOPE_FAKE_NVML="1")
     env.pop("KERNELSCOPE_TOKEN", None)
     exe = Path(sys.executable).with_name("kernelscope")
-    proc = subprocess.Popen([str(exe), "dashboard", "--port", str(port), "--store", str(tmp / "store")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(exe), "dashboard", "--port", str(port), "--store", str(tmp / "store")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     samples = []
     try:
@@ -89,7 +98,9 @@ def main(argv=None) -> int:
                 page.locator("input[type=file]").set_input_files(str(f))
                 page.locator("[data-testid=stAlertContentSuccess]").wait_for(timeout=300_000)
                 samples.append({"upload": i + 1, "rss_mib": round(rss_mib(proc.pid), 1)})
-                print(f"  upload {i + 1:>3}: server RSS {samples[-1]['rss_mib']:,.0f} MiB", flush=True)
+                print(
+                    f"  upload {i + 1:>3}: server RSS {samples[-1]['rss_mib']:,.0f} MiB", flush=True
+                )
             b.close()
         runs = len(list((tmp / "store" / "runs").iterdir()))
     finally:
@@ -100,13 +111,29 @@ def main(argv=None) -> int:
             os.killpg(proc.pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
     first, last = samples[0]["rss_mib"], samples[-1]["rss_mib"]
-    doc = {"machine": facts, "uploads": args.uploads, "runs_stored": runs, "server_start_rss_mib": start_rss,
-           "samples": samples, "growth_mib": last - first}
-    text = write_results("uploads", doc, [[f"server RSS after the 1st and the {args.uploads}th `.ncu-rep` upload",
-                                           f"{first:,.0f} MiB", f"{last:,.0f} MiB", f"{last - first:+,.0f} MiB",
-                                           "≤ +200 MiB"]],
-                         ["what", "after the first", "after the last", "growth", "target"],
-                         [f"{runs} runs stored; server RSS at start {start_rss:,.0f} MiB (perf/uploads.py)."])
+    doc = {
+        "machine": facts,
+        "uploads": args.uploads,
+        "runs_stored": runs,
+        "server_start_rss_mib": start_rss,
+        "samples": samples,
+        "growth_mib": last - first,
+    }
+    text = write_results(
+        "uploads",
+        doc,
+        [
+            [
+                f"server RSS after the 1st and the {args.uploads}th `.ncu-rep` upload",
+                f"{first:,.0f} MiB",
+                f"{last:,.0f} MiB",
+                f"{last - first:+,.0f} MiB",
+                "≤ +200 MiB",
+            ]
+        ],
+        ["what", "after the first", "after the last", "growth", "target"],
+        [f"{runs} runs stored; server RSS at start {start_rss:,.0f} MiB (perf/uploads.py)."],
+    )
     print(text)
     return 0
 

@@ -1,4 +1,5 @@
 """Shared fixtures: sample paths, an isolated store, GPU and shared-data markers."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-# The suite runs with HOME in a temporary folder (set here, before any test module imports the project), so no test,
-# subprocess or server it starts writes into the user's own ~/.kernelscope; pytest_sessionfinish checks the real one.
+# The suite runs with HOME in a temporary folder (set here, before any test module imports the
+# project), so no test, subprocess or server it starts writes into the user's own ~/.kernelscope;
+# pytest_sessionfinish checks the real one.
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
 _TEST_HOME = Path(tempfile.mkdtemp(prefix="ks-test-home-"))
 os.environ["HOME"] = str(_TEST_HOME)
@@ -27,12 +29,17 @@ _HOME_BEFORE = _home_state()
 
 def pytest_sessionfinish(session, exitstatus):
     after = _home_state()
-    changed = sorted(k for k in set(after) | set(_HOME_BEFORE) if after.get(k) != _HOME_BEFORE.get(k))
+    changed = sorted(
+        k for k in set(after) | set(_HOME_BEFORE) if after.get(k) != _HOME_BEFORE.get(k)
+    )
     shutil.rmtree(_TEST_HOME, ignore_errors=True)
     if changed:
         session.exitstatus = 1
-        print(f"\nFAILED: the tests wrote under the real home's .kernelscope ({len(changed)} paths, e.g. "
-              f"{changed[:3]}); every test must stay in its temporary folders")
+        print(
+            f"\nFAILED: the tests wrote under the real home's .kernelscope ({len(changed)} paths, "
+            f"e.g. {changed[:3]}); every test must stay in its temporary folders"
+        )
+
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"
@@ -45,6 +52,7 @@ SHARED_NSYS = SHARED / "data" / "nsys"
 def _has_gpu() -> bool:
     try:
         import pynvml
+
         pynvml.nvmlInit()
         n = pynvml.nvmlDeviceGetCount()
         pynvml.nvmlShutdown()
@@ -67,6 +75,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     from collectors.store import Store
+
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     return Store(tmp_path / "store")
 
@@ -75,4 +84,6 @@ def store_snapshot(root: Path) -> dict[str, bytes]:
     """Every file under a store with its bytes, to assert that nothing changed."""
     if not root.exists():
         return {}
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }

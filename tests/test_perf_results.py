@@ -1,5 +1,7 @@
-"""perf/measure.write_results keeps every run: each run of a perf script is added to perf/results/<name>.json under
-a key of its own and to <name>.md under a heading, and the runs recorded before it stay as they were."""
+"""perf/measure.write_results keeps every run: each run of a perf script is added to
+perf/results/<name>.json under a key of its own and to <name>.md under a heading, and the runs
+recorded before it stay as they were."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,7 +18,8 @@ PERF = Path(__file__).resolve().parents[1] / "perf"
 def measure(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location("_ks_perf_measure", PERF / "measure.py")
     mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, mod)       # its dataclasses look their module up there
+    # its dataclasses look their module up there
+    monkeypatch.setitem(sys.modules, spec.name, mod)
     spec.loader.exec_module(mod)
     monkeypatch.setattr(mod, "REPO", tmp_path)
     monkeypatch.setattr(mod, "RESULTS", tmp_path / "perf" / "results")
@@ -31,15 +34,24 @@ def _doc(measure, date="2026-12-03 22:23 UTC", value=1.0) -> dict:
 
 def test_each_run_is_added_and_the_earlier_ones_stay(measure):
     header = ["what", "value"]
-    first = measure.write_results("traces", _doc(measure, value=1.0), [["a", "1.00 s"]], header, ["note one"])
-    second = measure.write_results("traces", _doc(measure, value=2.0), [["a", "2.00 s"]], header, ["note two"])
-    third = measure.write_results("traces", _doc(measure, "2026-12-04 01:05 UTC", 3.0), [["a", "3.00 s"]], header, [])
+    first = measure.write_results(
+        "traces", _doc(measure, value=1.0), [["a", "1.00 s"]], header, ["note one"]
+    )
+    second = measure.write_results(
+        "traces", _doc(measure, value=2.0), [["a", "2.00 s"]], header, ["note two"]
+    )
+    third = measure.write_results(
+        "traces", _doc(measure, "2026-12-04 01:05 UTC", 3.0), [["a", "3.00 s"]], header, []
+    )
     runs = json.loads((measure.RESULTS / "traces.json").read_text())
     assert list(runs) == ["run_20261203_2223", "run_20261203_2223_2", "run_20261204_0105"]
     assert [r["value"] for r in runs.values()] == [1.0, 2.0, 3.0]
     md = (measure.RESULTS / "traces.md").read_text()
-    for key, row in (("run_20261203_2223", "| a | 1.00 s |"), ("run_20261203_2223_2", "| a | 2.00 s |"),
-                     ("run_20261204_0105", "| a | 3.00 s |")):
+    for key, row in (
+        ("run_20261203_2223", "| a | 1.00 s |"),
+        ("run_20261203_2223_2", "| a | 2.00 s |"),
+        ("run_20261204_0105", "| a | 3.00 s |"),
+    ):
         assert f"### {key}: `" in md and row in md
     assert md.index("1.00 s") < md.index("2.00 s") < md.index("3.00 s")
     # what a script prints is its own run only
@@ -50,7 +62,11 @@ def test_each_run_is_added_and_the_earlier_ones_stay(measure):
 
 def test_a_file_in_the_older_layout_keeps_its_keys(measure):
     measure.RESULTS.mkdir(parents=True)
-    old = {"machine": {"date": "2026-12-01 07:37 UTC"}, "kineto": {"x": 1}, "kineto_2026_12_03_1956": {"y": 2}}
+    old = {
+        "machine": {"date": "2026-12-01 07:37 UTC"},
+        "kineto": {"x": 1},
+        "kineto_2026_12_03_1956": {"y": 2},
+    }
     (measure.RESULTS / "traces.json").write_text(json.dumps(old))
     (measure.RESULTS / "traces.md").write_text("| old | table |\n")
     measure.write_results("traces", _doc(measure), [["new", "row"]], ["a", "b"], [])
@@ -73,24 +89,38 @@ def test_a_results_file_that_is_not_an_object_is_left_alone(measure):
 
 def test_the_run_names_its_command_and_commit(measure):
     m = measure.machine()
-    assert m["command"].startswith("python ") and "commit" in m      # None outside a git checkout
+    assert m["command"].startswith("python ") and "commit" in m  # None outside a git checkout
     text = measure.write_results("uploads", _doc(measure), [["a", "b"]], ["x", "y"], [])
     assert text.startswith("### run_20261203_2223: `python ")
 
 
 def test_the_results_files_do_not_make_the_checkout_dirty(measure):
     import subprocess
+
     repo = measure.REPO
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    git = [
+        "git",
+        "-C",
+        str(repo),
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "-c",
+        "commit.gpgsign=false",
+    ]
     (repo / "perf" / "results").mkdir(parents=True)
     (repo / "perf" / "results" / "traces.md").write_text("old\n")
     (repo / "code.py").write_text("x = 1\n")
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
-    head = subprocess.run([*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        [*git, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     assert measure.commit() == head
-    (repo / "perf" / "results" / "traces.md").write_text("old\nnew run\n")       # what the scripts write
+    # what the scripts write
+    (repo / "perf" / "results" / "traces.md").write_text("old\nnew run\n")
     assert measure.commit() == head
     (repo / "code.py").write_text("x = 2\n")
     assert measure.commit() == head + "-dirty"

@@ -1,12 +1,14 @@
-"""Make dashboard/static/fonts/KernelscopeCJK-Regular.woff2: a subset of Noto Sans CJK SC Regular (SIL Open Font
-License 1.1, https://github.com/googlefonts/noto-cjk; the licence is dashboard/static/fonts/OFL.txt) with the
-3,755 most common Chinese characters (GB 2312 level 1), every CJK character in the project's own text, CJK
-punctuation and full-width forms, so Chinese text (the Claims page) renders where no CJK font is installed.
+"""Make dashboard/static/fonts/KernelscopeCJK-Regular.woff2: a subset of Noto Sans CJK SC Regular
+(SIL Open Font License 1.1, https://github.com/googlefonts/noto-cjk; the licence is
+dashboard/static/fonts/OFL.txt) with the 3,755 most common Chinese characters (GB 2312 level 1),
+every CJK character in the project's own text, CJK punctuation and full-width forms, so Chinese text
+(the Claims page) renders where no CJK font is installed.
 
     pip install fonttools brotli
     apt-get download fonts-noto-cjk && dpkg -x fonts-noto-cjk_*.deb noto
     python tools/make_cjk_font.py noto/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 """
+
 from __future__ import annotations
 
 import re
@@ -31,19 +33,30 @@ def gb2312_level1() -> str:
 
 def project_cjk() -> str:
     chars = set()
-    for p in list(REPO.glob("analyzers/**/*.py")) + list(REPO.glob("dashboard/**/*.py")) + [REPO / "README.md"]:
-        chars |= set(re.findall(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]", p.read_text(encoding="utf-8")))
+    for p in (
+        list(REPO.glob("analyzers/**/*.py"))
+        + list(REPO.glob("dashboard/**/*.py"))
+        + [REPO / "README.md"]
+    ):
+        chars |= set(
+            re.findall(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]", p.read_text(encoding="utf-8"))
+        )
     return "".join(sorted(chars))
 
 
 def main(src: str) -> None:
     from fontTools import subset
     from fontTools.ttLib import TTCollection
+
     ttc = TTCollection(src)
     # the collection's Simplified Chinese face
     font = next(f for f in ttc.fonts if "SC" in f["name"].getDebugName(1))
-    text = gb2312_level1() + project_cjk() + "".join(chr(c) for c in range(0x3000, 0x3040)) \
+    text = (
+        gb2312_level1()
+        + project_cjk()
+        + "".join(chr(c) for c in range(0x3000, 0x3040))
         + "".join(chr(c) for c in range(0xFF01, 0xFF5F))
+    )
     opts = subset.Options()
     opts.flavor = "woff2"
     opts.layout_features = ["*"]

@@ -1,27 +1,31 @@
-"""Bench results read with today's models: derived records and a prediction and verdict for every record.
+"""Bench results read with today's models: derived records and a prediction and verdict for every
+record.
 
-`attach(results, gpu, ceilings=None)` takes a bench run's results table (collectors.schema.BENCH_SCHEMA, as stored),
-the run's GPUSpec (None for a CPU-only run) and the GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling:
-the run's own, then the store's; the caller looks them up) and returns the table the CLI and the pages show:
+`attach(results, gpu, ceilings=None)` takes a bench run's results table
+(collectors.schema.BENCH_SCHEMA, as stored), the run's GPUSpec (None for a CPU-only run) and the
+GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling: the run's own, then the store's;
+the caller looks them up) and returns the table the CLI and the pages show:
 
-- derived records are computed from the stored ones, with the analyzers' single functions (never stored, so a
-  stored run always shows today's definitions): from Nsight Compute counter records the bank-conflict degree
-  (analyzers.kernels.conflict_degree), wavefronts per request and DRAM bandwidth
-  (analyzers.kernels.dram_bandwidth_gbps); from the launch parameters of the occupancy and tiling kernels the
-  occupancy our calculator gives (analyzers.occupancy); from pairs of timed kernels the time ratios the chapter's
-  claims are about (tiling: bigger tile ÷ 64×64; transpose: 16×16 tile ÷ larger tile at the same block size).
-  Derived or calculated records an older kernelscope stored are dropped first;
+- derived records are computed from the stored ones, with the analyzers' single functions (never
+  stored, so a stored run always shows today's definitions): from Nsight Compute counter records the
+  bank-conflict degree (analyzers.kernels.conflict_degree), wavefronts per request and DRAM
+  bandwidth (analyzers.kernels.dram_bandwidth_gbps); from the launch parameters of the occupancy and
+  tiling kernels the occupancy our calculator gives (analyzers.occupancy); from pairs of timed
+  kernels the time ratios the chapter's claims are about (tiling: bigger tile ÷ 64×64; transpose:
+  16×16 tile ÷ larger tile at the same block size). Derived or calculated records an older
+  kernelscope stored are dropped first;
 - `predicted`, `predicted_unit`, `predicted_kind` (estimate, exact, lower_bound, ...), `verdict`,
-  `verdict_explanation`: the case's model (analyzers.cases) for this GPU
-  at the record's parameters, with the measured ceilings in place of the spec-derived rates
-  (`MAPPERS[case](metric, params, siblings) -> (prediction key, case parameters, unit)`), and its verdict
-  (analyzers.cases.verdict). The measurement carries the counters Nsight Compute recorded for the same kernel
-  and parameters (`Measurement.counters`), which the prediction's mechanisms read. One measurement gets one
-  verdict: a bandwidth or FLOP rate computed from a timed record's median is the same measurement as its time and
-  is not judged again. Records without a mapping keep null (the explanation says why when a model could not
-  answer). The occupancy case compares Nsight Compute's and the driver's occupancy with the calculator's for the
-  same launch.
+  `verdict_explanation`: the case's model (analyzers.cases) for this GPU at the record's parameters,
+  with the measured ceilings in place of the spec-derived rates (`MAPPERS[case](metric, params,
+  siblings) -> (prediction key, case parameters, unit)`), and its verdict (analyzers.cases.verdict).
+  The measurement carries the counters Nsight Compute recorded for the same kernel and parameters
+  (`Measurement.counters`), which the prediction's mechanisms read. One measurement gets one
+  verdict: a bandwidth or FLOP rate computed from a timed record's median is the same measurement as
+  its time and is not judged again. Records without a mapping keep null (the explanation says why
+  when a model could not answer). The occupancy case compares Nsight Compute's and the driver's
+  occupancy with the calculator's for the same launch.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,25 +36,40 @@ from analyzers.gpus import GPUSpec
 from analyzers.kernels import conflict_degree, dram_bandwidth_gbps
 
 MIB = 1 << 20
-#: the suite's tiled matmuls: BF16 inputs (2 bytes); the FP32 kernels (ks_matmul_*) stage them in shared memory as
-#: FP32 (4 bytes) with the accumulator in registers; the tensor-core kernels (ks_mma_*) stage BF16 and keep the
-#: chapter's FP32 accumulator tile in shared memory (S = 2mk + 2kn + 4mn)
+#: the suite's tiled matmuls: BF16 inputs (2 bytes); the FP32 kernels (ks_matmul_*) stage them in
+#: shared memory as FP32 (4 bytes) with the accumulator in registers; the tensor-core kernels
+#: (ks_mma_*) stage BF16 and keep the chapter's FP32 accumulator tile in shared memory (S = 2mk +
+#: 2kn + 4mn)
 TILE_INPUT_BYTES = 2
 TILE_STAGE_BYTES = 4
-#: params a timing record gains from its byte / FLOP accounting (the same kernel's counter records lack them)
+#: params a timing record gains from its byte / FLOP accounting (the same kernel's counter records
+#: lack them)
 _ACCOUNTING = ("bytes", "flop")
 #: the thread patch (rows x cols per thread) of the FP32 kernels ks_matmul_<m>x<n>
 FP32_PATCH = {(64, 64): (4, 4), (64, 128): (4, 8), (128, 128): (8, 8)}
 
 
 def _tiling(metric, p, sib):
-    key = {"time": "time", "l2_read_from_l1_bytes": "l2_read_bytes", "dram_read_bytes": "dram_read_bytes",
-           "theoretical_occupancy": "occupancy", "time_ratio_vs_64x64": "time_ratio_vs_ref"}.get(metric)
+    key = {
+        "time": "time",
+        "l2_read_from_l1_bytes": "l2_read_bytes",
+        "dram_read_bytes": "dram_read_bytes",
+        "theoretical_occupancy": "occupancy",
+        "time_ratio_vs_64x64": "time_ratio_vs_ref",
+    }.get(metric)
     if key is None or "tile_m" not in p:
         return None
     tensor = p.get("engine", "fp32") == "tensor" or str(p.get("kernel", "")).startswith("ks_mma")
-    cp = {"M": p["m"], "K": p["k"], "N": p["n"], "m": p["tile_m"], "n": p["tile_n"], "k": p["tile_k"],
-          "elem": TILE_INPUT_BYTES, "threads": 256}
+    cp = {
+        "M": p["m"],
+        "K": p["k"],
+        "N": p["n"],
+        "m": p["tile_m"],
+        "n": p["tile_n"],
+        "k": p["tile_k"],
+        "elem": TILE_INPUT_BYTES,
+        "threads": 256,
+    }
     if tensor:
         cp.update(engine="tensor", stage=2, acc=4)
     else:
@@ -78,7 +97,11 @@ def _bank(metric, p, sib):
 
 
 def _transpose(metric, p, sib):
-    key = {"time": "time", "bank_conflict_degree": "read_degree", "speedup_vs_tile16": "speedup_vs_ref"}.get(metric)
+    key = {
+        "time": "time",
+        "bank_conflict_degree": "read_degree",
+        "speedup_vs_tile16": "speedup_vs_ref",
+    }.get(metric)
     if key is None or "tile" not in p:
         return None
     cp = {"n": p["n"], "t": p["tile"], "pad": 1 if p["padded"] else 0}
@@ -100,7 +123,8 @@ def _fusion(metric, p, sib):
     if metric != "time":
         return None
     key = "unfused_time" if p["impl"].startswith("unfused") else "fused_time"
-    # the suite flushes the L2 before each repetition when the working set could stay cached (< 4 x L2)
+    # the suite flushes the L2 before each repetition when the working set could stay cached (< 4 x
+    # L2)
     return key, {"M": p["m"], "F": p["f"], "flushed": 1}, "s"
 
 
@@ -128,7 +152,11 @@ def _graph(metric, p, sib):
 def _littles(metric, p, sib):
     if metric != "bandwidth":
         return None
-    return "achieved_bandwidth", {"occ": p["occupancy_pct"], "bytes_per_thread": 16 * p["unroll"]}, "B/s"
+    return (
+        "achieved_bandwidth",
+        {"occ": p["occupancy_pct"], "bytes_per_thread": 16 * p["unroll"]},
+        "B/s",
+    )
 
 
 def _h2d(metric, p, sib):
@@ -141,8 +169,11 @@ def _h2d(metric, p, sib):
 
 
 def _timing(metric, p, sib):
-    key = {"event_time": "event_time", "host_clock_async_call": "host_clock_async",
-           "host_clock_until_result": "host_clock_until_result"}.get(metric)
+    key = {
+        "event_time": "event_time",
+        "host_clock_async_call": "host_clock_async",
+        "host_clock_until_result": "host_clock_until_result",
+    }.get(metric)
     return None if key is None else (key, {"n": p["n_elements"], "flushed": 0}, "s")
 
 
@@ -158,19 +189,28 @@ def _launch(metric, p, sib):
 def _occupancy(metric, p, sib):
     if metric != "time" or "regs_per_thread" not in p or "flop" not in p:
         return None
-    cp = {"tile": 0, "smem_extra": p.get("smem_dynamic_bytes", 0) + p.get("smem_static_bytes", 0),
-          "regs": p["regs_per_thread"], "threads": p.get("block_size", 256), "gflop": p["flop"] / 1e9,
-          "chains": int(str(p["kernel"]).split("_r")[-1])}
+    cp = {
+        "tile": 0,
+        "smem_extra": p.get("smem_dynamic_bytes", 0) + p.get("smem_static_bytes", 0),
+        "regs": p["regs_per_thread"],
+        "threads": p.get("block_size", 256),
+        "gflop": p["flop"] / 1e9,
+        "chains": int(str(p["kernel"]).split("_r")[-1]),
+    }
     if p.get("grid"):
-        cp["blocks"] = p["grid"]          # older runs: the case's default, the suite's full-run grid
+        # older runs: the case's default, the suite's full-run grid
+        cp["blocks"] = p["grid"]
     return "fma_time", cp, "s"
 
 
 def _compile(metric, p, sib):
     if metric != "steady_call_time":
         return None
-    key = {"eager": "steady_eager_time", "triton": "steady_triton_time",
-           "torch.compile": "steady_compiled_time"}.get(p.get("impl"))
+    key = {
+        "eager": "steady_eager_time",
+        "triton": "steady_triton_time",
+        "torch.compile": "steady_compiled_time",
+    }.get(p.get("impl"))
     return None if key is None else (key, {"M": p["m"], "F": p["f"]}, "s")
 
 
@@ -187,16 +227,39 @@ def _fp(metric, p, sib):
 
 
 MAPPERS = {
-    "tiling.traffic": _tiling, "bank.column_read": _bank, "transpose.tile": _transpose, "rmsnorm.split": _rmsnorm,
-    "fusion.activation_chain": _fusion, "flash.attention_traffic": _flash, "graph.replay": _graph,
-    "littles_law": _littles, "h2d.chunked_copy": _h2d, "launch.overhead": _launch, "fp.non_associativity": _fp,
-    "timing.positions": _timing, "occupancy.sm": _occupancy, "compile.amortization": _compile,
+    "tiling.traffic": _tiling,
+    "bank.column_read": _bank,
+    "transpose.tile": _transpose,
+    "rmsnorm.split": _rmsnorm,
+    "fusion.activation_chain": _fusion,
+    "flash.attention_traffic": _flash,
+    "graph.replay": _graph,
+    "littles_law": _littles,
+    "h2d.chunked_copy": _h2d,
+    "launch.overhead": _launch,
+    "fp.non_associativity": _fp,
+    "timing.positions": _timing,
+    "occupancy.sm": _occupancy,
+    "compile.amortization": _compile,
 }
-GPU_FREE_CASES = {"fp.non_associativity"}    # their models do not depend on the GPU
-#: timed cases: their time records are judged against a predicted time (an estimate with terms and a tolerance)
-TIMED_CASES = ("h2d.chunked_copy", "timing.positions", "launch.overhead", "littles_law", "occupancy.sm",
-               "tiling.traffic", "bank.column_read", "transpose.tile", "rmsnorm.split", "fusion.activation_chain",
-               "flash.attention_traffic", "graph.replay", "compile.amortization")
+GPU_FREE_CASES = {"fp.non_associativity"}  # their models do not depend on the GPU
+#: timed cases: their time records are judged against a predicted time (an estimate with terms and a
+#: tolerance)
+TIMED_CASES = (
+    "h2d.chunked_copy",
+    "timing.positions",
+    "launch.overhead",
+    "littles_law",
+    "occupancy.sm",
+    "tiling.traffic",
+    "bank.column_read",
+    "transpose.tile",
+    "rmsnorm.split",
+    "fusion.activation_chain",
+    "flash.attention_traffic",
+    "graph.replay",
+    "compile.amortization",
+)
 
 
 def _key(params: dict) -> str:
@@ -208,17 +271,25 @@ def kernel_key(case: str, params: dict) -> str:
     return case + "|" + _key({k: v for k, v in params.items() if k not in _ACCOUNTING})
 
 
-def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, float],
-                 ceilings: dict | None = None) -> list[dict]:
-    """For each row (case, metric, value, params (dict), cv, source): {"predicted", "predicted_unit",
-    "verdict", "verdict_explanation"}, all None where no model applies or it cannot be evaluated.
-    calc_occ: JSON of an occupancy.sm launch's params -> the calculator's occupancy [%]. ceilings: the GPU's
-    measured ceilings (resource -> Ceiling), which replace the spec-derived rates of the models."""
+def predict_rows(
+    rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, float], ceilings: dict | None = None
+) -> list[dict]:
+    """For each row (case, metric, value, params (dict), cv, source): {"predicted",
+    "predicted_unit", "verdict", "verdict_explanation"}, all None where no model applies or it
+    cannot be evaluated. calc_occ: JSON of an occupancy.sm launch's params -> the calculator's
+    occupancy [%]. ceilings: the GPU's measured ceilings (resource -> Ceiling), which replace the
+    spec-derived rates of the models."""
     from analyzers.cases import Measurement, evaluate, verdict
     from analyzers.cases.counters import NCU_COUNTERS
     from analyzers.cases.model import Prediction
-    none = {"predicted": None, "predicted_unit": None, "predicted_kind": None, "verdict": None,
-            "verdict_explanation": None}
+
+    none = {
+        "predicted": None,
+        "predicted_unit": None,
+        "predicted_kind": None,
+        "verdict": None,
+        "verdict_explanation": None,
+    }
     siblings: dict[str, dict[str, float]] = {}
     counters: dict[str, dict[str, float]] = {}
     for r in rows:
@@ -233,13 +304,23 @@ def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, floa
         k = kernel_key(r["case"], r["params"])
         try:
             pr, unit = None, None
-            if r["case"] == "occupancy.sm" and r["metric"] in ("theoretical_occupancy", "achieved_occupancy",
-                                                              "driver_occupancy"):
+            if r["case"] == "occupancy.sm" and r["metric"] in (
+                "theoretical_occupancy",
+                "achieved_occupancy",
+                "driver_occupancy",
+            ):
                 v = calc_occ.get(_key(_launch_params(r["params"])))
                 if v is not None:
                     kind = "upper_bound" if r["metric"] == "achieved_occupancy" else "exact"
-                    pr = Prediction("occupancy", "occupancy calculated by analyzers.occupancy", v, "%",
-                                    "resident warps / max warps", kind=kind, rel_tol=0.01)
+                    pr = Prediction(
+                        "occupancy",
+                        "occupancy calculated by analyzers.occupancy",
+                        v,
+                        "%",
+                        "resident warps / max warps",
+                        kind=kind,
+                        rel_tol=0.01,
+                    )
                     unit = "%"
             elif r["case"] in MAPPERS and (gpu is not None or r["case"] in GPU_FREE_CASES):
                 m = MAPPERS[r["case"]](r["metric"], r["params"], siblings.get(k, {}))
@@ -251,11 +332,26 @@ def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, floa
                     pr = evals[ek].predictions.get(key)
             if pr is not None and pr.numeric:
                 spread = abs(r["cv"] * r["value"]) if r.get("cv") else None
-                v = verdict(pr, Measurement(r["value"], unit, r["source"], spread=spread, quantity=pr.key,
-                                            counters=counters.get(k, {})))
-                res = {"predicted": float(pr.value), "predicted_unit": pr.unit, "predicted_kind": pr.kind,
-                       "verdict": v.kind, "verdict_explanation": v.explanation}
-        except Exception as e:  # noqa: BLE001 - a model that cannot answer leaves this row without a verdict
+                v = verdict(
+                    pr,
+                    Measurement(
+                        r["value"],
+                        unit,
+                        r["source"],
+                        spread=spread,
+                        quantity=pr.key,
+                        counters=counters.get(k, {}),
+                    ),
+                )
+                res = {
+                    "predicted": float(pr.value),
+                    "predicted_unit": pr.unit,
+                    "predicted_kind": pr.kind,
+                    "verdict": v.kind,
+                    "verdict_explanation": v.explanation,
+                }
+        # any exception: a model that cannot answer leaves this row without a verdict
+        except Exception as e:
             res = dict(none, verdict_explanation=f"no prediction: {type(e).__name__}: {e}")
         out.append(res)
     return out
@@ -266,12 +362,24 @@ def predict_rows(rows: list[dict], gpu: GPUSpec | None, calc_occ: dict[str, floa
 # ---------------------------------------------------------------------------------------------------
 
 #: metrics an older kernelscope stored that are now derived on read
-DERIVED_METRICS = ("bank_conflict_degree", "shared_wavefronts_per_request", "dram_bandwidth", "calculated_occupancy",
-                   "time_ratio_vs_64x64", "speedup_vs_tile16")
+DERIVED_METRICS = (
+    "bank_conflict_degree",
+    "shared_wavefronts_per_request",
+    "dram_bandwidth",
+    "calculated_occupancy",
+    "time_ratio_vs_64x64",
+    "speedup_vs_tile16",
+)
 RATIO_SOURCE = "event timing"
 COUNTER_SOURCE = "ncu counter"
 CALC_SOURCE = "calculated (analyzers.occupancy)"
-_LAUNCH_KEYS = ("kernel", "regs_per_thread", "smem_static_bytes", "smem_dynamic_bytes", "block_size")
+_LAUNCH_KEYS = (
+    "kernel",
+    "regs_per_thread",
+    "smem_static_bytes",
+    "smem_dynamic_bytes",
+    "block_size",
+)
 
 
 def _launch_params(p: dict) -> dict:
@@ -279,46 +387,84 @@ def _launch_params(p: dict) -> dict:
 
 
 def _counter_derived(results: pl.DataFrame) -> pl.DataFrame:
-    """Degree, wavefronts per request and DRAM bandwidth of each profiled kernel (one per case and params) from
-    its counter records."""
+    """Degree, wavefronts per request and DRAM bandwidth of each profiled kernel (one per case and
+    params) from its counter records."""
     c = results.filter(pl.col("source") == COUNTER_SOURCE)
     if not c.height:
         return results.clear()
-    wide = c.pivot(on="metric", index=["case", "params"], values="value", aggregate_function="first")
-    for col in ("shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_ld_requests", "dram_read_bytes",
-                "dram_write_bytes", "kernel_duration"):
+    wide = c.pivot(
+        on="metric", index=["case", "params"], values="value", aggregate_function="first"
+    )
+    for col in (
+        "shared_ld_wavefronts",
+        "shared_ld_bank_conflicts",
+        "shared_ld_requests",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "kernel_duration",
+    ):
         if col not in wide.columns:
             wide = wide.with_columns(pl.lit(None, pl.Float64).alias(col))
     wide = wide.with_columns(
-        bank_conflict_degree=conflict_degree(pl.col("shared_ld_wavefronts"), pl.col("shared_ld_bank_conflicts")),
-        shared_wavefronts_per_request=pl.when(pl.col("shared_ld_requests") > 0)
-        .then(pl.col("shared_ld_wavefronts") / pl.col("shared_ld_requests")),
+        bank_conflict_degree=conflict_degree(
+            pl.col("shared_ld_wavefronts"), pl.col("shared_ld_bank_conflicts")
+        ),
+        shared_wavefronts_per_request=pl.when(pl.col("shared_ld_requests") > 0).then(
+            pl.col("shared_ld_wavefronts") / pl.col("shared_ld_requests")
+        ),
         # GB/s from seconds: (bytes) / (s x 1e9 ns/s) = bytes/ns; x 1e9 gives B/s, the record unit
-        dram_bandwidth=dram_bandwidth_gbps(pl.col("dram_read_bytes"), pl.col("dram_write_bytes"),
-                                           pl.col("kernel_duration") * 1e9) * 1e9,
+        dram_bandwidth=dram_bandwidth_gbps(
+            pl.col("dram_read_bytes"), pl.col("dram_write_bytes"), pl.col("kernel_duration") * 1e9
+        )
+        * 1e9,
     )
-    units = {"bank_conflict_degree": "1", "shared_wavefronts_per_request": "1", "dram_bandwidth": "B/s"}
+    units = {
+        "bank_conflict_degree": "1",
+        "shared_wavefronts_per_request": "1",
+        "dram_bandwidth": "B/s",
+    }
     notes = c.group_by("case", "params", maintain_order=True).agg(pl.col("notes").first())
-    long = (wide.select("case", "params", *units).unpivot(index=["case", "params"], variable_name="metric",
-                                                            value_name="value")
-            .drop_nulls("value").join(notes, on=["case", "params"], how="left"))
+    long = (
+        wide.select("case", "params", *units)
+        .unpivot(index=["case", "params"], variable_name="metric", value_name="value")
+        .drop_nulls("value")
+        .join(notes, on=["case", "params"], how="left")
+    )
     return long.select(
-        "case", "metric", "value", pl.col("metric").replace_strict(units, return_dtype=pl.String).alias("unit"),
-        "params", pl.lit(None, pl.Float64).alias("cv"), pl.lit(1, pl.Int64).alias("n"),
+        "case",
+        "metric",
+        "value",
+        pl.col("metric").replace_strict(units, return_dtype=pl.String).alias("unit"),
+        "params",
+        pl.lit(None, pl.Float64).alias("cv"),
+        pl.lit(1, pl.Int64).alias("n"),
         pl.lit(COUNTER_SOURCE).alias("source"),
-        pl.concat_str([pl.lit("derived from the counter records (analyzers.kernels); "), pl.col("notes").fill_null("")])
-        .alias("notes"), pl.lit([], pl.List(pl.String)).alias("flags"))
+        pl.concat_str(
+            [
+                pl.lit("derived from the counter records (analyzers.kernels); "),
+                pl.col("notes").fill_null(""),
+            ]
+        ).alias("notes"),
+        pl.lit([], pl.List(pl.String)).alias("flags"),
+    )
 
 
-def _calculated_occupancy(results: pl.DataFrame, gpu: GPUSpec | None) -> tuple[list[dict], dict[str, float]]:
+def _calculated_occupancy(
+    results: pl.DataFrame, gpu: GPUSpec | None
+) -> tuple[list[dict], dict[str, float]]:
     """The calculator's occupancy for each launch configuration the occupancy and tiling records name."""
     from analyzers.occupancy import occupancy
+
     rows, calc = [], {}
     if gpu is None:
         return rows, calc
     seen = set()
-    for case, params in results.filter(pl.col("case").is_in(["occupancy.sm", "tiling.traffic"])) \
-            .select("case", "params").unique(maintain_order=True).iter_rows():
+    for case, params in (
+        results.filter(pl.col("case").is_in(["occupancy.sm", "tiling.traffic"]))
+        .select("case", "params")
+        .unique(maintain_order=True)
+        .iter_rows()
+    ):
         p = json.loads(params)
         if "regs_per_thread" not in p:
             continue
@@ -328,66 +474,123 @@ def _calculated_occupancy(results: pl.DataFrame, gpu: GPUSpec | None) -> tuple[l
             continue
         seen.add((case, key))
         try:
-            r = occupancy(gpu, int(p.get("block_size", 256)), int(p["regs_per_thread"]),
-                          int(p.get("smem_static_bytes", 0)), int(p.get("smem_dynamic_bytes", 0)))
+            r = occupancy(
+                gpu,
+                int(p.get("block_size", 256)),
+                int(p["regs_per_thread"]),
+                int(p.get("smem_static_bytes", 0)),
+                int(p.get("smem_dynamic_bytes", 0)),
+            )
         except ValueError:
             continue
         calc[key] = r.occupancy_pct
-        rows.append({"case": case, "metric": "calculated_occupancy", "value": r.occupancy_pct, "unit": "%",
-                     "params": json.dumps(lp if case == "occupancy.sm" else p, sort_keys=True), "cv": None, "n": 1,
-                     "source": CALC_SOURCE, "notes": f"{r.blocks_per_sm} blocks/SM, limited by {', '.join(r.limiters)}",
-                     "flags": []})
+        rows.append(
+            {
+                "case": case,
+                "metric": "calculated_occupancy",
+                "value": r.occupancy_pct,
+                "unit": "%",
+                "params": json.dumps(lp if case == "occupancy.sm" else p, sort_keys=True),
+                "cv": None,
+                "n": 1,
+                "source": CALC_SOURCE,
+                "notes": f"{r.blocks_per_sm} blocks/SM, limited by {', '.join(r.limiters)}",
+                "flags": [],
+            }
+        )
     return rows, calc
 
 
 def _ratio(rows: list[dict], num: dict, den: dict, metric: str, params: dict, note: str) -> None:
     cvs = [x for x in (num["cv"], den["cv"]) if x is not None]
-    rows.append({"case": num["case"], "metric": metric, "value": num["value"] / den["value"], "unit": "1",
-                 "params": json.dumps(params, sort_keys=True),
-                 "cv": (sum(c * c for c in cvs) ** 0.5) if cvs else None, "n": 1, "source": RATIO_SOURCE,
-                 "notes": "derived from two event-timed records on read: " + note, "flags": []})
+    rows.append(
+        {
+            "case": num["case"],
+            "metric": metric,
+            "value": num["value"] / den["value"],
+            "unit": "1",
+            "params": json.dumps(params, sort_keys=True),
+            "cv": (sum(c * c for c in cvs) ** 0.5) if cvs else None,
+            "n": 1,
+            "source": RATIO_SOURCE,
+            "notes": "derived from two event-timed records on read: " + note,
+            "flags": [],
+        }
+    )
 
 
 def _claim_ratios(results: pl.DataFrame) -> list[dict]:
-    """The time ratios the chapter's timing claims are about, from pairs of event-timed records of one run:
-    tiling.traffic `time_ratio_vs_64x64` = T(tile) ÷ T(64×64) of the same engine ('half the traffic can be slower'
-    holds when > 1); transpose.tile `speedup_vs_tile16` = T(16×16 tile) ÷ T(tile) at the same threads per block
-    and padding (the chapter: 32×32 is 2.7× faster than 16×16)."""
-    t = results.filter((pl.col("metric") == "time") & (pl.col("source") == RATIO_SOURCE)
-                       & pl.col("case").is_in(["tiling.traffic", "transpose.tile"]))
+    """The time ratios the chapter's timing claims are about, from pairs of event-timed records of
+    one run: tiling.traffic `time_ratio_vs_64x64` = T(tile) ÷ T(64×64) of the same engine ('half the
+    traffic can be slower' holds when > 1); transpose.tile `speedup_vs_tile16` = T(16×16 tile) ÷
+    T(tile) at the same threads per block and padding (the chapter: 32×32 is 2.7× faster than
+    16×16)."""
+    t = results.filter(
+        (pl.col("metric") == "time")
+        & (pl.col("source") == RATIO_SOURCE)
+        & pl.col("case").is_in(["tiling.traffic", "transpose.tile"])
+    )
     recs = [{**r, "p": json.loads(r["params"])} for r in t.to_dicts()]
     out: list[dict] = []
     for engine in ("ks_matmul", "ks_mma"):
-        tiles = [r for r in recs if r["case"] == "tiling.traffic" and str(r["p"].get("kernel", "")).startswith(engine)]
+        tiles = [
+            r
+            for r in recs
+            if r["case"] == "tiling.traffic" and str(r["p"].get("kernel", "")).startswith(engine)
+        ]
         ref = next((r for r in tiles if (r["p"]["tile_m"], r["p"]["tile_n"]) == (64, 64)), None)
         for r in tiles:
             if ref is None or r is ref or "regs_per_thread" not in ref["p"]:
                 continue
             p = {k: v for k, v in r["p"].items() if k not in _ACCOUNTING}
             p.update(ref_tile_m=64, ref_tile_n=64, ref_regs_per_thread=ref["p"]["regs_per_thread"])
-            _ratio(out, r, ref, "time_ratio_vs_64x64", p,
-                   f"time of {r['p']['kernel']} ÷ time of {ref['p']['kernel']} (> 1: the tile with less traffic is "
-                   "slower, the chapter's 'half the traffic can be slower')")
+            _ratio(
+                out,
+                r,
+                ref,
+                "time_ratio_vs_64x64",
+                p,
+                f"time of {r['p']['kernel']} ÷ time of {ref['p']['kernel']} (> 1: the tile with "
+                "less traffic is slower, the chapter's 'half the traffic can be slower')",
+            )
     tr = [r for r in recs if r["case"] == "transpose.tile"]
     for r in tr:
-        group = "block_threads" in r["p"]          # equal block size (256 threads) vs block = tile
-        ref = next((x for x in tr if x["p"]["tile"] == 16 and x["p"]["padded"] == r["p"]["padded"]
-                    and ("block_threads" in x["p"]) == group), None)
+        group = "block_threads" in r["p"]  # equal block size (256 threads) vs block = tile
+        ref = next(
+            (
+                x
+                for x in tr
+                if x["p"]["tile"] == 16
+                and x["p"]["padded"] == r["p"]["padded"]
+                and ("block_threads" in x["p"]) == group
+            ),
+            None,
+        )
         if ref is None or r["p"]["tile"] == 16:
             continue
         p = {k: v for k, v in r["p"].items() if k not in _ACCOUNTING}
         p.update(ref_tile=16, ref_block_threads=ref["p"].get("block_threads", 256))
-        _ratio(out, ref, r, "speedup_vs_tile16", p,
-               f"time of {ref['p']['kernel']} ÷ time of {r['p']['kernel']} (the chapter, on an RTX PRO 6000: 32×32 "
-               "2.7× faster than 16×16)")
+        _ratio(
+            out,
+            ref,
+            r,
+            "speedup_vs_tile16",
+            p,
+            f"time of {ref['p']['kernel']} ÷ time of {r['p']['kernel']} (the chapter, on an RTX "
+            "PRO 6000: 32×32 2.7× faster than 16×16)",
+        )
     return out
 
 
-def attach(results: pl.DataFrame, gpu: GPUSpec | None, ceilings: dict | None = None) -> pl.DataFrame:
-    """The stored results with today's derived records, predictions and verdicts (see the module docstring);
-    `ceilings`: the GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling) for the models' rates."""
+def attach(
+    results: pl.DataFrame, gpu: GPUSpec | None, ceilings: dict | None = None
+) -> pl.DataFrame:
+    """The stored results with today's derived records, predictions and verdicts (see the module
+    docstring); `ceilings`: the GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling) for
+    the models' rates."""
     stale = pl.col("metric").is_in(list(DERIVED_METRICS)) & pl.col("source").is_in(
-        [COUNTER_SOURCE, "calculated", CALC_SOURCE, RATIO_SOURCE])
+        [COUNTER_SOURCE, "calculated", CALC_SOURCE, RATIO_SOURCE]
+    )
     base = results.filter(~stale)
     derived = _counter_derived(base)
     calc_rows, calc = _calculated_occupancy(base, gpu)
@@ -397,12 +600,21 @@ def attach(results: pl.DataFrame, gpu: GPUSpec | None, ceilings: dict | None = N
         if extra_rows:
             parts.append(pl.DataFrame(extra_rows, schema=base.schema))
     full = pl.concat([p.select(base.columns).cast(base.schema) for p in parts])
-    rows = [{**r, "params": json.loads(r["params"])} for r in
-            full.select("case", "metric", "value", "params", "cv", "source").to_dicts()]
+    rows = [
+        {**r, "params": json.loads(r["params"])}
+        for r in full.select("case", "metric", "value", "params", "cv", "source").to_dicts()
+    ]
     preds = predict_rows(rows, gpu, calc, ceilings)
-    extra = pl.DataFrame(preds, schema={"predicted": pl.Float64, "predicted_unit": pl.String,
-                                        "predicted_kind": pl.String, "verdict": pl.String,
-                                        "verdict_explanation": pl.String})
+    extra = pl.DataFrame(
+        preds,
+        schema={
+            "predicted": pl.Float64,
+            "predicted_unit": pl.String,
+            "predicted_kind": pl.String,
+            "verdict": pl.String,
+            "verdict_explanation": pl.String,
+        },
+    )
     return pl.concat([full, extra], how="horizontal")
 
 
@@ -410,23 +622,34 @@ def attach(results: pl.DataFrame, gpu: GPUSpec | None, ceilings: dict | None = N
 # Checks that need Nsight Compute counters
 # ---------------------------------------------------------------------------------------------------
 
-#: per case, the checks that need Nsight Compute counters (`kernelscope bench --ncu`): record metric -> what it checks
+#: per case, the checks that need Nsight Compute counters (`kernelscope bench --ncu`): record metric
+#: -> what it checks
 COUNTER_CHECKS = {
-    "bank.column_read": {"bank_conflict_degree": "the bank-conflict degree at every stride (model: gcd(stride, 32))"},
-    "transpose.tile": {"bank_conflict_degree": "the transposes' shared-memory read conflicts",
-                       "dram_read_bytes": "the bytes the transposes read from DRAM"},
-    "tiling.traffic": {"l2_read_from_l1_bytes": "the tile model's L2 read traffic",
-                       "dram_read_bytes": "the tiles' DRAM reads", "theoretical_occupancy": "the tiles' occupancy"},
+    "bank.column_read": {
+        "bank_conflict_degree": "the bank-conflict degree at every stride (model: gcd(stride, 32))"
+    },
+    "transpose.tile": {
+        "bank_conflict_degree": "the transposes' shared-memory read conflicts",
+        "dram_read_bytes": "the bytes the transposes read from DRAM",
+    },
+    "tiling.traffic": {
+        "l2_read_from_l1_bytes": "the tile model's L2 read traffic",
+        "dram_read_bytes": "the tiles' DRAM reads",
+        "theoretical_occupancy": "the tiles' occupancy",
+    },
     "littles_law": {"achieved_occupancy": "the occupancy each bandwidth point ran at"},
-    "occupancy.sm": {"theoretical_occupancy": "ncu's theoretical occupancy vs the calculator",
-                     "achieved_occupancy": "the achieved occupancy under the calculator's bound"},
+    "occupancy.sm": {
+        "theoretical_occupancy": "ncu's theoretical occupancy vs the calculator",
+        "achieved_occupancy": "the achieved occupancy under the calculator's bound",
+    },
 }
 
 
 def skipped_checks(meta: dict, results: pl.DataFrame) -> list[dict]:
-    """The counter-based checks a bench run could not make: for every case the run measured that has checks in
-    COUNTER_CHECKS but no Nsight Compute counter record, {case, checks: [what it checks], reason} — the reason is
-    the run's ncu status (not requested, not found, ERR_NVGPUCTRPERM ...). Event-timed results are unaffected."""
+    """The counter-based checks a bench run could not make: for every case the run measured that has
+    checks in COUNTER_CHECKS but no Nsight Compute counter record, {case, checks: [what it checks],
+    reason} — the reason is the run's ncu status (not requested, not found, ERR_NVGPUCTRPERM ...).
+    Event-timed results are unaffected."""
     ran = set(results["case"].unique().to_list())
     counted = set(results.filter(pl.col("source") == COUNTER_SOURCE)["case"].unique().to_list())
     ncu = meta.get("ncu") or {}
@@ -438,5 +661,13 @@ def skipped_checks(meta: dict, results: pl.DataFrame) -> list[dict]:
         perm = [f for f in meta.get("failures") or [] if "ERR_NVGPUCTRPERM" in str(f.get("error"))]
         if perm:
             reason = "no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM)"
-    return [{"case": case, "checks": list(COUNTER_CHECKS[case].values()), "metrics": list(COUNTER_CHECKS[case]),
-             "reason": reason} for case in COUNTER_CHECKS if case in ran and case not in counted]
+    return [
+        {
+            "case": case,
+            "checks": list(COUNTER_CHECKS[case].values()),
+            "metrics": list(COUNTER_CHECKS[case]),
+            "reason": reason,
+        }
+        for case in COUNTER_CHECKS
+        if case in ran and case not in counted
+    ]

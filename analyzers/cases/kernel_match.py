@@ -1,26 +1,30 @@
-"""Which textbook cases a profiled launch runs, recognised by what it does (its counters and launch), never by its
-name; the case's parameters inferred from the launch itself, so a launch is only ever compared with the
-prediction for its own configuration.
+"""Which textbook cases a profiled launch runs, recognised by what it does (its counters and
+launch), never by its name; the case's parameters inferred from the launch itself, so a launch is
+only ever compared with the prediction for its own configuration.
 
 Recognised cases, the evidence and the parameters inferred (`infer`):
-- `bank.column_read` (shared-memory reads whose conflict pattern is a column read): the shared-load pipe needs at
-  least a quarter of the launch (t = wavefronts / (SMs × SM clock)), its loads take a whole number of phases per
-  instruction and the measured conflict degree is a power of two (within 2 %). Inferred: the access width from the
-  ideal wavefronts per instruction ((wavefronts − conflicts) / shared load instructions: 1, 2, 4 phases = 4, 8, 16
-  bytes) and a row stride of that degree (degree = gcd(stride / q, 32 / q) for q-word accesses; degree 1 = padded,
-  e.g. 33). Checked against the model: wavefronts per instruction (from the instruction counter, which the
-  inference does not use). The conflict counters fix the parameters here, so this check is one of consistency:
-  it fails when the shared loads are not all the same column read (a share of other loads moves the passes per
-  instruction off the model's value; a mix that leaves no power-of-two degree is not recognised at all).
-- `transpose.tile`: a square t × t block (t = 8, 16, 32), static shared memory t·(t + pad)·4 bytes for a whole
-  pad, no FLOP, as many DRAM bytes written as read. Inferred: t from the block, pad from the shared memory, n from
-  the grid (n = grid × t). Checked: the transposed read's conflict degree and the DRAM traffic 2·n²·4.
-- `tiling.traffic`: a 2-D grid whose launch does FLOP with shared memory S = stage·k·(m + n) + acc·m·n for tile
-  sizes m, n in 16..256. Inferred: m, n, k, stage, acc from S (one tile shape must fit), M = grid_y·m,
-  N = grid_x·n, K = FLOP / (2·M·N) (a multiple of k), the element size from the DRAM writes (C written once:
-  e = DRAM write bytes / (M·N)), threads and registers from the launch. Checked: the reads reaching L2 from L1
-  and the DRAM reads (counters the inference does not use).
+- `bank.column_read` (shared-memory reads whose conflict pattern is a column read): the shared-load
+  pipe needs at least a quarter of the launch (t = wavefronts / (SMs × SM clock)), its loads take a
+  whole number of phases per instruction and the measured conflict degree is a power of two (within
+  2 %). Inferred: the access width from the ideal wavefronts per instruction ((wavefronts −
+  conflicts) / shared load instructions: 1, 2, 4 phases = 4, 8, 16 bytes) and a row stride of that
+  degree (degree = gcd(stride / q, 32 / q) for q-word accesses; degree 1 = padded, e.g. 33). Checked
+  against the model: wavefronts per instruction (from the instruction counter, which the inference
+  does not use). The conflict counters fix the parameters here, so this check is one of consistency:
+  it fails when the shared loads are not all the same column read (a share of other loads moves the
+  passes per instruction off the model's value; a mix that leaves no power-of-two degree is not
+  recognised at all).
+- `transpose.tile`: a square t × t block (t = 8, 16, 32), static shared memory t·(t + pad)·4 bytes
+  for a whole pad, no FLOP, as many DRAM bytes written as read. Inferred: t from the block, pad from
+  the shared memory, n from the grid (n = grid × t). Checked: the transposed read's conflict degree
+  and the DRAM traffic 2·n²·4.
+- `tiling.traffic`: a 2-D grid whose launch does FLOP with shared memory S = stage·k·(m + n) +
+  acc·m·n for tile sizes m, n in 16..256. Inferred: m, n, k, stage, acc from S (one tile shape must
+  fit), M = grid_y·m, N = grid_x·n, K = FLOP / (2·M·N) (a multiple of k), the element size from the
+  DRAM writes (C written once: e = DRAM write bytes / (M·N)), threads and registers from the launch.
+  Checked: the reads reaching L2 from L1 and the DRAM reads (counters the inference does not use).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +45,8 @@ K_STEPS = (8, 16, 32, 64)
 class KernelCase:
     case_id: str
     section: str
-    params: dict                                   # every parameter set from the launch
-    inferred: dict[str, str] = field(default_factory=dict)   # parameter -> how it was inferred
+    params: dict  # every parameter set from the launch
+    inferred: dict[str, str] = field(default_factory=dict)  # parameter -> how it was inferred
     comparisons: list[Comparison] = field(default_factory=list)
     problem: str | None = None
 
@@ -79,13 +83,31 @@ def _column_read(row: dict, gpu: GPUSpec):
         return None
     width = 4 * q
     stride = q * (degree if degree > 1 else 33)
-    how = {"width": f"{width} B: {phases:.2f} ideal wavefronts per shared load instruction ((wavefronts − conflicts) "
-                    "/ instructions) = the phases of a {width}-byte access".replace("{width}", str(width)),
-           "stride": (f"{stride} words: the measured conflict degree {wf / (wf - cf):.2f} ≈ {degree} = "
-                      f"gcd(stride / {q}, {32 // q}); " + ("any stride coprime with 32 (a padded row) gives 1"
-                                                           if degree == 1 else f"any stride with that gcd gives {degree}"))}
-    meas = [Measurement(wf / req, "count", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ "
-                        "smsp__sass_inst_executed_op_shared_ld.sum", quantity="wavefronts", gpu=gpu.name)]
+    how = {
+        "width": f"{width} B: {phases:.2f} ideal wavefronts per shared load instruction "
+        "((wavefronts − conflicts) / instructions) = the phases of a {width}-byte access".replace(
+            "{width}", str(width)
+        ),
+        "stride": (
+            f"{stride} words: the measured conflict degree {wf / (wf - cf):.2f} ≈ {degree} = "
+            f"gcd(stride / {q}, {32 // q}); "
+            + (
+                "any stride coprime with 32 (a padded row) gives 1"
+                if degree == 1
+                else f"any stride with that gcd gives {degree}"
+            )
+        ),
+    }
+    meas = [
+        Measurement(
+            wf / req,
+            "count",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum ÷ "
+            "smsp__sass_inst_executed_op_shared_ld.sum",
+            quantity="wavefronts",
+            gpu=gpu.name,
+        )
+    ]
     return {"stride": stride, "width": width}, how, meas
 
 
@@ -95,15 +117,28 @@ def _transpose(row: dict, gpu: GPUSpec):
     smem = _f(row, "smem_static_bytes")
     rd, wr = _f(row, "dram_read_bytes"), _f(row, "dram_write_bytes")
     flop = (_f(row, "flop_fp32") or 0) + (_f(row, "flop_tensor") or 0)
-    if not (bx and bx == by and (bz or 1) == 1 and int(bx) in (8, 16, 32) and smem and rd and wr and gx and gx == gy):
+    if not (
+        bx
+        and bx == by
+        and (bz or 1) == 1
+        and int(bx) in (8, 16, 32)
+        and smem
+        and rd
+        and wr
+        and gx
+        and gx == gy
+    ):
         return None
     t = int(bx)
     pad = smem / (4 * t) - t
     if pad < 0 or pad != int(pad) or pad > 32 or flop > 0.01 * rd or abs(rd - wr) > 0.2 * rd:
         return None
     n = int(gx) * t
-    how = {"t": f"{t}: the block is {t} × {t} threads", "pad": f"{int(pad)}: static shared memory {smem:,.0f} B = "
-                                                            f"t·(t + pad)·4", "n": f"{n}: grid {int(gx)} × t"}
+    how = {
+        "t": f"{t}: the block is {t} × {t} threads",
+        "pad": f"{int(pad)}: static shared memory {smem:,.0f} B = t·(t + pad)·4",
+        "n": f"{n}: grid {int(gx)} × t",
+    }
     return {"t": t, "pad": int(pad), "n": n}, how, []
 
 
@@ -133,12 +168,15 @@ def _tiling(row: dict, gpu: GPUSpec):
     if len(shapes) != 1:
         return None
     m, n, k, stage, acc, M, N, K, e = fits[0]
-    how = {"m, n": f"{m} × {n}: the only tile shape whose staged tiles fit the {smem:,.0f} B of shared memory "
-                   f"(S = stage·k·(m + n) + acc·m·n with stage {stage}, k {k}, acc {acc}) and give a whole K and "
-                   "element size",
-           "M, N": f"{M}, {N}: grid ({int(gx)}, {int(gy)}) × the tile", "K": f"{K}: FLOP ÷ (2·M·N)",
-           "elem": f"{e} B: the smallest element size with e·M·N ≥ the DRAM writes ({wr:,.0f} B; C is written once, "
-                   "and part of it can stay in L2 when the kernel ends)"}
+    how = {
+        "m, n": f"{m} × {n}: the only tile shape whose staged tiles fit the {smem:,.0f} B of "
+        f"shared memory (S = stage·k·(m + n) + acc·m·n with stage {stage}, k {k}, acc {acc}) and "
+        "give a whole K and element size",
+        "M, N": f"{M}, {N}: grid ({int(gx)}, {int(gy)}) × the tile",
+        "K": f"{K}: FLOP ÷ (2·M·N)",
+        "elem": f"{e} B: the smallest element size with e·M·N ≥ the DRAM writes ({wr:,.0f} B; C "
+        "is written once, and part of it can stay in L2 when the kernel ends)",
+    }
     params = {"M": M, "N": N, "K": K, "m": m, "n": n, "k": k, "stage": stage, "acc": acc, "elem": e}
     if _f(row, "block_size"):
         params["threads"] = int(_f(row, "block_size"))
@@ -148,8 +186,8 @@ def _tiling(row: dict, gpu: GPUSpec):
 
 
 def _elem(writes: float, mn: int) -> int | None:
-    """Element size of C from the DRAM writes: the smallest of 1, 2, 4 B with e·M·N >= writes (2 % slack), if at
-    least half of C reached DRAM."""
+    """Element size of C from the DRAM writes: the smallest of 1, 2, 4 B with e·M·N >= writes (2 %
+    slack), if at least half of C reached DRAM."""
     for e in (1, 2, 4):
         if e * mn >= 0.98 * writes:
             return e if writes >= 0.5 * e * mn else None
@@ -157,9 +195,17 @@ def _elem(writes: float, mn: int) -> int | None:
 
 
 #: quantities a recogniser reads to infer the parameters: shown as inferred, never as a verdict
-USED_FOR_INFERENCE = {"bank.column_read": {"degree", "conflicts"}, "transpose.tile": set(), "tiling.traffic": set()}
+USED_FOR_INFERENCE = {
+    "bank.column_read": {"degree", "conflicts"},
+    "transpose.tile": set(),
+    "tiling.traffic": set(),
+}
 
-RECOGNISERS = {"bank.column_read": _column_read, "transpose.tile": _transpose, "tiling.traffic": _tiling}
+RECOGNISERS = {
+    "bank.column_read": _column_read,
+    "transpose.tile": _transpose,
+    "tiling.traffic": _tiling,
+}
 
 
 def infer(row: dict, gpu: GPUSpec) -> dict[str, tuple[dict, dict, list]]:
@@ -172,17 +218,22 @@ def infer(row: dict, gpu: GPUSpec) -> dict[str, tuple[dict, dict, list]]:
     return out
 
 
-def kernel_comparisons(row: dict, metrics: dict[str, float], gpu: GPUSpec, source: str = "ncu") -> list[KernelCase]:
-    """For each case the launch runs (module docstring): the case evaluated on this GPU with the launch's own
-    parameters, compared with its counters (metric name -> value in base units)."""
+def kernel_comparisons(
+    row: dict, metrics: dict[str, float], gpu: GPUSpec, source: str = "ncu"
+) -> list[KernelCase]:
+    """For each case the launch runs (module docstring): the case evaluated on this GPU with the
+    launch's own parameters, compared with its counters (metric name -> value in base units)."""
     out = []
     for cid, (params, how, extra) in infer(row, gpu).items():
         try:
             ev = evaluate(cid, gpu if gpu.from_registry else None, params)
             used = USED_FOR_INFERENCE.get(cid, set())
             extra = [replace(x, source=f"{source}: {x.source}") for x in extra]
-            meas = [x for x in measurements_from_ncu(cid, metrics, source=source, gpu=gpu.name) + extra
-                    if x.quantity in ev.predictions and x.quantity not in used]
+            meas = [
+                x
+                for x in measurements_from_ncu(cid, metrics, source=source, gpu=gpu.name) + extra
+                if x.quantity in ev.predictions and x.quantity not in used
+            ]
             out.append(KernelCase(cid, ev.case.section, params, how, compare(ev, meas)))
         except (LookupError, CaseError, ValueError) as e:
             out.append(KernelCase(cid, "", params, how, [], e.args[0] if e.args else str(e)))

@@ -1,9 +1,11 @@
-"""Building blocks of a textbook case: parameters, predictions, chapter figures, measurements, evaluation.
+"""Building blocks of a textbook case: parameters, predictions, chapter figures, measurements,
+evaluation.
 
 A `Case` is data plus one pure function `model(p, gpu) -> list[Prediction]`: `p` holds the parameter
-values (attribute access: `p.M`), `gpu` is an `analyzers.gpus.GPUSpec`. Predictions are in base units
-(see `units.py`). Narrative cases have `model=None` and say why.
+values (attribute access: `p.M`), `gpu` is an `analyzers.gpus.GPUSpec`. Predictions are in base
+units (see `units.py`). Narrative cases have `model=None` and say why.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,9 +18,21 @@ from analyzers.units import fmt, to_base
 
 DEFAULT_GPU = "NVIDIA H200"
 #: GPUSpec fields the case models read (shown with their sources next to every evaluation)
-GPU_FIELDS = ("sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s", "fp32_flop_per_s", "l2_bytes",
-              "smem_per_sm_bytes", "smem_per_block_optin_bytes", "reserved_smem_per_block_bytes",
-              "max_threads_per_sm", "max_blocks_per_sm", "regs_per_sm", "host_link_bytes_per_s", "boost_clock_mhz")
+GPU_FIELDS = (
+    "sm_count",
+    "dram_bandwidth_bytes_per_s",
+    "bf16_dense_flop_per_s",
+    "fp32_flop_per_s",
+    "l2_bytes",
+    "smem_per_sm_bytes",
+    "smem_per_block_optin_bytes",
+    "reserved_smem_per_block_bytes",
+    "max_threads_per_sm",
+    "max_blocks_per_sm",
+    "regs_per_sm",
+    "host_link_bytes_per_s",
+    "boost_clock_mhz",
+)
 
 ParamValue = Any  # int | float | str | tuple[float, ...]
 
@@ -31,42 +45,47 @@ class CaseError(ParameterError):
 # Parameters
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Param:
     """One input of a case. Values are given in `unit` (µs, MiB, …), never silently rescaled.
 
-    `default` is the chapter's value; `from_chapter=False` marks an assumption where the chapter gives
-    none. `gpu_default(gpu)` (if set) gives the default from the GPU spec instead (e.g. its opt-in
-    shared memory); the chapter's own value then appears in the case's figures.
+    `default` is the chapter's value; `from_chapter=False` marks an assumption where the chapter
+    gives none. `gpu_default(gpu)` (if set) gives the default from the GPU spec instead (e.g. its
+    opt-in shared memory); the chapter's own value then appears in the case's figures.
 
-    `ceiling` names the measured ceiling (analyzers.ceilings resource: "dram", "bf16", "launch", ...) that
-    replaces the spec-derived default when the caller passes the GPU's measured ceilings to `evaluate`
-    (value in base units × `ceiling_scale` = the parameter's unit). `back_solved=True`: the default was solved
-    from one of the chapter's own figures, so that figure cannot check the model (see catalog.check_figure).
+    `ceiling` names the measured ceiling (analyzers.ceilings resource: "dram", "bf16", "launch",
+    ...) that replaces the spec-derived default when the caller passes the GPU's measured ceilings
+    to `evaluate` (value in base units × `ceiling_scale` = the parameter's unit).
+    `back_solved=True`: the default was solved from one of the chapter's own figures, so that figure
+    cannot check the model (see catalog.check_figure).
     """
+
     name: str
     unit: str
     default: ParamValue
     description: str
-    type: str = "float"                      # "int" | "float" | "choice" | "floats"
-    min: float | None = None                 # inclusive
-    max: float | None = None                 # inclusive
+    type: str = "float"  # "int" | "float" | "choice" | "floats"
+    min: float | None = None  # inclusive
+    max: float | None = None  # inclusive
     choices: tuple = ()
     from_chapter: bool = True
     gpu_default: Callable[[GPUSpec], ParamValue] | None = None
     gpu_default_text: str = ""
-    positive: bool = False                   # strictly > 0
+    positive: bool = False  # strictly > 0
     ceiling: str | None = None
     ceiling_scale: float = 1.0
     back_solved: bool = False
-    default_source: str = ""                 # where a default that is not the chapter's comes from
+    default_source: str = ""  # where a default that is not the chapter's comes from
 
     def default_for(self, gpu: GPUSpec) -> ParamValue:
         if self.gpu_default is not None:
             v = self.gpu_default(gpu)
             if v is None:
-                raise CaseError(f"{gpu.name} has no value for parameter {self.name!r} "
-                                f"({self.gpu_default_text}); set it with {self.name}=VALUE")
+                raise CaseError(
+                    f"{gpu.name} has no value for parameter {self.name!r} "
+                    f"({self.gpu_default_text}); set it with {self.name}=VALUE"
+                )
             return self.parse(v)
         return self.default
 
@@ -76,7 +95,9 @@ class Param:
         if self.type == "choice":
             opts = {str(c): c for c in self.choices}
             if str(raw) not in opts:
-                raise CaseError(f"parameter {name}={raw!r}: must be one of {', '.join(map(str, self.choices))}")
+                raise CaseError(
+                    f"parameter {name}={raw!r}: must be one of {', '.join(map(str, self.choices))}"
+                )
             return opts[str(raw)]
         if self.type == "floats":
             items = raw.split(",") if isinstance(raw, str) else list(raw)
@@ -99,11 +120,20 @@ class Param:
         return v
 
     def to_json(self) -> dict:
-        return {"name": self.name, "unit": self.unit, "default": _jsonable(self.default),
-                "type": self.type, "description": self.description, "from_chapter": self.from_chapter,
-                "gpu_default": self.gpu_default_text or None, "min": self.min, "max": self.max,
-                "choices": list(self.choices) or None, "measured_ceiling": self.ceiling,
-                "back_solved": self.back_solved}
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "default": _jsonable(self.default),
+            "type": self.type,
+            "description": self.description,
+            "from_chapter": self.from_chapter,
+            "gpu_default": self.gpu_default_text or None,
+            "min": self.min,
+            "max": self.max,
+            "choices": list(self.choices) or None,
+            "measured_ceiling": self.ceiling,
+            "back_solved": self.back_solved,
+        }
 
 
 def _number(raw, name: str) -> float:
@@ -148,11 +178,13 @@ class Params(dict):
 # Predictions
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Explanation:
-    """A known reason why a measurement may differ, stated by the model without counters: applies when
-    lo <= measured/predicted <= hi. The range must be narrow (hi/lo <= 3, lo > 0: the catalog tests check it) and
-    `why` says where its edges come from."""
+    """A known reason why a measurement may differ, stated by the model without counters: applies
+    when lo <= measured/predicted <= hi. The range must be narrow (hi/lo <= 3, lo > 0: the catalog
+    tests check it) and `why` says where its edges come from."""
+
     text: str
     lo: float
     hi: float
@@ -161,11 +193,13 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Mechanism:
-    """A named mechanism that can account for a measurement's distance from the prediction, computed from the
-    measurement's own counters (`Measurement.counters`, names of analyzers.cases.counters). `predict(counters)`
-    gives the prediction with the mechanism accounted for (the prediction's base unit; None when the counters
-    do not allow it); the verdict says "differs-explained" only when the measurement is within `tol` (relative)
-    of it, and says how much of the gap it accounts for. `why` justifies the formula."""
+    """A named mechanism that can account for a measurement's distance from the prediction, computed
+    from the measurement's own counters (`Measurement.counters`, names of analyzers.cases.counters).
+    `predict(counters)` gives the prediction with the mechanism accounted for (the prediction's base
+    unit; None when the counters do not allow it); the verdict says "differs-explained" only when
+    the measurement is within `tol` (relative) of it, and says how much of the gap it accounts for.
+    `why` justifies the formula."""
+
     name: str
     needs: tuple[str, ...]
     predict: Callable[[Mapping[str, float]], float | None]
@@ -175,8 +209,10 @@ class Mechanism:
 
 @dataclass(frozen=True)
 class Term:
-    """One term of a predicted time (or rate): its value in `unit`, how it is computed, and where its inputs come
-    from (the GPU's measured ceiling, the spec with a stated derating, a parameter, the occupancy calculator)."""
+    """One term of a predicted time (or rate): its value in `unit`, how it is computed, and where
+    its inputs come from (the GPU's measured ceiling, the spec with a stated derating, a parameter,
+    the occupancy calculator)."""
+
     name: str
     value: float
     unit: str
@@ -184,21 +220,29 @@ class Term:
     source: str = ""
 
     def to_json(self) -> dict:
-        return {"name": self.name, "value": _jsonable(self.value), "unit": self.unit, "display": fmt(self.value, self.unit),
-                "formula": self.formula, "source": self.source}
+        return {
+            "name": self.name,
+            "value": _jsonable(self.value),
+            "unit": self.unit,
+            "display": fmt(self.value, self.unit),
+            "formula": self.formula,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
 class Prediction:
     """A predicted quantity in a base unit.
 
-    kind: "estimate" (agrees within ±rel_tol), "exact" (counts, ±rel_tol), "lower_bound" (agrees from the bound up
-    to `bound_factor` × the bound: far above it the bound says nothing and the verdict is not "agrees"),
-    "upper_bound" (agrees from bound / bound_factor up to the bound), "range" (agrees inside [lo, hi]), "info"
-    (shown, never compared). `max_physical`/`min_physical`: a measurement beyond them is physically impossible on
-    this GPU (`physical` says which limit). `terms`: what a predicted time is made of (shown next to it);
-    `mechanisms`: named mechanisms computed from a measurement's counters; `explanations`: narrow stated ranges.
+    kind: "estimate" (agrees within ±rel_tol), "exact" (counts, ±rel_tol), "lower_bound" (agrees
+    from the bound up to `bound_factor` × the bound: far above it the bound says nothing and the
+    verdict is not "agrees"), "upper_bound" (agrees from bound / bound_factor up to the bound),
+    "range" (agrees inside [lo, hi]), "info" (shown, never compared). `max_physical`/`min_physical`:
+    a measurement beyond them is physically impossible on this GPU (`physical` says which limit).
+    `terms`: what a predicted time is made of (shown next to it); `mechanisms`: named mechanisms
+    computed from a measurement's counters; `explanations`: narrow stated ranges.
     """
+
     key: str
     label: str
     value: Any
@@ -240,8 +284,15 @@ class Prediction:
         return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
 
     def to_json(self) -> dict:
-        d = {"value": _jsonable(self.value), "unit": self.unit, "display": self.display, "label": self.label,
-             "kind": self.kind, "formula": self.formula, "tolerance": self.tolerance_text}
+        d = {
+            "value": _jsonable(self.value),
+            "unit": self.unit,
+            "display": self.display,
+            "label": self.label,
+            "kind": self.kind,
+            "formula": self.formula,
+            "tolerance": self.tolerance_text,
+        }
         if self.kind in ("estimate", "exact"):
             d["rel_tol"] = self.rel_tol
         if self.kind.endswith("bound"):
@@ -255,13 +306,15 @@ class Prediction:
         if self.terms:
             d["terms"] = [t.to_json() for t in self.terms]
         if self.mechanisms:
-            d["mechanisms"] = [{"name": m.name, "needs": list(m.needs), "tol": m.tol} for m in self.mechanisms]
+            d["mechanisms"] = [
+                {"name": m.name, "needs": list(m.needs), "tol": m.tol} for m in self.mechanisms
+            ]
         return d
 
 
 def pred(key: str, label: str, value, unit: str, formula: str = "", **kw) -> Prediction:
     if unit == "text":
-        kw.setdefault("kind", "info")            # a word is shown, never compared
+        kw.setdefault("kind", "info")  # a word is shown, never compared
     return Prediction(key=key, label=label, value=value, unit=unit, formula=formula, **kw)
 
 
@@ -269,12 +322,14 @@ def pred(key: str, label: str, value, unit: str, formula: str = "", **kw) -> Pre
 # Chapter figures and confirming measurements
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Figure:
-    """A number the chapter quotes. `key` names the prediction it corresponds to (None: narrative only);
-    `params` are the parameter values it was quoted at (on top of the defaults); `gpu` the GPU it was
-    quoted for. `measured=True`: the chapter measured it (checked with a verdict); otherwise the model
-    must reproduce it within `tol` (relative)."""
+    """A number the chapter quotes. `key` names the prediction it corresponds to (None: narrative
+    only); `params` are the parameter values it was quoted at (on top of the defaults); `gpu` the
+    GPU it was quoted for. `measured=True`: the chapter measured it (checked with a verdict);
+    otherwise the model must reproduce it within `tol` (relative)."""
+
     text: str
     value: float | None = None
     unit: str = ""
@@ -291,15 +346,24 @@ class Figure:
         return to_base(self.value, self.unit)[0]
 
     def to_json(self) -> dict:
-        return {"text": self.text, "value": self.value, "unit": self.unit, "quantity": self.key,
-                "gpu": self.gpu, "params": dict(self.params), "measured": self.measured, "source": self.source}
+        return {
+            "text": self.text,
+            "value": self.value,
+            "unit": self.unit,
+            "quantity": self.key,
+            "gpu": self.gpu,
+            "params": dict(self.params),
+            "measured": self.measured,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
 class Measure:
-    """A measurement that can confirm a prediction: kind "ncu" (metric name), "bench" (microbenchmark case
-    id and metric), or "trace" (a trace statistic). `factor` converts the raw value to the quantity's base
-    unit (e.g. 32 B per L2 sector)."""
+    """A measurement that can confirm a prediction: kind "ncu" (metric name), "bench"
+    (microbenchmark case id and metric), or "trace" (a trace statistic). `factor` converts the raw
+    value to the quantity's base unit (e.g. 32 B per L2 sector)."""
+
     kind: str
     name: str
     quantity: str | None
@@ -307,14 +371,20 @@ class Measure:
     factor: float = 1.0
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "quantity": self.quantity, "how": self.how,
-                "factor": self.factor}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "quantity": self.quantity,
+            "how": self.how,
+            "factor": self.factor,
+        }
 
 
 @dataclass(frozen=True)
 class Chart:
-    """A sweep for the dashboard: evaluate the model at each `values` of parameter `x` (and of the `link`
-    parameters), plot the `y` predictions (one unit)."""
+    """A sweep for the dashboard: evaluate the model at each `values` of parameter `x` (and of the
+    `link` parameters), plot the `y` predictions (one unit)."""
+
     x: str
     values: tuple
     y: tuple[str, ...]
@@ -328,19 +398,21 @@ class Chart:
 # Cases and their evaluation
 # ------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Case:
     id: str
     title: str
-    section: str                      # "5.2" and the chapter's example/figure numbers
-    summary: str                      # the reasoning, in a few sentences
+    section: str  # "5.2" and the chapter's example/figure numbers
+    summary: str  # the reasoning, in a few sentences
     params: tuple[Param, ...] = ()
     model: Callable[[Params, GPUSpec], list[Prediction]] | None = None
     figures: tuple[Figure, ...] = ()
     measurements: tuple[Measure, ...] = ()
-    default_gpu: str | None = None    # the GPU the chapter quoted the case for
+    default_gpu: str | None = None  # the GPU the chapter quoted the case for
     chart: Chart | None = None
-    chart_data: Callable[[Params, GPUSpec], list[dict]] | None = None   # custom rows {x, series, value, unit}
+    # custom rows {x, series, value, unit}
+    chart_data: Callable[[Params, GPUSpec], list[dict]] | None = None
     tables: Callable[[Params, GPUSpec], dict[str, list[dict]]] | None = None
     validate: Callable[[Params, GPUSpec], None] | None = None
     no_model_reason: str = ""
@@ -361,11 +433,15 @@ class Case:
             return gpu
         return get_gpu(gpu or self.default_gpu or DEFAULT_GPU)
 
-    def resolve(self, gpu: GPUSpec, overrides: Mapping[str, Any] | None = None,
-                ceilings: Mapping[str, Any] | None = None) -> Params:
-        """Parameter values: the overrides, else the GPU's measured ceiling for a parameter that names one (when
-        `ceilings` has it: resource -> object with `value` in base units and `source`), else the default. Where
-        each value came from is in `Params.sources`."""
+    def resolve(
+        self,
+        gpu: GPUSpec,
+        overrides: Mapping[str, Any] | None = None,
+        ceilings: Mapping[str, Any] | None = None,
+    ) -> Params:
+        """Parameter values: the overrides, else the GPU's measured ceiling for a parameter that
+        names one (when `ceilings` has it: resource -> object with `value` in base units and
+        `source`), else the default. Where each value came from is in `Params.sources`."""
         overrides = dict(overrides or {})
         for name in overrides:
             self.param(name)  # unknown names raise
@@ -381,20 +457,35 @@ class Case:
                 sources[par.name] = f"measured ceiling: {c.source}"
             else:
                 p[par.name] = par.default_for(gpu)
-                sources[par.name] = (par.gpu_default_text or "the GPU spec") if par.gpu_default is not None else (
-                    "the chapter" if par.from_chapter else
-                    f"default: {par.default_source}" if par.default_source else "assumption (the chapter gives none)")
+                sources[par.name] = (
+                    (par.gpu_default_text or "the GPU spec")
+                    if par.gpu_default is not None
+                    else (
+                        "the chapter"
+                        if par.from_chapter
+                        else f"default: {par.default_source}"
+                        if par.default_source
+                        else "assumption (the chapter gives none)"
+                    )
+                )
         if self.validate is not None:
             self.validate(p, gpu)
         p.sources = sources
         return p
 
     def to_json(self) -> dict:
-        return {"id": self.id, "title": self.title, "section": self.section, "summary": self.summary,
-                "runnable": self.runnable, "no_model_reason": self.no_model_reason or None,
-                "default_gpu": self.gpu().name, "params": [p.to_json() for p in self.params],
-                "chapter_figures": [f.to_json() for f in self.figures],
-                "measurements": [m.to_json() for m in self.measurements]}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "section": self.section,
+            "summary": self.summary,
+            "runnable": self.runnable,
+            "no_model_reason": self.no_model_reason or None,
+            "default_gpu": self.gpu().name,
+            "params": [p.to_json() for p in self.params],
+            "chapter_figures": [f.to_json() for f in self.figures],
+            "measurements": [m.to_json() for m in self.measurements],
+        }
 
 
 def name_in(name: str, mapping: Mapping) -> bool:
@@ -413,28 +504,41 @@ class Evaluation:
         try:
             return self.predictions[key]
         except KeyError:
-            raise KeyError(f"case {self.case.id} predicts no {key!r} "
-                           f"(it predicts: {', '.join(self.predictions)})") from None
+            raise KeyError(
+                f"case {self.case.id} predicts no {key!r} (it predicts: "
+                f"{', '.join(self.predictions)})"
+            ) from None
 
     def value(self, key: str):
         return self[key].value
 
     def gpu_specs(self) -> dict[str, dict]:
         """The GPU spec fields the models read, each with its value and registry source."""
-        return {f: {"value": _jsonable(getattr(self.gpu, f)), "source": self.gpu.source_of(f)}
-                for f in GPU_FIELDS if getattr(self.gpu, f, None) is not None}
+        return {
+            f: {"value": _jsonable(getattr(self.gpu, f)), "source": self.gpu.source_of(f)}
+            for f in GPU_FIELDS
+            if getattr(self.gpu, f, None) is not None
+        }
 
     def to_json(self) -> dict:
-        return {"case": self.case.id, "title": self.case.title, "section": self.case.section,
-                "gpu": self.gpu.name, "gpu_specs": self.gpu_specs(), "runnable": self.case.runnable,
-                "params": {k: _jsonable(v) for k, v in self.params.items()},
-                "param_sources": dict(getattr(self.params, "sources", {}) or {}),
-                "param_units": {p.name: p.unit for p in self.case.params},
-                "predictions": {k: p.to_json() for k, p in self.predictions.items()},
-                "tables": {k: [{c: _jsonable(v) for c, v in row.items()} for row in rows]
-                           for k, rows in self.tables.items()},
-                "summary": self.case.summary,
-                "no_model_reason": self.case.no_model_reason or None}
+        return {
+            "case": self.case.id,
+            "title": self.case.title,
+            "section": self.case.section,
+            "gpu": self.gpu.name,
+            "gpu_specs": self.gpu_specs(),
+            "runnable": self.case.runnable,
+            "params": {k: _jsonable(v) for k, v in self.params.items()},
+            "param_sources": dict(getattr(self.params, "sources", {}) or {}),
+            "param_units": {p.name: p.unit for p in self.case.params},
+            "predictions": {k: p.to_json() for k, p in self.predictions.items()},
+            "tables": {
+                k: [{c: _jsonable(v) for c, v in row.items()} for row in rows]
+                for k, rows in self.tables.items()
+            },
+            "summary": self.case.summary,
+            "no_model_reason": self.case.no_model_reason or None,
+        }
 
 
 def run_model(case: Case, gpu: GPUSpec, p: Params) -> Evaluation:
@@ -463,8 +567,8 @@ def _jsonable(v):
 # ------------------------------------------------------------------------------------------------
 
 KIB = 1024
-MIB = 1024 ** 2
-GIB = 1024 ** 3
+MIB = 1024**2
+GIB = 1024**3
 US = 1e-6
 MS = 1e-3
 
@@ -484,8 +588,8 @@ def ceil_div(a: int, b: int) -> int:
 def pipeline_time(n: int, t_m: float, t_c: float, slots: int = 2) -> float:
     """Time for n blocks through a move stage (t_m each) and a compute stage (t_c each) with `slots`
     buffers: slots = 1 is serial, n·(t_m + t_c); with slots >= 2 it is simulated event by event
-    (move i starts when move i-1 is done and slot i-slots has been consumed; compute i starts when move i
-    and compute i-1 are done). For slots = 2 this is T = t_m + (n-1)·max(t_m, t_c) + t_c."""
+    (move i starts when move i-1 is done and slot i-slots has been consumed; compute i starts when
+    move i and compute i-1 are done). For slots = 2 this is T = t_m + (n-1)·max(t_m, t_c) + t_c."""
     if n <= 0:
         return 0.0
     if slots <= 1:

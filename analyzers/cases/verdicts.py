@@ -1,17 +1,20 @@
 """Verdicts: a prediction next to a measurement, in one readable sentence.
 
 kinds:
-- "agrees": within the tolerance the prediction states (widened by the measurement's spread); against a lower
-  bound only from the bound up to `bound_factor` × it (2× unless the model says otherwise), against an upper
-  bound only down to 1/`bound_factor` of it: far from a bound, the bound says nothing and nothing "agrees";
-- "differs-explained": outside it, but a named mechanism computed from the measurement's own counters brings the
-  prediction to the measurement (the sentence says how much of the gap it accounts for), or a narrow range the
-  model states (an `Explanation`) contains the ratio;
-- "differs-unexplained": outside it and no mechanism or stated range applies (mechanisms that account for part of
-  the gap, or lack their counters, are named);
-- "implausible": beyond a physical limit of the GPU (above its peak, or faster than even the L2 allows).
+- "agrees": within the tolerance the prediction states (widened by the measurement's spread);
+  against a lower bound only from the bound up to `bound_factor` × it (2× unless the model says
+  otherwise), against an upper bound only down to 1/`bound_factor` of it: far from a bound, the
+  bound says nothing and nothing "agrees";
+- "differs-explained": outside it, but a named mechanism computed from the measurement's own
+  counters brings the prediction to the measurement (the sentence says how much of the gap it
+  accounts for), or a narrow range the model states (an `Explanation`) contains the ratio;
+- "differs-unexplained": outside it and no mechanism or stated range applies (mechanisms that
+  account for part of the gap, or lack their counters, are named);
+- "implausible": beyond a physical limit of the GPU (above its peak, or faster than even the L2
+  allows).
 A prediction of kind "info" is shown, never compared: `verdict` raises ValueError for it.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,11 +29,13 @@ VERDICT_KINDS = ("agrees", "differs-explained", "differs-unexplained", "implausi
 
 @dataclass(frozen=True)
 class Measurement:
-    """A measured value: `unit` may be any unit of units.py (ms, GB/s, MiB …); `spread` (same unit) is the
-    measurement's uncertainty (e.g. the standard deviation or half the IQR) when known. `quantity` names
-    the prediction it measures (e.g. "l2_read_bytes"); `source` says where it comes from (ncu metric,
-    microbenchmark run, trace, chapter). `counters`: other values measured on the same kernel or run (names of
-    analyzers.cases.counters, base units), which a prediction's mechanisms read."""
+    """A measured value: `unit` may be any unit of units.py (ms, GB/s, MiB …); `spread` (same unit)
+    is the measurement's uncertainty (e.g. the standard deviation or half the IQR) when known.
+    `quantity` names the prediction it measures (e.g. "l2_read_bytes"); `source` says where it comes
+    from (ncu metric, microbenchmark run, trace, chapter). `counters`: other values measured on the
+    same kernel or run (names of analyzers.cases.counters, base units), which a prediction's
+    mechanisms read."""
+
     value: float
     unit: str
     source: str
@@ -47,37 +52,54 @@ class Measurement:
         return 0.0 if self.spread is None else abs(to_base(self.spread, self.unit)[0])
 
     def to_json(self) -> dict:
-        return {"value": self.value, "unit": self.unit, "source": self.source, "spread": self.spread,
-                "quantity": self.quantity, "gpu": self.gpu, "params": self.params or None,
-                "counters": dict(self.counters) or None}
+        return {
+            "value": self.value,
+            "unit": self.unit,
+            "source": self.source,
+            "spread": self.spread,
+            "quantity": self.quantity,
+            "gpu": self.gpu,
+            "params": self.params or None,
+            "counters": dict(self.counters) or None,
+        }
 
 
 @dataclass(frozen=True)
 class Verdict:
     kind: str
     explanation: str
-    ratio: float | None = None      # measured / predicted
-    mechanism: str | None = None    # the mechanism that explains the difference
+    ratio: float | None = None  # measured / predicted
+    mechanism: str | None = None  # the mechanism that explains the difference
     accounted: float | None = None  # share of the gap (measured − predicted) it accounts for
 
     def to_json(self) -> dict:
         r = self.ratio if self.ratio is None or math.isfinite(self.ratio) else None
-        return {"verdict": self.kind, "explanation": self.explanation, "ratio": r, "mechanism": self.mechanism,
-                "accounted": self.accounted}
+        return {
+            "verdict": self.kind,
+            "explanation": self.explanation,
+            "ratio": r,
+            "mechanism": self.mechanism,
+            "accounted": self.accounted,
+        }
 
 
 def verdict(prediction: Prediction, measurement: Measurement) -> Verdict:
-    """Compare one measurement with one prediction. Raises ValueError when the units do not match
-    (a time cannot be compared with a byte count), the prediction is not a number, or it is for information."""
+    """Compare one measurement with one prediction. Raises ValueError when the units do not match (a
+    time cannot be compared with a byte count), the prediction is not a number, or it is for
+    information."""
     if not prediction.numeric or prediction.value is None:
         raise ValueError(f"{prediction.label} is not a number; nothing to compare")
     if prediction.kind == "info":
-        raise ValueError(f"{prediction.label} ({prediction.key}) is shown for information only; a model quantity "
-                         "with a tolerance or a bound is needed for a verdict")
+        raise ValueError(
+            f"{prediction.label} ({prediction.key}) is shown for information only; a model "
+            "quantity with a tolerance or a bound is needed for a verdict"
+        )
     m, unit = measurement.base()
     if unit != prediction.unit:
-        raise ValueError(f"measurement in {measurement.unit!r} cannot be compared with "
-                         f"{prediction.label} in {prediction.unit!r}")
+        raise ValueError(
+            f"measurement in {measurement.unit!r} cannot be compared with "
+            f"{prediction.label} in {prediction.unit!r}"
+        )
     p = float(prediction.value)
     spread = measurement.base_spread()
     u = prediction.unit
@@ -87,15 +109,21 @@ def verdict(prediction: Prediction, measurement: Measurement) -> Verdict:
     ratio = _ratio(m, p)
 
     if prediction.max_physical is not None and m - spread > prediction.max_physical * (1 + 1e-9):
-        return Verdict("implausible",
-                       f"{label}: measured {ms}{src} exceeds {prediction.physical or 'the physical limit'} "
-                       f"({fmt(prediction.max_physical, u)}), which the hardware cannot do; check units and "
-                       f"what was counted.", ratio)
+        return Verdict(
+            "implausible",
+            f"{label}: measured {ms}{src} exceeds {prediction.physical or 'the physical limit'} "
+            f"({fmt(prediction.max_physical, u)}), which the hardware cannot do; check units and "
+            "what was counted.",
+            ratio,
+        )
     if prediction.min_physical is not None and m + spread < prediction.min_physical * (1 - 1e-9):
-        return Verdict("implausible",
-                       f"{label}: measured {ms}{src} is below {prediction.physical or 'the physical limit'} "
-                       f"({fmt(prediction.min_physical, u)}), which the hardware cannot do; check units and "
-                       f"what was counted.", ratio)
+        return Verdict(
+            "implausible",
+            f"{label}: measured {ms}{src} is below {prediction.physical or 'the physical limit'} "
+            f"({fmt(prediction.min_physical, u)}), which the hardware cannot do; check units and "
+            "what was counted.",
+            ratio,
+        )
 
     tol = prediction.rel_tol
     band = tol * abs(p) + spread
@@ -103,16 +131,28 @@ def verdict(prediction: Prediction, measurement: Measurement) -> Verdict:
     f = prediction.bound_factor
     if kind in ("estimate", "exact"):
         ok = abs(m - p) <= band
-        why = f"within the ±{tol:.0%} tolerance" + (" and the measurement's spread" if spread else "")
+        why = f"within the ±{tol:.0%} tolerance" + (
+            " and the measurement's spread" if spread else ""
+        )
         side = f"±{tol:.0%} tolerance"
     elif kind == "lower_bound":
         ok = p - band <= m <= p * f + spread
-        why = f"at or above the model's lower bound and within {f:g}× it ({_times(ratio)} the bound)"
-        side = "bound" if m < p - band else f"{f:g}× band above the bound (a bound says nothing this far from it)"
+        why = (
+            f"at or above the model's lower bound and within {f:g}× it ({_times(ratio)} the bound)"
+        )
+        side = (
+            "bound"
+            if m < p - band
+            else f"{f:g}× band above the bound (a bound says nothing this far from it)"
+        )
     elif kind == "upper_bound":
         ok = p / f - spread <= m <= p + band
         why = f"at or below the model's upper bound and within 1/{f:g} of it ({_times(ratio)} the bound)"
-        side = "bound" if m > p + band else f"band down to 1/{f:g} of the bound (a bound says nothing this far from it)"
+        side = (
+            "bound"
+            if m > p + band
+            else f"band down to 1/{f:g} of the bound (a bound says nothing this far from it)"
+        )
     elif kind == "range":
         lo, hi = prediction.lo, prediction.hi
         ok = (lo is None or m >= lo - spread) and (hi is None or m <= hi + spread)
@@ -139,17 +179,28 @@ def verdict(prediction: Prediction, measurement: Measurement) -> Verdict:
         with_it = f"with it the model gives {fmt(q, u)}"
         if abs(m - q) <= mech.tol * abs(q) + spread:
             acc = f", {share:.0%} of the gap" if share is not None else ""
-            return Verdict("differs-explained",
-                           f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}; {mech.name}, computed "
-                           f"from the measurement's counters ({', '.join(mech.needs)}), accounts for it: {with_it}"
-                           f"{acc} (within ±{mech.tol:.0%}).", ratio, mech.name, share)
-        partial.append(f"{mech.name} would give {fmt(q, u)}" + (f" ({share:.0%} of the gap)" if share is not None
-                                                                   else ""))
+            return Verdict(
+                "differs-explained",
+                f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}; {mech.name}, "
+                f"computed from the measurement's counters ({', '.join(mech.needs)}), accounts for "
+                f"it: {with_it}{acc} (within ±{mech.tol:.0%}).",
+                ratio,
+                mech.name,
+                share,
+            )
+        partial.append(
+            f"{mech.name} would give {fmt(q, u)}"
+            + (f" ({share:.0%} of the gap)" if share is not None else "")
+        )
     for ex in prediction.explanations:
         if ratio is not None and ex.lo <= ratio <= ex.hi:
-            return Verdict("differs-explained",
-                           f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}; {ex.text} (the model "
-                           f"allows {ex.lo:.3g}–{ex.hi:.3g}× for it).", ratio, ex.text)
+            return Verdict(
+                "differs-explained",
+                f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}; {ex.text} "
+                f"(the model allows {ex.lo:.3g}–{ex.hi:.3g}× for it).",
+                ratio,
+                ex.text,
+            )
     tail = ""
     near = [f"{ex.text} would need {ex.lo:.3g}–{ex.hi:.3g}×" for ex in prediction.explanations]
     if near:
@@ -158,10 +209,13 @@ def verdict(prediction: Prediction, measurement: Measurement) -> Verdict:
         tail += " Not enough: " + "; ".join(partial) + "."
     if missing:
         tail += " Not measured: " + "; ".join(missing) + "."
-    return Verdict("differs-unexplained",
-                   f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}, outside the {side}, "
-                   f"and no known reason applies; check the parameters, the clocks and what was measured." + tail,
-                   ratio)
+    return Verdict(
+        "differs-unexplained",
+        f"{label}: measured {ms}{src} is {_times(ratio)} the predicted {ps}, outside the {side}, "
+        "and no known reason applies; check the parameters, the clocks and what was measured."
+        + tail,
+        ratio,
+    )
 
 
 def _ratio(m: float, p: float) -> float | None:

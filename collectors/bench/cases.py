@@ -1,18 +1,39 @@
-"""The GPU cases of `kernelscope bench` and the measured ceilings: the registry (order of execution, time limits,
-which cases Nsight Compute reruns) and case selection. Case ids are those of chapter5-cases.md; the case
-functions live in ceilings.py and cases_*.py, by chapter section; collectors.bench.context has the `Context`
-they take.
+"""The GPU cases of `kernelscope bench` and the measured ceilings: the registry (order of execution,
+time limits, which cases Nsight Compute reruns) and case selection. Case ids are those of
+chapter5-cases.md; the case functions live in ceilings.py and cases_*.py, by chapter section;
+collectors.bench.context has the `Context` they take.
 """
+
 from __future__ import annotations
 
-from collectors.bench.cases_fusion import case_flash_attention_traffic, case_fusion_activation_chain, case_graph_replay
-from collectors.bench.cases_operator import (case_bank_column_read, case_rmsnorm_split, case_tiling_traffic,
-                                             case_transpose_tile)
-from collectors.bench.cases_submission import (case_compile_amortization, case_h2d_chunked_copy,
-                                               case_launch_overhead, case_littles_law, case_occupancy_sm,
-                                               case_timing_positions)
-from collectors.bench.ceilings import (ceiling_bf16_matmul, ceiling_dram_copy, ceiling_fp32_fma, ceiling_host_link,
-                                       ceiling_l2_read, ceiling_load_latency, ceiling_smem_read)
+from collectors.bench.cases_fusion import (
+    case_flash_attention_traffic,
+    case_fusion_activation_chain,
+    case_graph_replay,
+)
+from collectors.bench.cases_operator import (
+    case_bank_column_read,
+    case_rmsnorm_split,
+    case_tiling_traffic,
+    case_transpose_tile,
+)
+from collectors.bench.cases_submission import (
+    case_compile_amortization,
+    case_h2d_chunked_copy,
+    case_launch_overhead,
+    case_littles_law,
+    case_occupancy_sm,
+    case_timing_positions,
+)
+from collectors.bench.ceilings import (
+    ceiling_bf16_matmul,
+    ceiling_dram_copy,
+    ceiling_fp32_fma,
+    ceiling_host_link,
+    ceiling_l2_read,
+    ceiling_load_latency,
+    ceiling_smem_read,
+)
 
 # =============================================================================================
 # Registry: order of execution, time limit (s, full / quick), and which cases ncu reruns
@@ -38,7 +59,7 @@ CASES = {
     "fusion.activation_chain": (case_fusion_activation_chain, 40, 20),
     "flash.attention_traffic": (case_flash_attention_traffic, 40, 20),
     "compile.amortization": (case_compile_amortization, 150, 90),
-    "graph.replay": (case_graph_replay, 60, 40),           # last: the torch profiler runs here
+    "graph.replay": (case_graph_replay, 60, 40),  # last: the torch profiler runs here
 }
 
 #: case -> kernel-name prefix that Nsight Compute profiles in the case's child process
@@ -52,8 +73,8 @@ NCU_CASES = {
 
 
 def select_cases(spec: str | None) -> list[str]:
-    """Case ids from a comma list of ids or prefixes ('ceiling' selects every ceiling.*); all if None.
-    Raises ValueError for a name that selects nothing."""
+    """Case ids from a comma list of ids or prefixes ('ceiling' selects every ceiling.*); all if
+    None. Raises ValueError for a name that selects nothing."""
     if not spec:
         return list(CASES)
     wanted = [s.strip() for s in spec.split(",") if s.strip()]

@@ -1,15 +1,16 @@
-"""What every GPU case of `kernelscope bench` runs with: the `Context` (torch, CuPy, the compiled chapter-5
-kernels, device facts, the L2 flush buffer, timing defaults, per-case bookkeeping) and the device attributes
-written with every result.
+"""What every GPU case of `kernelscope bench` runs with: the `Context` (torch, CuPy, the compiled
+chapter-5 kernels, device facts, the L2 flush buffer, timing defaults, per-case bookkeeping) and the
+device attributes written with every result.
 
-Each case function (collectors.bench.cases lists them) takes a `Context` and emits result records through
-`ctx.emit` (so a case that fails half-way keeps what it measured). Kernels that need an exact shared-memory
-layout come from kernels/chapter5.cuh, compiled at run time with NVRTC through CuPy and launched on torch's
-current stream; the rest are torch and Triton.
+Each case function (collectors.bench.cases lists them) takes a `Context` and emits result records
+through `ctx.emit` (so a case that fails half-way keeps what it measured). Kernels that need an
+exact shared-memory layout come from kernels/chapter5.cuh, compiled at run time with NVRTC through
+CuPy and launched on torch's current stream; the rest are torch and Triton.
 
 In an `--ncu-child` process the same functions run with `ctx.ncu_child` set: every custom kernel is
 launched once (`ctx.profile_point`) and listed in a manifest, for Nsight Compute to profile.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,7 +26,8 @@ KERNEL_SRC = Path(__file__).resolve().parent / "kernels" / "chapter5.cuh"
 NAN = float("nan")
 
 #: device property (cudaDeviceProp name, as CuPy returns it) -> Nsight Compute device attribute
-#: (without `device__attribute_`), so analyzers.gpus.resolve_gpu can read a bench result like a report.
+#: (without `device__attribute_`), so analyzers.gpus.resolve_gpu can read a bench result like a
+#: report.
 ATTRIBUTES_FROM_PROPS = {
     "display_name": "name",
     "compute_capability_major": "major",
@@ -64,11 +66,19 @@ class Context:
     """What every case needs: torch, CuPy, the compiled chapter-5 module, device facts, the L2 flush
     buffer, timing defaults for full / quick runs, and per-case bookkeeping."""
 
-    def __init__(self, device: int = 0, *, quick: bool = False, ncu_child: bool = False,
-                 manifest_path: str | None = None, log=print):
+    def __init__(
+        self,
+        device: int = 0,
+        *,
+        quick: bool = False,
+        ncu_child: bool = False,
+        manifest_path: str | None = None,
+        log=print,
+    ):
         import cupy
         import numpy as np
         import torch
+
         self.torch, self.cupy, self.np = torch, cupy, np
         self.log = log
         torch.cuda.set_device(device)
@@ -80,8 +90,11 @@ class Context:
         self.manifest_path = manifest_path
         self.props = torch.cuda.get_device_properties(device)
         raw = cupy.cuda.runtime.getDeviceProperties(device)
-        self.cuda_props = {k: (v.decode(errors="replace").rstrip("\x00") if isinstance(v, bytes) else v)
-                           for k, v in raw.items() if isinstance(v, (int, float, str, bytes)) and k not in ("uuid", "luid")}
+        self.cuda_props = {
+            k: (v.decode(errors="replace").rstrip("\x00") if isinstance(v, bytes) else v)
+            for k, v in raw.items()
+            if isinstance(v, (int, float, str, bytes)) and k not in ("uuid", "luid")
+        }
         self.attributes = device_attributes(self.cuda_props)
         self.sms = int(self.props.multi_processor_count)
         self.l2_bytes = int(self.props.L2_cache_size) or 64 * MIB
@@ -111,7 +124,9 @@ class Context:
             yield
         except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the suite
             where = traceback.extract_tb(e.__traceback__)[-1]
-            msg = f"{label}: {type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"
+            msg = (
+                f"{label}: {type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"
+            )
             self.errors.append(msg)
             self.log(f"    ! {msg}")
 
@@ -163,7 +178,8 @@ class Context:
             if sp == 0:
                 st = self.cupy.cuda.Stream.null
             else:
-                with warnings.catch_warnings():      # ExternalStream is deprecated in CuPy 14, still there
+                # ExternalStream is deprecated in CuPy 14, still there
+                with warnings.catch_warnings():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     st = self.cupy.cuda.ExternalStream(sp)
             self._streams[sp] = st
@@ -172,23 +188,36 @@ class Context:
     def blocks_per_sm(self, name: str, block: int, smem: int = 0) -> int:
         """Resident blocks per SM for a launch, from the driver's occupancy API."""
         from cupy.cuda import driver
+
         k = self.kernel(name)
         return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(k.kernel.ptr, block, smem))
 
     def profile_point(self, kernel: str, params: dict, fn, notes: str | None = None) -> bool:
-        """In an ncu child: launch fn() once, list it in the manifest and return True (the caller then
-        skips its timing). Elsewhere: False."""
+        """In an ncu child: launch fn() once, list it in the manifest and return True (the caller
+        then skips its timing). Elsewhere: False."""
         if not self.ncu_child:
             return False
         fn()
         self.sync()
         with open(self.manifest_path, "a") as f:
-            f.write(json.dumps({"case": self.case_id, "kernel": kernel, "params": params, "notes": notes}) + "\n")
+            f.write(
+                json.dumps(
+                    {"case": self.case_id, "kernel": kernel, "params": params, "notes": notes}
+                )
+                + "\n"
+            )
         return True
 
 
-def ceiling_record(metric: str, unit: str, values: dict, timings: dict, extra: dict | None = None, *,
-                   higher_is_better: bool = True) -> dict:
+def ceiling_record(
+    metric: str,
+    unit: str,
+    values: dict,
+    timings: dict,
+    extra: dict | None = None,
+    *,
+    higher_is_better: bool = True,
+) -> dict:
     """One ceiling: the best of several methods, with every method's value in params["variants"]."""
     if not values:
         raise RuntimeError(f"{metric}: no method succeeded")
@@ -196,5 +225,15 @@ def ceiling_record(metric: str, unit: str, values: dict, timings: dict, extra: d
     t = timings[best]
     flags = ["noisy"] if H.is_noisy(t.median, t.stats.cv) else []
     params = {"method": best, **(extra or {}), "variants": {k: float(v) for k, v in values.items()}}
-    return make_record("ceiling", metric, float(values[best]), unit, params, source=t.source,
-                       cv=t.stats.cv, n=t.stats.n, notes=t.note(), flags=flags)
+    return make_record(
+        "ceiling",
+        metric,
+        float(values[best]),
+        unit,
+        params,
+        source=t.source,
+        cv=t.stats.cv,
+        n=t.stats.n,
+        notes=t.note(),
+        flags=flags,
+    )

@@ -1,4 +1,5 @@
-"""`--ncu`: rerun the suite's custom kernels under Nsight Compute and attach the counters to the cases.
+"""`--ncu`: rerun the suite's custom kernels under Nsight Compute and attach the counters to the
+cases.
 
 For each case of `cases.NCU_CASES` the parent starts
 
@@ -11,6 +12,7 @@ profiled kernels with the manifest lines in order and turns the counters into re
 "ncu counter" and the same params as the case's event-timing records. Where counters are forbidden
 (ERR_NVGPUCTRPERM in ncu's output) that is recorded once and the stage stops.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,9 +37,13 @@ COUNTERS = {
     "kernel_duration": ("gpu__time_duration.sum", "s", 1e-9),
     "dram_read_bytes": ("dram__bytes_read.sum", "B", 1),
     "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
-    "l2_read_from_l1_bytes": ("lts__t_sectors_srcunit_tex_op_read.sum", "B", 32),   # sectors x 32 B
+    "l2_read_from_l1_bytes": ("lts__t_sectors_srcunit_tex_op_read.sum", "B", 32),  # sectors x 32 B
     "shared_ld_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "count", 1),
-    "shared_ld_bank_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "count", 1),
+    "shared_ld_bank_conflicts": (
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+        "count",
+        1,
+    ),
     "shared_ld_requests": ("smsp__sass_inst_executed_op_shared_ld.sum", "count", 1),
     "achieved_occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", 1),
     "theoretical_occupancy": ("sm__maximum_warps_per_active_cycle_pct", "%", 1),
@@ -51,35 +57,72 @@ COUNTERS = {
     "sm_clock": ("gpc__cycles_elapsed.avg.per_second", "Hz", 1),
     "l1_hit_rate": ("l1tex__t_sector_hit_rate.pct", "%", 1),
 }
-#: the same names, metrics and factors as analyzers.cases.counters.NCU_COUNTERS (a test keeps them equal), which the
-#: predictions' mechanisms read when a run is read
+#: the same names, metrics and factors as analyzers.cases.counters.NCU_COUNTERS (a test keeps them
+#: equal), which the predictions' mechanisms read when a run is read
 SM_CLOCK = "gpc__cycles_elapsed.avg.per_second"
 METRICS = sorted({m for m, _, _ in COUNTERS.values()} | {SM_CLOCK})
 
 _SHARED = ["shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_ld_requests"]
-_OCC_LIMITS = ["occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps", "occupancy_limit_blocks"]
-#: which counter records each case gets; derived quantities (bank-conflict degree, DRAM bandwidth, wavefronts per
-#: request) are computed from them when the run is read (analyzers.cases.bench_verdicts), never stored
+_OCC_LIMITS = [
+    "occupancy_limit_registers",
+    "occupancy_limit_shared_mem",
+    "occupancy_limit_warps",
+    "occupancy_limit_blocks",
+]
+#: which counter records each case gets; derived quantities (bank-conflict degree, DRAM bandwidth,
+#: wavefronts per request) are computed from them when the run is read
+#: (analyzers.cases.bench_verdicts), never stored
 _ISSUE = ["warp_instructions", "sm_clock"]
 CASE_METRICS = {
     "bank.column_read": ["kernel_duration", *_SHARED, *_ISSUE],
-    "transpose.tile": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "l2_read_from_l1_bytes", *_SHARED,
-                       "achieved_occupancy", *_ISSUE],
-    "tiling.traffic": ["kernel_duration", "l2_read_from_l1_bytes", "dram_read_bytes", "dram_write_bytes",
-                       "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", *_OCC_LIMITS, *_SHARED,
-                       "smem_config_bytes", "l1_hit_rate", *_ISSUE],
-    "littles_law": ["kernel_duration", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy",
-                    "theoretical_occupancy"],
-    "occupancy.sm": ["kernel_duration", "achieved_occupancy", "theoretical_occupancy", "registers_per_thread",
-                     *_OCC_LIMITS, "smem_config_bytes"],
+    "transpose.tile": [
+        "kernel_duration",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "l2_read_from_l1_bytes",
+        *_SHARED,
+        "achieved_occupancy",
+        *_ISSUE,
+    ],
+    "tiling.traffic": [
+        "kernel_duration",
+        "l2_read_from_l1_bytes",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "achieved_occupancy",
+        "theoretical_occupancy",
+        "registers_per_thread",
+        *_OCC_LIMITS,
+        *_SHARED,
+        "smem_config_bytes",
+        "l1_hit_rate",
+        *_ISSUE,
+    ],
+    "littles_law": [
+        "kernel_duration",
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "achieved_occupancy",
+        "theoretical_occupancy",
+    ],
+    "occupancy.sm": [
+        "kernel_duration",
+        "achieved_occupancy",
+        "theoretical_occupancy",
+        "registers_per_thread",
+        *_OCC_LIMITS,
+        "smem_config_bytes",
+    ],
 }
-TIMEOUT_S = {"bank.column_read": (180, 90), "tiling.traffic": (120, 60)}   # (full, quick); others DEFAULT_TIMEOUT_S
+# (full, quick); others DEFAULT_TIMEOUT_S
+TIMEOUT_S = {"bank.column_read": (180, 90), "tiling.traffic": (120, 60)}
 DEFAULT_TIMEOUT_S = (100, 60)
 
 
 # ---------------------------------------------------------------------------------------------
 # Pure: counters -> records
 # ---------------------------------------------------------------------------------------------
+
 
 def counter_values(values: dict) -> dict:
     """Record metric -> value (in the record's unit) from one kernel's ncu metric values; None where missing."""
@@ -102,19 +145,34 @@ def counter_records(case: str, entry: dict, values: dict) -> list[dict]:
         v = d.get(metric)
         if v is None:
             continue
-        out.append(make_record(case, metric, v, COUNTERS[metric][1], entry.get("params", {}), source="ncu counter",
-                               n=1, notes=notes))
+        out.append(
+            make_record(
+                case,
+                metric,
+                v,
+                COUNTERS[metric][1],
+                entry.get("params", {}),
+                source="ncu counter",
+                n=1,
+                notes=notes,
+            )
+        )
     return out
 
 
-def pair_actions(actions: list[tuple[str, dict]], entries: list[dict]) -> tuple[list[tuple[dict, dict]], list[str]]:
+def pair_actions(
+    actions: list[tuple[str, dict]], entries: list[dict]
+) -> tuple[list[tuple[dict, dict]], list[str]]:
     """Pair profiled kernels with manifest lines in launch order; stop at the first name mismatch."""
     pairs, problems = [], []
     if len(actions) != len(entries):
         problems.append(f"{len(actions)} profiled kernels but {len(entries)} manifest launches")
     for (name, values), entry in zip(actions, entries):
         if name != entry["kernel"]:
-            problems.append(f"profiled {name!r} where the manifest has {entry['kernel']!r}; later kernels dropped")
+            problems.append(
+                f"profiled {name!r} where the manifest has {entry['kernel']!r}; later "
+                f"kernels dropped"
+            )
             break
         pairs.append((entry, values))
     return pairs, problems
@@ -128,7 +186,7 @@ def parse_raw_csv(text: str) -> list[tuple[str, dict]]:
         raise ValueError("no header row with 'Kernel Name' in ncu's CSV")
     header = rows[start]
     out = []
-    for r in rows[start + 2:]:
+    for r in rows[start + 2 :]:
         if len(r) != len(header):
             continue
         rec = dict(zip(header, r))
@@ -147,11 +205,16 @@ def parse_raw_csv(text: str) -> list[tuple[str, dict]]:
 # Nsight Compute on this machine
 # ---------------------------------------------------------------------------------------------
 
+
 def find_ncu() -> str | None:
     p = shutil.which("ncu")
     if p:
         return p
-    for pat in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/nsight-compute*/ncu"):
+    for pat in (
+        "/usr/local/cuda/bin/ncu",
+        "/opt/nvidia/nsight-compute/*/ncu",
+        "/usr/local/cuda/nsight-compute*/ncu",
+    ):
         hits = sorted(glob.glob(pat))
         if hits:
             return hits[-1]
@@ -160,7 +223,9 @@ def find_ncu() -> str | None:
 
 def ncu_version(ncu: str) -> str | None:
     try:
-        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, errors="replace", timeout=60).stdout
+        out = subprocess.run(
+            [ncu, "--version"], capture_output=True, text=True, errors="replace", timeout=60
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
@@ -170,7 +235,10 @@ def ncu_version(ncu: str) -> str | None:
 def _import_ncu_report(ncu: str):
     real = Path(os.path.realpath(ncu)).parent
     cands = [real / "extras" / "python"]
-    cands += [Path(p) for p in sorted(glob.glob(str(real.parent / "nsight-compute*" / "extras" / "python")))]
+    cands += [
+        Path(p)
+        for p in sorted(glob.glob(str(real.parent / "nsight-compute*" / "extras" / "python")))
+    ]
     cands += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"))]
     for c in cands:
         if (c / "ncu_report.py").is_file():
@@ -178,6 +246,7 @@ def _import_ncu_report(ncu: str):
                 sys.path.insert(0, str(c))
             break
     import ncu_report  # noqa: PLC0415 - Nsight Compute's own module
+
     return ncu_report
 
 
@@ -199,12 +268,18 @@ def read_report(report: Path, ncu: str) -> tuple[list[tuple[str, dict]], str]:
         return out, "ncu_report"
     except Exception as e:  # noqa: BLE001 - fall back on ncu's own CSV export
         how = f"CSV export (ncu_report failed: {type(e).__name__}: {e})"
-    text = subprocess.run([ncu, "--import", str(report), "--page", "raw", "--csv", "--print-units", "base"],
-                          capture_output=True, text=True, errors="replace", timeout=120).stdout
+    text = subprocess.run(
+        [ncu, "--import", str(report), "--page", "raw", "--csv", "--print-units", "base"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    ).stdout
     return parse_raw_csv(text), how
 
 
-_ACTIVE: list[int] = []   # process group of the ncu run in flight (killed by kill_active on SIGTERM)
+# process group of the ncu run in flight (killed by kill_active on SIGTERM)
+_ACTIVE: list[int] = []
 
 
 def kill_active() -> None:
@@ -217,8 +292,17 @@ def kill_active() -> None:
 
 def _run(cmd: list[str], timeout: float, env: dict) -> tuple[int | None, str]:
     """Run in its own process group; on timeout kill the whole group. (returncode or None, output)."""
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, encoding="utf-8", errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    )
     _ACTIVE.append(proc.pid)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -231,22 +315,43 @@ def _run(cmd: list[str], timeout: float, env: dict) -> tuple[int | None, str]:
         _ACTIVE.remove(proc.pid)
 
 
-def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_dir: Path, file_stem: str,
-              deadline: float, save, log=print) -> None:
+def run_stage(
+    doc: dict,
+    selected: list[str],
+    *,
+    device: int,
+    quick: bool,
+    out_dir: Path,
+    file_stem: str,
+    deadline: float,
+    save,
+    log=print,
+) -> None:
     """Profile each selected NCU case in a child process; append records and failures to `doc`."""
     from collectors.bench.cases import NCU_CASES
+
     info = doc.setdefault("ncu", {"requested": True, "status": "not run", "reports": []})
     ncu = find_ncu()
     if ncu is None:
         info["status"] = "ncu not found"
-        doc["failures"].append({"case": "ncu", "error": "Nsight Compute (ncu) not found on PATH; counters not collected"})
+        doc["failures"].append(
+            {
+                "case": "ncu",
+                "error": "Nsight Compute (ncu) not found on PATH; counters not collected",
+            }
+        )
         save()
         return
     info["version"] = ncu_version(ncu)
     rep_dir = out_dir / "ncu"
     rep_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    )
     statuses = []
     for case, prefix in NCU_CASES.items():
         if case not in selected:
@@ -254,7 +359,9 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
         full_t, quick_t = TIMEOUT_S.get(case, DEFAULT_TIMEOUT_S)
         budget = min(quick_t if quick else full_t, deadline - time.monotonic())
         if budget < 15:
-            doc["failures"].append({"case": case, "error": "ncu rerun skipped: suite time budget exhausted"})
+            doc["failures"].append(
+                {"case": case, "error": "ncu rerun skipped: suite time budget exhausted"}
+            )
             statuses.append("skipped")
             continue
         stem = f"{file_stem}_{case.replace('.', '-')}"
@@ -262,9 +369,27 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
         manifest = rep_dir / f"{stem}.launches.jsonl"
         for p in (report, manifest):
             p.unlink(missing_ok=True)
-        cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(METRICS), "--kernel-name", f"regex:^{prefix}",
-               "-f", "-o", str(report), sys.executable, "-m", "collectors.bench.run",
-               "--ncu-child", case, "--device", str(device), "--out", str(manifest)] + (["--quick"] if quick else [])
+        cmd = [
+            ncu,
+            "--clock-control",
+            "none",
+            "--metrics",
+            ",".join(METRICS),
+            "--kernel-name",
+            f"regex:^{prefix}",
+            "-f",
+            "-o",
+            str(report),
+            sys.executable,
+            "-m",
+            "collectors.bench.run",
+            "--ncu-child",
+            case,
+            "--device",
+            str(device),
+            "--out",
+            str(manifest),
+        ] + (["--quick"] if quick else [])
         log(f"  ncu {case}: profiling kernels {prefix}* (limit {budget:.0f} s)")
         t0 = time.monotonic()
         rc, out = _run(cmd, budget, env)
@@ -272,13 +397,17 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
         took = time.monotonic() - t0
         if counters_forbidden(out):
             info["status"] = "counters forbidden (ERR_NVGPUCTRPERM)"
-            doc["failures"].append({"case": "ncu", "error": "ERR_NVGPUCTRPERM: " + COUNTER_PERMISSION})
+            doc["failures"].append(
+                {"case": "ncu", "error": "ERR_NVGPUCTRPERM: " + COUNTER_PERMISSION}
+            )
             save()
             log("  ncu: counters forbidden (ERR_NVGPUCTRPERM); stopping the ncu stage")
             return
         tail = " | ".join(out.strip().splitlines()[-3:])
         if rc is None:
-            doc["failures"].append({"case": case, "error": f"ncu rerun timed out after {budget:.0f} s ({tail})"})
+            doc["failures"].append(
+                {"case": case, "error": f"ncu rerun timed out after {budget:.0f} s ({tail})"}
+            )
         elif rc != 0:
             doc["failures"].append({"case": case, "error": f"ncu rerun exited with {rc} ({tail})"})
         n_rec = 0
@@ -293,15 +422,24 @@ def run_stage(doc: dict, selected: list[str], *, device: int, quick: bool, out_d
                     n_rec += len(recs)
                 for p in problems:
                     doc["failures"].append({"case": case, "error": f"ncu: {p}"})
-                info["reports"].append({"case": case, "file": report.name, "kernels": len(actions), "read_with": how})
-            except Exception as e:  # noqa: BLE001 - a bad report is a failure of this case's counters only
-                doc["failures"].append({"case": case, "error": f"ncu report unreadable: {type(e).__name__}: {e}"})
+                info["reports"].append(
+                    {"case": case, "file": report.name, "kernels": len(actions), "read_with": how}
+                )
+            # any exception: a bad report is a failure of this case's counters only
+            except Exception as e:
+                doc["failures"].append(
+                    {"case": case, "error": f"ncu report unreadable: {type(e).__name__}: {e}"}
+                )
         elif rc is not None:
             doc["failures"].append({"case": case, "error": f"ncu wrote no report ({tail})"})
         statuses.append("ok" if n_rec else "failed")
         log(f"  ncu {case}: {n_rec} counter records in {took:.0f} s")
         save()
-    info["status"] = "ok" if statuses and all(s == "ok" for s in statuses) else ("partial" if "ok" in statuses else "failed")
+    info["status"] = (
+        "ok"
+        if statuses and all(s == "ok" for s in statuses)
+        else ("partial" if "ok" in statuses else "failed")
+    )
     save()
 
 
@@ -309,6 +447,7 @@ def child_main(case: str, device: int, manifest: str, quick: bool) -> int:
     """Inside ncu: run one case with every custom kernel launched once, listed in the manifest."""
     from collectors.bench.cases import CASES
     from collectors.bench.context import Context
+
     ctx = Context(device, quick=quick, ncu_child=True, manifest_path=manifest)
     ctx.begin_case(case)
     CASES[case][0](ctx)

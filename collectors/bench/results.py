@@ -2,10 +2,11 @@
 
     parse(data, name) -> Parsed(kind="bench", tables={"results", "ceilings"}, meta={...})
 
-Each record becomes one row (collectors.schema.BENCH_SCHEMA); `params` stays a JSON string (its keys differ by
-case). Predictions and verdicts are not stored: analyzers.cases.bench_verdicts computes them when a run is read,
-so a model fix reaches every stored run.
+Each record becomes one row (collectors.schema.BENCH_SCHEMA); `params` stays a JSON string (its keys
+differ by case). Predictions and verdicts are not stored: analyzers.cases.bench_verdicts computes
+them when a run is read, so a model fix reaches every stored run.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,33 +43,52 @@ def _rows(records: list, name: str, key: str) -> list[dict]:
     rows = []
     for i, r in enumerate(records):
         if isinstance(r, dict) and _depth(r.get("params"), MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-            raise ArtifactError(name, f"bench result: {key}[{i}]: params nested deeper than {MAX_JSON_DEPTH} levels")
+            raise ArtifactError(
+                name, f"bench result: {key}[{i}]: params nested deeper than {MAX_JSON_DEPTH} levels"
+            )
         n = r.get("n") if isinstance(r, dict) else None
         if isinstance(n, int) and not isinstance(n, bool) and n >= 1 << 63:
-            raise ArtifactError(name, f"bench result: {key}[{i}]: n = {n} is not a repetition count")
+            raise ArtifactError(
+                name, f"bench result: {key}[{i}]: n = {n} is not a repetition count"
+            )
         try:
             validate_record(r)
         except ValueError as e:
             raise ArtifactError(name, f"bench result: {key}[{i}]: {e}") from None
-        rows.append({"case": r["case"], "metric": r["metric"], "value": float(r["value"]), "unit": r["unit"],
-                     "params": json.dumps(r["params"], sort_keys=True), "cv": r["cv"], "n": r["n"],
-                     "source": r["source"], "notes": r["notes"], "flags": list(r.get("flags") or [])})
+        rows.append(
+            {
+                "case": r["case"],
+                "metric": r["metric"],
+                "value": float(r["value"]),
+                "unit": r["unit"],
+                "params": json.dumps(r["params"], sort_keys=True),
+                "cv": r["cv"],
+                "n": r["n"],
+                "source": r["source"],
+                "notes": r["notes"],
+                "flags": list(r.get("flags") or []),
+            }
+        )
     return rows
 
 
 def parse(data: bytes, name: str) -> Parsed:
     """Validate and normalise one bench document; ArtifactError for bad JSON or a missing/ill-typed key."""
     try:
-        doc = orjson.loads(data)           # stops at 1,024 levels of nesting; numbers beyond a double are refused
+        # stops at 1,024 levels of nesting; numbers beyond a double are refused
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise ArtifactError(name, f"bench result is not valid JSON ({e})") from None
     if _depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise ArtifactError(name, f"bench result nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(doc, dict) or "kernelscope_bench" not in doc:
-        raise ArtifactError(name, "not a kernelscope bench result (no \"kernelscope_bench\" key)")
+        raise ArtifactError(name, 'not a kernelscope bench result (no "kernelscope_bench" key)')
     if doc["kernelscope_bench"] != FORMAT_VERSION:
-        raise ArtifactError(name, f"bench result format {doc['kernelscope_bench']!r} is not supported "
-                                  f"(this version reads {FORMAT_VERSION})")
+        raise ArtifactError(
+            name,
+            f"bench result format {doc['kernelscope_bench']!r} is not supported (this version "
+            f"reads {FORMAT_VERSION})",
+        )
     for key in ("gpu", "versions", "ceilings", "results"):
         if key not in doc:
             raise ArtifactError(name, f"bench result lacks {key!r}")
@@ -80,9 +100,13 @@ def parse(data: bytes, name: str) -> Parsed:
     if gpu.get("uuid") is not None and not isinstance(gpu.get("uuid"), str):
         raise ArtifactError(name, "bench result: 'gpu.uuid' must be a string")
     for key in ("attributes", "properties"):
-        if key in gpu and not (isinstance(gpu[key], dict) and all(
-                isinstance(v, (int, float, str, bool)) or v is None for v in gpu[key].values())):
-            raise ArtifactError(name, f"bench result: 'gpu.{key}' must be an object of plain values")
+        if key in gpu and not (
+            isinstance(gpu[key], dict)
+            and all(isinstance(v, (int, float, str, bool)) or v is None for v in gpu[key].values())
+        ):
+            raise ArtifactError(
+                name, f"bench result: 'gpu.{key}' must be an object of plain values"
+            )
     if not isinstance(doc["versions"], dict):
         raise ArtifactError(name, "bench result: 'versions' must be an object")
     for key in ("started", "finished"):
@@ -92,7 +116,9 @@ def parse(data: bytes, name: str) -> Parsed:
         if doc.get(key) is not None and not isinstance(doc.get(key), dict):
             raise ArtifactError(name, f"bench result: {key!r} must be an object")
     failures = doc.get("failures", [])
-    if not isinstance(failures, list) or not all(isinstance(f, dict) and "case" in f and "error" in f for f in failures):
+    if not isinstance(failures, list) or not all(
+        isinstance(f, dict) and "case" in f and "error" in f for f in failures
+    ):
         raise ArtifactError(name, "bench result: 'failures' must be a list of {case, error}")
     ceilings = pl.DataFrame(_rows(doc["ceilings"], name, "ceilings"), schema=BENCH_SCHEMA)
     results = pl.DataFrame(_rows(doc["results"], name, "results"), schema=BENCH_SCHEMA)
@@ -115,4 +141,8 @@ def parse(data: bytes, name: str) -> Parsed:
         "item_count": results.height,
         "source_format": "bench",
     }
-    return Parsed(kind="bench", tables={"results": results, "ceilings": ceilings}, meta=finish_meta("bench", meta))
+    return Parsed(
+        kind="bench",
+        tables={"results": results, "ceilings": ceilings},
+        meta=finish_meta("bench", meta),
+    )

@@ -1,5 +1,6 @@
 """Triton kernels of the bench suite (imported only on a machine with torch and Triton, from inside
 the case functions). Each wrapper takes torch tensors on the GPU and launches on the current stream."""
+
 from __future__ import annotations
 
 import torch
@@ -19,7 +20,8 @@ def empty(p: torch.Tensor) -> None:
 
 @triton.jit
 def _silu_mul_kernel(g_ptr, u_ptr, z_ptr, n, BLOCK: tl.constexpr, SALT: tl.constexpr):
-    # SALT only changes the specialisation, so a new value forces a fresh compile (compile.amortization)
+    # SALT only changes the specialisation, so a new value forces a fresh compile
+    # (compile.amortization)
     pid = tl.program_id(0)
     offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -68,8 +70,14 @@ def _rms_scale_kernel(x_ptr, w_ptr, part_ptr, y_ptr, H, eps, SEG: tl.constexpr, 
     tl.store(y_ptr + row * H + offs, (x * rstd * w).to(y_ptr.dtype.element_ty))
 
 
-def rmsnorm(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, part: torch.Tensor | None,
-            segments: int, eps: float = 1e-6) -> torch.Tensor:
+def rmsnorm(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    y: torch.Tensor,
+    part: torch.Tensor | None,
+    segments: int,
+    eps: float = 1e-6,
+) -> torch.Tensor:
     """y = x / sqrt(mean(x^2) + eps) * w over rows of x [rows, H] (H a power of two).
     segments = 1: one program per row, one pass. segments = s > 1: rows x s programs write FP32
     partial sums of squares into part [rows, s], then rows x s programs merge them and scale."""

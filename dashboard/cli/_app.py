@@ -1,4 +1,5 @@
 """The Typer application object, shared options and output helpers; each command module registers on `app`."""
+
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,          # plain Click output: a usage error is the usage line and one "Error:" line
+    # plain Click output: a usage error is the usage line and one "Error:" line
+    rich_markup_mode=None,
     help="Kernelscope: GPU kernel measurements next to what the hardware and the textbook predict.",
 )
 
@@ -36,23 +38,32 @@ class ListFormat(str, Enum):
 
 StoreOpt = Annotated[
     Optional[Path],
-    typer.Option("--store", help="Run store folder (default: $KERNELSCOPE_STORE or ~/.kernelscope/store).",
-                 envvar="KERNELSCOPE_STORE"),
+    typer.Option(
+        "--store",
+        help="Run store folder (default: $KERNELSCOPE_STORE or ~/.kernelscope/store).",
+        envvar="KERNELSCOPE_STORE",
+    ),
 ]
 
 
 GpuOpt = Annotated[
     Optional[str],
-    typer.Option("--gpu", help="The GPU the file was recorded on, for files that do not name it (a `kernelscope gpus` "
-                               "name, e.g. H200, T4); it also replaces the GPU a file names."),
+    typer.Option(
+        "--gpu",
+        help="The GPU the file was recorded on, for files that do not name it (a "
+        "`kernelscope gpus` name, e.g. H200, T4); it also replaces the GPU a file names.",
+    ),
 ]
-
 
 
 MaxMBOpt = Annotated[
     Optional[int],
-    typer.Option("--max-decompressed-mb", min=1, envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
-                 help="Largest artifact accepted, after decompression, in MB (default 4096)."),
+    typer.Option(
+        "--max-decompressed-mb",
+        min=1,
+        envvar="KERNELSCOPE_MAX_DECOMPRESSED_MB",
+        help="Largest artifact accepted, after decompression, in MB (default 4096).",
+    ),
 ]
 
 
@@ -61,6 +72,7 @@ def apply_limits(max_decompressed_mb: Optional[int]) -> None:
     import os
 
     from collectors.limits import ENV_ARTIFACT_MB
+
     if max_decompressed_mb:
         os.environ[ENV_ARTIFACT_MB] = str(max_decompressed_mb)
 
@@ -71,6 +83,7 @@ _cleaned: set = set()
 def open_store(store: Optional[Path]):
     """The store (once per process: the temporary folders of interrupted ingests are removed first)."""
     from collectors.store import Store
+
     st = Store(store)
     if st.root not in _cleaned:
         _cleaned.add(st.root)
@@ -80,20 +93,29 @@ def open_store(store: Optional[Path]):
 
 def open_source(store: Optional[Path], gpu: Optional[str] = None, keep_parsed: bool = False):
     from dashboard.source import Source
+
     return Source(open_store(store), gpu=gpu, keep_parsed=keep_parsed)
 
 
-def load(path_or_run: str, store: Optional[Path], gpu: Optional[str] = None, src=None, metrics: str = "all"):
-    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and refused as
-    ingest would refuse it (one that cannot be analysed included); anything else is looked up as a run id of the
-    store (a run that cannot be read is `RunNotFound`). `src`: the Source that checks the file (one made with
-    keep_parsed keeps the analysis it computed, so the command reports it without computing it again). metrics:
-    collectors.ingest.parse_path's ("analysis": a raw ncu page's metrics table holds only what the analysis
-    reads, for a command that shows nothing else)."""
+def load(
+    path_or_run: str,
+    store: Optional[Path],
+    gpu: Optional[str] = None,
+    src=None,
+    metrics: str = "all",
+):
+    """(a stored Run or a Parsed file, its name): a path is parsed in memory (nothing stored) and
+    refused as ingest would refuse it (one that cannot be analysed included); anything else is
+    looked up as a run id of the store (a run that cannot be read is `RunNotFound`). `src`: the
+    Source that checks the file (one made with keep_parsed keeps the analysis it computed, so the
+    command reports it without computing it again). metrics: collectors.ingest.parse_path's
+    ("analysis": a raw ncu page's metrics table holds only what the analysis reads, for a command
+    that shows nothing else)."""
     import os
 
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
+
     p = Path(path_or_run)
     if p.exists():
         parsed = parse_path(p, metrics=metrics)
@@ -116,26 +138,29 @@ def _json_default(o):
 
 
 _TABLE_MARK = "\x00kernelscope-table-"
-#: rows of a table's first chunk of JSON; the later chunks hold as many rows as make about TABLE_CHUNK_BYTES by the
-#: first one's size (at most 16 times as many). Chunks of about a megabyte stay in the CPU's caches through the
-#: copies polars and Python make of them (polars' buffer, the bytes object, the separators put in, the write) and
-#: reuse the memory of the one before: for 174,240 kernel rows of 500 bytes, 114,000 page faults in all instead of
-#: 151,000 with 20,000-row chunks, and about 10 % less CPU time for the whole `analyze --format json` (docs/findings-kineto-reader.md).
+#: rows of a table's first chunk of JSON; the later chunks hold as many rows as make about
+#: TABLE_CHUNK_BYTES by the first one's size (at most 16 times as many). Chunks of about a megabyte
+#: stay in the CPU's caches through the copies polars and Python make of them (polars' buffer, the
+#: bytes object, the separators put in, the write) and reuse the memory of the one before: for
+#: 174,240 kernel rows of 500 bytes, 114,000 page faults in all instead of 151,000 with 20,000-row
+#: chunks, and about 10 % less CPU time for the whole `analyze --format json`
+#: (docs/findings-kineto-reader.md).
 TABLE_CHUNK_ROWS = 2_000
 TABLE_CHUNK_BYTES = 1 << 20
 
 
 class Rows:
-    """Rows of a polars DataFrame picked and ordered by an index, with the output columns computed block by block:
-    a large table is written without a reordered copy of it ever existing whole. A slice is cut from the block
-    that holds it (BLOCK_ROWS rows gathered by one polars query): one query per chunk written cost 0.7 ms each,
-    60 ms for 174,240 kernel rows in 84 chunks, against 10 ms for gathering them all."""
+    """Rows of a polars DataFrame picked and ordered by an index, with the output columns computed
+    block by block: a large table is written without a reordered copy of it ever existing whole. A
+    slice is cut from the block that holds it (BLOCK_ROWS rows gathered by one polars query): one
+    query per chunk written cost 0.7 ms each, 60 ms for 174,240 kernel rows in 84 chunks, against 10
+    ms for gathering them all."""
 
     BLOCK_ROWS = 32_768
 
     def __init__(self, frame, index, columns: list):
         self.frame, self.index, self.columns = frame, index, columns
-        self._block = (0, None)                   # (offset, the rows gathered from there)
+        self._block = (0, None)  # (offset, the rows gathered from there)
 
     @property
     def height(self) -> int:
@@ -157,7 +182,11 @@ class Rows:
 
 
 def _is_frame(o) -> bool:
-    return isinstance(o, Rows) or type(o).__name__ == "DataFrame" and type(o).__module__.startswith("polars")
+    return (
+        isinstance(o, Rows)
+        or type(o).__name__ == "DataFrame"
+        and type(o).__module__.startswith("polars")
+    )
 
 
 def _mark_tables(obj, tables: list, mark: str):
@@ -173,9 +202,11 @@ def _mark_tables(obj, tables: list, mark: str):
 
 
 def _write_table(write, df, indent: bytes) -> None:
-    """A DataFrame as a JSON array of row objects, one row per line, written in chunks of about TABLE_CHUNK_BYTES by
-    polars (NaN and infinities become null), so a table of millions of rows is never a list of dicts in Python."""
+    """A DataFrame as a JSON array of row objects, one row per line, written in chunks of about
+    TABLE_CHUNK_BYTES by polars (NaN and infinities become null), so a table of millions of rows is
+    never a list of dicts in Python."""
     import io
+
     if df.height == 0:
         write(b"[]")
         return
@@ -185,45 +216,56 @@ def _write_table(write, df, indent: bytes) -> None:
     while off < df.height:
         buf = io.BytesIO()
         df.slice(off, n).write_ndjson(buf)
-        rows = buf.getvalue().replace(b"\n", sep)           # JSON strings hold no raw newline
+        rows = buf.getvalue().replace(b"\n", sep)  # JSON strings hold no raw newline
         del buf
-        if off == 0:                                         # the later chunks' rows, for about TABLE_CHUNK_BYTES
+        # the later chunks' rows, for about TABLE_CHUNK_BYTES
+        if off == 0:
             off, n = n, max(n, min(16 * n, n * TABLE_CHUNK_BYTES // len(rows)))
         else:
             off += n
-        write(memoryview(rows)[:len(rows) - len(sep)] if off >= df.height else rows)
+        write(memoryview(rows)[: len(rows) - len(sep)] if off >= df.height else rows)
     write(b"\n" + indent + b"]")
 
 
 def echo_json(obj) -> None:
-    """JSON on stdout, written by orjson (NaN and infinities become null), indented two spaces. polars DataFrames
-    in obj are written as arrays of row objects, one row per line, streamed in chunks (`_write_table`)."""
+    """JSON on stdout, written by orjson (NaN and infinities become null), indented two spaces.
+    polars DataFrames in obj are written as arrays of row objects, one row per line, streamed in
+    chunks (`_write_table`)."""
     import orjson
     import secrets
+
     tables: list = []
-    mark_text = f"{_TABLE_MARK}{secrets.token_hex(6)}-"        # a fresh marker: no value of obj can hold it
+    mark_text = (
+        f"{_TABLE_MARK}{secrets.token_hex(6)}-"  # a fresh marker: no value of obj can hold it
+    )
     marked = _mark_tables(obj, tables, mark_text)
-    data = orjson.dumps(marked, default=_json_default,
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    data = orjson.dumps(
+        marked,
+        default=_json_default,
+        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+    )
     out = sys.stdout
     buf = getattr(out, "buffer", None)
     if buf is not None:
         out.flush()
         write = buf.write
-    else:                                  # a captured stream without a byte buffer (tests)
+    else:  # a captured stream without a byte buffer (tests)
+
         def write(b) -> None:
             out.write(bytes(b).decode())
+
     if tables:
-        mark = orjson.dumps(mark_text)[:-1]            # the marker as orjson escapes it, without the closing quote
+        # the marker as orjson escapes it, without the closing quote
+        mark = orjson.dumps(mark_text)[:-1]
         pos = 0
         while True:
             at = data.find(mark, pos)
             if at < 0:
                 break
             end = data.index(b'"', at + len(mark))
-            i = int(data[at + len(mark):end])
-            line = data[data.rfind(b"\n", 0, at) + 1:at]
-            indent = line[:len(line) - len(line.lstrip(b" "))]
+            i = int(data[at + len(mark) : end])
+            line = data[data.rfind(b"\n", 0, at) + 1 : at]
+            indent = line[: len(line) - len(line.lstrip(b" "))]
             write(data[pos:at])
             _write_table(write, tables[i], indent)
             pos = end + 1

@@ -1,7 +1,9 @@
-"""`kernelscope bench`: run the microbenchmark suite on every visible GPU (one subprocess per GPU, one
-after the other so that they do not disturb each other), store one run per GPU, print the run ids.
-Without a GPU: say so in one line and run the CPU cases (numerics) only. With --ray [ADDRESS]: one suite task per
-GPU of a Ray cluster (dashboard.fleet), one run per GPU into this store as each finishes."""
+"""`kernelscope bench`: run the microbenchmark suite on every visible GPU (one subprocess per GPU,
+one after the other so that they do not disturb each other), store one run per GPU, print the run
+ids. Without a GPU: say so in one line and run the CPU cases (numerics) only. With --ray [ADDRESS]:
+one suite task per GPU of a Ray cluster (dashboard.fleet), one run per GPU into this store as each
+finishes."""
+
 from __future__ import annotations
 
 import re
@@ -22,11 +24,15 @@ _DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
 def _store_doc(st, doc: dict, out_dir: Path) -> str:
     import json
     from collectors.bench.harness import result_file_name
+
     path = out_dir / result_file_name(doc["gpu"]["name"], doc["gpu"].get("uuid"))
-    if path.exists():                      # the CPU-case runs of a fleet share the name "CPU"
-        path = path.with_name(f"{path.stem}_{doc['gpu'].get('host') or 'node'}_{doc['gpu'].get('index')}.json")
+    if path.exists():  # the CPU-case runs of a fleet share the name "CPU"
+        path = path.with_name(
+            f"{path.stem}_{doc['gpu'].get('host') or 'node'}_{doc['gpu'].get('index')}.json"
+        )
     path.write_text(json.dumps(doc, indent=1, allow_nan=False))
     from dashboard.source import Source
+
     run, _ = Source(st).ingest_path(path)
     return run.run_id
 
@@ -35,30 +41,62 @@ def _run_gpu(index: int, args: list[str], out_dir: Path, n_cases: int) -> tuple[
     """Run the suite on GPU `index` (dashboard.fleet.run_suite) with a progress bar; (result file, log path)."""
     done = [0]
     with typer.progressbar(length=n_cases, label=f"GPU {index}") as bar:
+
         def on_line(line: str, _doc) -> None:
             m = _DONE.search(line)
             if m and int(m.group(1)) > done[0]:
                 bar.update(int(m.group(1)) - done[0])
                 done[0] = int(m.group(1))
+
         return run_suite(index, args, out_dir, on_line)
 
 
 @app.command()
 def bench(
-    ncu: Annotated[bool, typer.Option("--ncu", help="Rerun the suite's own kernels under Nsight Compute and attach the counters.")] = False,
-    cases: Annotated[Optional[str], typer.Option("--cases", help="Comma list of case ids or prefixes (default: all).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes and few repetitions (a smoke test).")] = False,
+    ncu: Annotated[
+        bool,
+        typer.Option(
+            "--ncu",
+            help="Rerun the suite's own kernels under Nsight Compute and attach the counters.",
+        ),
+    ] = False,
+    cases: Annotated[
+        Optional[str],
+        typer.Option("--cases", help="Comma list of case ids or prefixes (default: all)."),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Tiny sizes and few repetitions (a smoke test).")
+    ] = False,
     store: StoreOpt = None,
-    all_cpu: Annotated[bool, typer.Option("--all-cpu", help="Run the CPU cases (numerics) too when GPUs are present; "
-                                          "without a GPU they are all that runs.")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the result files and logs (default: a new temporary folder).")] = None,
-    ray: Annotated[Optional[str], typer.Option(
-        "--ray", metavar="[ADDRESS]", help="Run the suite on every GPU of a Ray cluster (RAY_ADDRESS or a local `ray "
-        "start --head` without a value, or HOST:PORT): one task per GPU, one run per GPU in this store.")] = None,
+    all_cpu: Annotated[
+        bool,
+        typer.Option(
+            "--all-cpu",
+            help="Run the CPU cases (numerics) too when "
+            "GPUs are present; without a GPU they are all that runs.",
+        ),
+    ] = False,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--out", help="Folder for the result files and logs (default: a new temporary folder)."
+        ),
+    ] = None,
+    ray: Annotated[
+        Optional[str],
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Run the suite on every GPU of a Ray cluster "
+            "(RAY_ADDRESS or a local `ray start --head` without a value, or HOST:PORT): one task "
+            "per GPU, one run per GPU in this store.",
+        ),
+    ] = None,
 ) -> None:
-    """Run the chapter's measurable cases on every visible GPU (or every GPU of a Ray cluster) and store one run
-    per GPU; print the run ids."""
+    """Run the chapter's measurable cases on every visible GPU (or every GPU of a Ray cluster) and
+    store one run per GPU; print the run ids."""
     from collectors.bench.cases import select_cases
+
     st = open_store(store)
     out_dir = Path(out) if out else Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -67,33 +105,49 @@ def bench(
             select_cases(cases)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--cases") from None
-        args = [*(["--ncu"] if ncu else []), *(["--quick"] if quick else []), *(["--cases", cases] if cases else [])]
+        args = [
+            *(["--ncu"] if ncu else []),
+            *(["--quick"] if quick else []),
+            *(["--cases", cases] if cases else []),
+        ]
         _fleet(st, ray, args, quick, out_dir)
         return
     n_gpus = visible_gpu_count()
     run_ids: list[str] = []
     failed = 0
     if n_gpus == 0:
-        typer.echo("kernelscope bench: no NVIDIA GPU visible here; running the CPU cases (numerics) only.")
+        typer.echo(
+            "kernelscope bench: no NVIDIA GPU visible here; running the CPU cases (numerics) only."
+        )
     else:
         missing = missing_gpu_packages()
         if missing:
-            typer.echo(f"kernelscope bench: the GPU suite needs {', '.join(missing)}; install the bench extra "
-                       f"(pip install 'kernelscope[bench]')", err=True)
+            typer.echo(
+                f"kernelscope bench: the GPU suite needs {', '.join(missing)}; install the bench "
+                "extra (pip install 'kernelscope[bench]')",
+                err=True,
+            )
             raise typer.Exit(1)
         try:
             selected = select_cases(cases)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--cases") from None
-        args = [*(["--ncu"] if ncu else []), *(["--quick"] if quick else []), *(["--cases", cases] if cases else [])]
+        args = [
+            *(["--ncu"] if ncu else []),
+            *(["--quick"] if quick else []),
+            *(["--cases", cases] if cases else []),
+        ]
         for i in range(n_gpus):
             path, log = _run_gpu(i, args, out_dir, len(selected))
             if path is None:
-                typer.echo(f"kernelscope bench: GPU {i}: the suite wrote no result (log: {log})", err=True)
+                typer.echo(
+                    f"kernelscope bench: GPU {i}: the suite wrote no result (log: {log})", err=True
+                )
                 failed += 1
                 continue
             try:
                 from dashboard.source import Source
+
                 run, _ = Source(st).ingest_path(path)
             except InputError as e:
                 typer.echo(f"kernelscope: {e} (log: {log})", err=True)
@@ -101,12 +155,15 @@ def bench(
                 continue
             meta = run.meta
             nf = len(meta.get("failures", []))
-            typer.echo(f"GPU {i}: {meta.get('gpu_name')}: {meta.get('result_count')} results, "
-                       f"{meta.get('ceiling_count')} ceilings, {nf} failures (log: {log})")
+            typer.echo(
+                f"GPU {i}: {meta.get('gpu_name')}: {meta.get('result_count')} results, "
+                f"{meta.get('ceiling_count')} ceilings, {nf} failures (log: {log})"
+            )
             echo_skipped(open_source(store).bench(run).skipped)
             run_ids.append(run.run_id)
     if n_gpus == 0 or all_cpu:
         from collectors.bench.cpu_cases import run_cpu_cases
+
         doc = run_cpu_cases(quick=quick, log=lambda m: None)
         run_ids.append(_store_doc(st, doc, out_dir))
     for rid in run_ids:
@@ -119,8 +176,10 @@ def echo_skipped(skipped: list[dict]) -> None:
     """Say which counter-based checks a run could not make (and why), once per reason."""
     if not skipped:
         return
-    typer.echo(f"  not measured: {skipped[0]['reason']}; event-timed results are complete. Checks skipped: "
-               + "; ".join(f"{s['case']} ({', '.join(s['checks'])})" for s in skipped))
+    typer.echo(
+        f"  not measured: {skipped[0]['reason']}; event-timed results are complete. Checks "
+        f"skipped: " + "; ".join(f"{s['case']} ({', '.join(s['checks'])})" for s in skipped)
+    )
 
 
 def _fleet(st, address: str, args: list[str], quick: bool, out_dir: Path) -> None:
@@ -140,7 +199,9 @@ def _fleet(st, address: str, args: list[str], quick: bool, out_dir: Path) -> Non
         key = res.slot.key
         if res.doc is None:
             problems.append(f"{key}: {res.status}, no results ({res.error})")
-            typer.echo(f"kernelscope bench: {key}: {res.status}, no case finished ({res.error})", err=True)
+            typer.echo(
+                f"kernelscope bench: {key}: {res.status}, no case finished ({res.error})", err=True
+            )
             return
         try:
             rid = _store_doc(st, res.doc, out_dir)
@@ -154,28 +215,43 @@ def _fleet(st, address: str, args: list[str], quick: bool, out_dir: Path) -> Non
             typer.echo(f"{key}: {res.doc['gpu'].get('name')}: {n} results, run {rid}")
         else:
             problems.append(f"{key}: {res.status} after {len(res.doc.get('cases') or {})} case(s)")
-            typer.echo(f"kernelscope bench: {key}: {res.status} mid-suite ({res.error}); the {n} results of the cases "
-                       f"it finished are stored as partial run {rid}", err=True)
+            typer.echo(
+                f"kernelscope bench: {key}: {res.status} mid-suite ({res.error}); the {n} results "
+                f"of the cases it finished are stored as partial run {rid}",
+                err=True,
+            )
 
     results = fleet_bench(address, args=args, quick=quick, on_event=on_event, on_result=on_result)
     done = sum(1 for r in results if r.status == "done")
-    typer.echo(f"fleet: {done} of {len(results)} GPUs finished" + (" (partial: " + "; ".join(problems) + ")"
-                                                                   if problems else ""))
+    typer.echo(
+        f"fleet: {done} of {len(results)} GPUs finished"
+        + (" (partial: " + "; ".join(problems) + ")" if problems else "")
+    )
     for rid in stored:
         typer.echo(rid)
     if problems:
         raise typer.Exit(1)
 
 
-# ---- `kernelscope analyze RUN` for bench runs (called from core.report_for) ------------------------
+# ---- `kernelscope analyze RUN` for bench runs (called from core.report_for)
+# ------------------------
 
-TABLE_COLUMNS = [("case", "case", None), ("metric", "metric", None), ("value", "value", None), ("unit", "unit", None),
-                 ("params", "params", None), ("predicted", "predicted", None), ("verdict", "verdict", None),
-                 ("cv", "cv", None), ("source", "source", None)]
+TABLE_COLUMNS = [
+    ("case", "case", None),
+    ("metric", "metric", None),
+    ("value", "value", None),
+    ("unit", "unit", None),
+    ("params", "params", None),
+    ("predicted", "predicted", None),
+    ("verdict", "verdict", None),
+    ("cv", "cv", None),
+    ("source", "source", None),
+]
 
 
 def _record_rows(df) -> list[dict]:
     import json
+
     rows = []
     for r in df.to_dicts():
         r["params"] = json.loads(r["params"]) if r.get("params") else {}
@@ -187,16 +263,31 @@ def _record_rows(df) -> list[dict]:
 
 
 def report(ba) -> dict:
-    """JSON report of a bench analysis (dashboard.source.BenchAnalysis): GPU, versions, ceilings, results with
-    today's derived records, predictions and verdicts (analyzers.cases.bench_verdicts), failures."""
+    """JSON report of a bench analysis (dashboard.source.BenchAnalysis): GPU, versions, ceilings,
+    results with today's derived records, predictions and verdicts (analyzers.cases.bench_verdicts),
+    failures."""
     m = ba.meta
     gpu = m.get("gpu", {})
     return {
         "kind": "bench",
-        "gpu": {k: gpu.get(k) for k in ("name", "uuid", "index", "cc", "sm_count", "l2_bytes", "memory_bytes",
-                                        "max_sm_clock_mhz", "power_limit_w")},
+        "gpu": {
+            k: gpu.get(k)
+            for k in (
+                "name",
+                "uuid",
+                "index",
+                "cc",
+                "sm_count",
+                "l2_bytes",
+                "memory_bytes",
+                "max_sm_clock_mhz",
+                "power_limit_w",
+            )
+        },
         "versions": m.get("versions", {}),
-        "started": m.get("started"), "finished": m.get("finished"), "partial": m.get("partial"),
+        "started": m.get("started"),
+        "finished": m.get("finished"),
+        "partial": m.get("partial"),
         "ncu": m.get("ncu"),
         "ceilings": _record_rows(ba.ceilings),
         "results": _record_rows(ba.results),
@@ -209,23 +300,32 @@ def report(ba) -> dict:
 def ceilings(
     store: StoreOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="Only this GPU model.")] = None,
-    pin: Annotated[Optional[str], typer.Option("--pin", help="Use only this bench run's ceilings for its GPU model.")] = None,
-    exclude: Annotated[Optional[str], typer.Option("--exclude", help="Never use this bench run's ceilings.")] = None,
-    clear: Annotated[Optional[str], typer.Option("--clear", help="Undo --pin / --exclude for this run.")] = None,
+    pin: Annotated[
+        Optional[str],
+        typer.Option("--pin", help="Use only this bench run's ceilings for its GPU model."),
+    ] = None,
+    exclude: Annotated[
+        Optional[str], typer.Option("--exclude", help="Never use this bench run's ceilings.")
+    ] = None,
+    clear: Annotated[
+        Optional[str], typer.Option("--clear", help="Undo --pin / --exclude for this run.")
+    ] = None,
     format: Annotated[ListFormat, typer.Option("--format", "-f")] = ListFormat.table,
 ) -> None:
-    """Every ceiling measured by the store's bench runs with its status: trusted (physically plausible for the
-    GPU model it was measured on, and used), rejected (with the reason), excluded, or not pinned. --pin RUN makes a
-    run the only source of its GPU model's ceilings; --exclude RUN sets a run aside (the choice is kept in the
-    store, for the dashboard too)."""
+    """Every ceiling measured by the store's bench runs with its status: trusted (physically
+    plausible for the GPU model it was measured on, and used), rejected (with the reason), excluded,
+    or not pinned. --pin RUN makes a run the only source of its GPU model's ceilings; --exclude RUN
+    sets a run aside (the choice is kept in the store, for the dashboard too)."""
     import polars as pl
 
     from analyzers.ceilings import model_of
+
     src = open_source(store)
     for rid in (pin, exclude, clear):
         if rid:
             src.get_kind(rid, ("bench",), "a bench run")
     if pin or exclude or clear:
+
         def change(s: dict) -> dict:
             c = s.setdefault("ceilings", {})
             pinned = dict(c["pinned"]) if isinstance(c.get("pinned"), dict) else {}
@@ -246,6 +346,7 @@ def ceilings(
                     pinned = {k: v for k, v in pinned.items() if v != run.run_id}
             c["pinned"], c["excluded"] = pinned, excluded
             return s
+
         src.store.update_settings(change)
         src = open_source(store)
     judged = src.ceilings()
@@ -256,6 +357,17 @@ def ceilings(
         pinned, excluded = src.ceiling_choices()
         echo_json({"ceilings": rows, "pinned": pinned, "excluded": sorted(excluded)})
         return
-    print_table(rows, [("model", "GPU model", None), ("ceiling", "ceiling", None), ("value", "value", None),
-                       ("unit", "unit", None), ("status", "status", None), ("throttled", "throttled", None),
-                       ("run_id", "run", None), ("host", "host", None), ("reason", "why", None)])
+    print_table(
+        rows,
+        [
+            ("model", "GPU model", None),
+            ("ceiling", "ceiling", None),
+            ("value", "value", None),
+            ("unit", "unit", None),
+            ("status", "status", None),
+            ("throttled", "throttled", None),
+            ("run_id", "run", None),
+            ("host", "host", None),
+            ("reason", "why", None),
+        ],
+    )

@@ -1,8 +1,11 @@
-"""The command line's progress bar: on a terminal, one line on stderr that says the stage, how far it is (launches,
-bytes, ranks) and an estimate of the time left; nothing at all when stderr is not a terminal (a pipe, a file, CI),
-so piped output and logs stay as they were. KERNELSCOPE_PROGRESS=0 turns it off, =1 forces it on.
+"""The command line's progress bar: on a terminal, one line on stderr that says the stage, how far
+it is (launches, bytes, ranks) and an estimate of the time left; nothing at all when stderr is not a
+terminal (a pipe, a file, CI), so piped output and logs stay as they were. KERNELSCOPE_PROGRESS=0
+turns it off, =1 forces it on.
 
-The stages are said by the code doing the work (collectors.progress.report); this module only draws them."""
+The stages are said by the code doing the work (collectors.progress.report); this module only draws
+them."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +16,8 @@ from typing import Iterator, TextIO
 
 from collectors.progress import Step, reporting
 
-WIDTH = 24          # characters of the bar itself
-EVERY_S = 0.1       # at most ten redraws a second
+WIDTH = 24  # characters of the bar itself
+EVERY_S = 0.1  # at most ten redraws a second
 
 
 class Bar:
@@ -57,7 +60,8 @@ class Bar:
 
 def _columns(stream: TextIO) -> int:
     try:
-        return os.get_terminal_size(stream.fileno()).columns or 100      # a pseudo-terminal may say 0
+        # a pseudo-terminal may say 0
+        return os.get_terminal_size(stream.fileno()).columns or 100
     except (OSError, ValueError, AttributeError):
         return 100
 

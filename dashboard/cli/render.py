@@ -1,4 +1,5 @@
 """Plain-text tables and CSV for the command line (numbers formatted by analyzers.units.fmt_cell)."""
+
 from __future__ import annotations
 
 import csv
@@ -19,14 +20,20 @@ def _rows(rows):
 
 
 def print_table(rows, cols) -> None:
-    """rows: dicts or a polars DataFrame; cols: keys, or (key, header, scale) tuples; scale multiplies numbers for
-    display (e.g. 1e-3 ns -> µs)."""
+    """rows: dicts or a polars DataFrame; cols: keys, or (key, header, scale) tuples; scale
+    multiplies numbers for display (e.g. 1e-3 ns -> µs)."""
     spec = [(c, c, None) if isinstance(c, str) else c for c in cols]
     rows = _rows(rows)
     if _is_frame(rows):
         have = [k for k, _, _ in spec if k in rows.columns]
-        body = ([[fmt_cell(r.get(k), s) for k, _, s in spec] for r in rows.select(have).iter_rows(named=True)]
-                if have else [[""] * len(spec)] * rows.height)
+        body = (
+            [
+                [fmt_cell(r.get(k), s) for k, _, s in spec]
+                for r in rows.select(have).iter_rows(named=True)
+            ]
+            if have
+            else [[""] * len(spec)] * rows.height
+        )
         empty = rows.height == 0
     else:
         body = [[fmt_cell(r.get(k), s) for k, _, s in spec] for r in rows]
@@ -50,12 +57,18 @@ def to_csv(rows) -> str:
         if rows.height == 0:
             return ""
         import polars as pl
+
         floats = [c for c, t in rows.schema.items() if t.is_float()]
         if floats:
-            rows = rows.with_columns(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in floats)
+            rows = rows.with_columns(
+                pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in floats
+            )
         lists = [c for c, t in rows.schema.items() if isinstance(t, pl.List)]
-        if lists:                          # a list of texts (a launch's plausibility flags) as one cell
-            rows = rows.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists)
+        # a list of texts (a launch's plausibility flags) as one cell
+        if lists:
+            rows = rows.with_columns(
+                pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c in lists
+            )
         return rows.write_csv()
     if not rows:
         return ""
@@ -69,9 +82,11 @@ def to_csv(rows) -> str:
 
 
 def print_frame(df, cols) -> None:
-    """A plain-text table of a polars frame whose cells are shown as they are (strings, integers), formatted by
-    polars rather than cell by cell: a listing of 10,000 runs in a few milliseconds. cols: (key, header)."""
+    """A plain-text table of a polars frame whose cells are shown as they are (strings, integers),
+    formatted by polars rather than cell by cell: a listing of 10,000 runs in a few milliseconds.
+    cols: (key, header)."""
     import polars as pl
+
     keys = [k for k, _ in cols]
     heads = [h for _, h in cols]
     if df.height == 0:
@@ -79,7 +94,12 @@ def print_frame(df, cols) -> None:
         return
     s = df.select([pl.col(k).cast(pl.String).fill_null("—").alias(k) for k in keys])
     widths = [max(len(h), int(s[k].str.len_chars().max() or 0)) for k, h in zip(keys, heads)]
-    line = pl.concat_str([pl.col(k).str.pad_end(w) for k, w in zip(keys, widths)], separator="  ").str.strip_chars_end()
+    line = pl.concat_str(
+        [pl.col(k).str.pad_end(w) for k, w in zip(keys, widths)], separator="  "
+    ).str.strip_chars_end()
     body = s.select(line.alias("l"))["l"]
-    out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    out = [
+        "  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip(),
+        "  ".join("-" * w for w in widths),
+    ]
     typer.echo("\n".join(out) + "\n" + "\n".join(body.to_list()))

@@ -1,8 +1,8 @@
 """Page builders: URL query parameters + the run store -> a `Report` (tables, charts, text).
 
-One module per page; each has `build(src, params) -> Report`. The Streamlit views draw these reports (and add the
-widgets), `kernelscope export` and the download button write the same reports to one HTML file
-(dashboard.render_html). A page's whole state is in its query parameters:
+One module per page; each has `build(src, params) -> Report`. The Streamlit views draw these reports
+(and add the widgets), `kernelscope export` and the download button write the same reports to one
+HTML file (dashboard.render_html). A page's whole state is in its query parameters:
 
     home                      (none)
     runs      ?kind=ncu&gpu=NVIDIA+H200
@@ -15,10 +15,11 @@ widgets), `kernelscope export` and the download button write the same reports to
     cases     ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable)
     claims    ?verdict=V (repeatable)&claim=ID
 
-`build_target(src, url_or_run_id)` is what an export does: the page a link names (a run id opens the page for its
-kind), built strictly — a link naming an unknown run, case, GPU, claim or device raises the typed error naming it
-instead of showing a different view than the link does.
+`build_target(src, url_or_run_id)` is what an export does: the page a link names (a run id opens the
+page for its kind), built strictly — a link naming an unknown run, case, GPU, claim or device raises
+the typed error naming it instead of showing a different view than the link does.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -31,7 +32,6 @@ from dashboard.pages import EXPORTABLE, PAGE_FOR_KIND, PAGES
 from dashboard.source import Source
 
 
-
 def build(src: Source, page: str, params: dict) -> Report:
     """The report of an exportable page for its query parameters."""
     if page not in EXPORTABLE:
@@ -40,9 +40,9 @@ def build(src: Source, page: str, params: dict) -> Report:
 
 
 def parse_target(src: Source, target: str) -> tuple[str, dict, str | None]:
-    """(page, params, base_url) from a dashboard URL ("http://host:8501/kernels?run=…", "/kernels?run=…",
-    "kernels?run=…") or a run id (or unique prefix), which opens the page for its kind. Every run a link names
-    must be in the store (RunNotFound otherwise)."""
+    """(page, params, base_url) from a dashboard URL ("http://host:8501/kernels?run=…",
+    "/kernels?run=…", "kernels?run=…") or a run id (or unique prefix), which opens the page for its
+    kind. Every run a link names must be in the store (RunNotFound otherwise)."""
     t = target.strip()
     if "?" in t or "/" in t or t in EXPORTABLE or t.startswith("http"):
         parts = urlsplit(t)
@@ -83,5 +83,6 @@ def build_target(src: Source, target: str) -> tuple[Report, str, str | None]:
 def export_html(src: Source, target: str) -> str:
     """The offline HTML file of a dashboard URL or a run id: the page's report through dashboard.render_html."""
     from dashboard.render_html import render_html
+
     rep, shown, base = build_target(src, target)
     return render_html([rep], source=shown, base_url=base)

@@ -1,13 +1,14 @@
 """What a page shows, as data: titled blocks of text, tables and charts.
 
 The page builders (`dashboard.reports.<page>`) return a `Report`; the app draws it with
-`dashboard.render_streamlit`, the export (`dashboard.render_html`) writes the same blocks into one offline HTML
-file. So an exported page has the same tables and charts as the page in the browser.
+`dashboard.render_streamlit`, the export (`dashboard.render_html`) writes the same blocks into one
+offline HTML file. So an exported page has the same tables and charts as the page in the browser.
 
-Text blocks are a small markdown subset: `**bold**`, `` `code` `` and [links](url). Anything a user or a
-profiled program named (kernel names, file names) goes into them only through `code()`, which the export
-escapes and Streamlit shows literally.
+Text blocks are a small markdown subset: `**bold**`, `` `code` `` and [links](url). Anything a user
+or a profiled program named (kernel names, file names) goes into them only through `code()`, which
+the export escapes and Streamlit shows literally.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,9 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def safe_link(v):
-    """A link column's value as a link target: an http(s) URL or a path on this server; anything else (javascript:,
-    data:, another scheme, a scheme-relative //host, control characters) is None, shown as no link."""
+    """A link column's value as a link target: an http(s) URL or a path on this server; anything
+    else (javascript:, data:, another scheme, a scheme-relative //host, control characters) is None,
+    shown as no link."""
     if v is None:
         return None
     s = str(v).strip()
@@ -38,13 +40,13 @@ def safe_link(v):
 @dataclass
 class Text:
     md: str
-    kind: str = "markdown"        # markdown | caption | info | warning | error | success
+    kind: str = "markdown"  # markdown | caption | info | warning | error | success
 
 
 @dataclass
 class Heading:
     text: str
-    level: int = 2                # 2 = subheader, 3 = smaller
+    level: int = 2  # 2 = subheader, 3 = smaller
 
 
 @dataclass
@@ -54,18 +56,21 @@ class Table:
     cols: dict[str, Col]
     caption: str | None = None
     height: int | None = None
-    static: bool = False          # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
-    select: str | None = None     # the id column of an interactive table (rows select, headers sort; see cells())
-    sort: str | None = None       # the column it is sorted by, and the direction
+    # a few rows, drawn as a plain table (cheaper in the browser than a data grid)
+    static: bool = False
+    # the id column of an interactive table (rows select, headers sort; see cells())
+    select: str | None = None
+    sort: str | None = None  # the column it is sorted by, and the direction
     desc: bool = False
-    selected: object = None       # the selected row's id
-    full: str | None = None       # a column whose full text shows when hovering the "kernel" cell
+    selected: object = None  # the selected row's id
+    full: str | None = None  # a column whose full text shows when hovering the "kernel" cell
 
     def cells(self, limit: int | None = None) -> dict:
-        """The table as the HTML table component (dashboard/static/table.js) draws it: headers with units and help,
-        every cell already formatted (the same text as the export), link columns as links, the id of each row when
-        rows are selectable, and the raw values by column (JSON-safe; for tests and tools). With `limit`, only the
-        first `limit` rows (and down to the selected one) are sent; `total` says how many the table has."""
+        """The table as the HTML table component (dashboard/static/table.js) draws it: headers with
+        units and help, every cell already formatted (the same text as the export), link columns as
+        links, the id of each row when rows are selectable, and the raw values by column (JSON-safe;
+        for tests and tools). With `limit`, only the first `limit` rows (and down to the selected
+        one) are sent; `total` says how many the table has."""
         cols = [c for c in self.cols if c in self.frame.columns]
         frame = self.frame
         total = frame.height
@@ -73,11 +78,20 @@ class Table:
             upto = limit
             if self.select and self.selected is not None:
                 at = [str(x) for x in frame[self.select].to_list()]
-                upto = max(limit, at.index(str(self.selected)) + 1 if str(self.selected) in at else 0)
+                upto = max(
+                    limit, at.index(str(self.selected)) + 1 if str(self.selected) in at else 0
+                )
             frame = frame.head(upto)
-        rows = [[safe_link(v) if self.cols[c].kind == "link" else self.cols[c].format(v) for c, v in zip(cols, r)]
-                for r in frame.select(cols).iter_rows()]
-        kinds = {c: column_class(c, self.cols[c], [row[i] for row in rows]) for i, c in enumerate(cols)}
+        rows = [
+            [
+                safe_link(v) if self.cols[c].kind == "link" else self.cols[c].format(v)
+                for c, v in zip(cols, r)
+            ]
+            for r in frame.select(cols).iter_rows()
+        ]
+        kinds = {
+            c: column_class(c, self.cols[c], [row[i] for row in rows]) for i, c in enumerate(cols)
+        }
         titles: dict[str, list] = {}
         for i, c in enumerate(cols):
             if kinds[c] == "name":
@@ -87,26 +101,46 @@ class Table:
                     titles[c] = full
                     for row, v in zip(rows, short):
                         row[i] = v
-        return {"columns": [{"key": c, "header": self.cols[c].header, "help": self.cols[c].help or "",
-                             "num": self.cols[c].kind == "number", "full": c == "kernel" and bool(self.full),
-                             "cls": kinds[c], "link": self.cols[c].kind == "link",
-                             "link_text": self.cols[c].link_text or ""} for c in cols],
-                "rows": rows, "titles": titles,
-                "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
-                "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
-                "sort": self.sort, "desc": self.desc, "selected": None if self.selected is None else str(self.selected),
-                "height": self.height or (460 if total > 12 else None), "name": self.name, "total": total,
-                "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols}}
+        return {
+            "columns": [
+                {
+                    "key": c,
+                    "header": self.cols[c].header,
+                    "help": self.cols[c].help or "",
+                    "num": self.cols[c].kind == "number",
+                    "full": c == "kernel" and bool(self.full),
+                    "cls": kinds[c],
+                    "link": self.cols[c].kind == "link",
+                    "link_text": self.cols[c].link_text or "",
+                }
+                for c in cols
+            ],
+            "rows": rows,
+            "titles": titles,
+            "ids": [str(x) for x in frame[self.select].to_list()] if self.select else [],
+            "full": frame[self.full].to_list() if self.full and self.full in frame.columns else [],
+            "sort": self.sort,
+            "desc": self.desc,
+            "selected": None if self.selected is None else str(self.selected),
+            "height": self.height or (460 if total > 12 else None),
+            "name": self.name,
+            "total": total,
+            "raw": {c: [_json_safe(v) for v in frame[c].to_list()] for c in cols},
+        }
 
 
-#: the longest name a table cell shows; a longer one keeps its head and its tail (where kernels that share a
-#: prefix differ: `…_where_0`, `…, 4, 1, 0>`) around an ellipsis, with the full name on hover
+#: the longest name a table cell shows; a longer one keeps its head and its tail (where kernels that
+#: share a prefix differ: `…_where_0`, `…, 4, 1, 0>`) around an ellipsis, with the full name on
+#: hover
 NAME_CHARS = 56
-#: column keys that hold a name (kernel, file, GPU, case): one line, shortened, the full text on hover
-NAME_KEYS = re.compile(r"(^|_)(kernel|name|names|source|file|signature|case|op|metric|sass|where|trace)(_|$)",
-                       re.IGNORECASE)
-#: a text column whose longest cell is at most this long stays on one line (a verdict, a date); longer text wraps at
-#: its spaces
+#: column keys that hold a name (kernel, file, GPU, case): one line, shortened, the full text on
+#: hover
+NAME_KEYS = re.compile(
+    r"(^|_)(kernel|name|names|source|file|signature|case|op|metric|sass|where|trace)(_|$)",
+    re.IGNORECASE,
+)
+#: a text column whose longest cell is at most this long stays on one line (a verdict, a date);
+#: longer text wraps at its spaces
 SHORT_TEXT = 24
 #: a text column whose longest cell is longer than this gets a wider minimum (table.css td.pw)
 LONG_TEXT = 72
@@ -122,34 +156,36 @@ def shorten(v: str, n: int = NAME_CHARS) -> str:
 
 
 def column_class(key: str, col: "Col", cells: list) -> str:
-    """How a column's cells lay out (dashboard/static/table.css): "num" (right-aligned, one line), "name" (one line,
-    shortened with an ellipsis, the full text on hover), "prose" (wrapped at spaces, never inside a word, with a
-    minimum width: sentences, GPU names), "prose-wide" (the same with a wider minimum: long texts) or "" (short text on
-    one line)."""
+    """How a column's cells lay out (dashboard/static/table.css): "num" (right-aligned, one line),
+    "name" (one line, shortened with an ellipsis, the full text on hover), "prose" (wrapped at
+    spaces, never inside a word, with a minimum width: sentences, GPU names), "prose-wide" (the same
+    with a wider minimum: long texts) or "" (short text on one line)."""
     if col.kind == "number":
         return "num"
     if col.kind == "link":
         return ""
-    if "gpu" in key.lower():          # GPU names wrap at their spaces: "NVIDIA H100 SXM" and "… PCIe" differ at the end
+    # GPU names wrap at their spaces: "NVIDIA H100 SXM" and "… PCIe" differ at the end
+    if "gpu" in key.lower():
         return "prose"
     if NAME_KEYS.search(key):
         return "name"
     longest = max((len(str(v)) for v in cells), default=0)
     if longest > LONG_TEXT:
-        return "prose-wide"           # a long text (a bench record's parameters): room for a few words more a line
+        return "prose-wide"  # a long text (a bench record's parameters): room for a few words more a line
     return "prose" if longest > SHORT_TEXT else ""
 
 
 @dataclass
 class Chart:
     name: str
-    chart: Any                    # an altair chart
+    chart: Any  # an altair chart
     caption: str | None = None
 
 
 @dataclass
 class Timeline:
     """The zoomable timeline (dashboard/static/timeline.js) with its data (dashboard.timeline_payload)."""
+
     name: str
     payload: bytes
     caption: str | None = None
@@ -157,7 +193,8 @@ class Timeline:
 
 @dataclass
 class Metrics:
-    items: list[tuple]            # (label, value as shown, help) or (label, value, help, change as shown)
+    # (label, value as shown, help) or (label, value, help, change as shown)
+    items: list[tuple]
     lower_is_better: bool = False  # colour of the changes: a negative change is good (durations)
 
 
@@ -199,16 +236,19 @@ def code(s) -> str:
 # Table columns
 # ---------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Col:
     """How one table column is shown: label and unit (label "duration", unit "µs" -> "duration [µs]"),
     printf format for numbers, a help text naming the source, kind "number" | "text" | "link"."""
+
     label: str
     unit: str = ""
     fmt: str | None = None
     help: str | None = None
     kind: str = "number"
-    link_text: str | None = None   # for kind "link": the text shown instead of the URL (regex or text)
+    # for kind "link": the text shown instead of the URL (regex or text)
+    link_text: str | None = None
 
     @property
     def header(self) -> str:

@@ -1,13 +1,15 @@
-"""Textbook cases: pick a case of the chapter "Operators and runtime" and a GPU, change its parameters, see the
-model's predictions with units, the chapter's own figures, a chart, the same case on other GPUs and — when
-measurements exist — measured vs predicted with a verdict.
+"""Textbook cases: pick a case of the chapter "Operators and runtime" and a GPU, change its
+parameters, see the model's predictions with units, the chapter's own figures, a chart, the same
+case on other GPUs and — when measurements exist — measured vs predicted with a verdict.
 
-The page rebuilds from the URL alone: ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable).
-Parameters equal to their default are left out of the URL. Stored measurements come from
-`Source.case_measurements(case_id, gpu_name)` (Nsight Compute) and `Source.case_bench_rows` (the bench results,
-judged at their own parameters); measurements typed on the page are kept in the URL. The blocks are
-built by `dashboard.reports.cases` (resolve, case_predictions, …), which the HTML export uses too.
+The page rebuilds from the URL alone: ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT
+(repeatable). Parameters equal to their default are left out of the URL. Stored measurements come
+from `Source.case_measurements(case_id, gpu_name)` (Nsight Compute) and `Source.case_bench_rows`
+(the bench results, judged at their own parameters); measurements typed on the page are kept in the
+URL. The blocks are built by `dashboard.reports.cases` (resolve, case_predictions, …), which the
+HTML export uses too.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -38,16 +40,22 @@ def _stored_measurements(case_id: str, gpu_name: str, values: dict) -> list[Meas
 
 
 st.title("Textbook cases")
-st.caption("The chapter “Operators and runtime” as executable models: every number below is computed from the "
-           "parameters and the GPU's spec sheet (analyzers/cases), next to the chapter's own figures.")
+st.caption(
+    "The chapter “Operators and runtime” as executable models: every number below is computed from "
+    "the parameters and the GPU's spec sheet (analyzers/cases), next to the chapter's own figures."
+)
 
 # ---- case and GPU -------------------------------------------------------------------------------
 params = ui.params()
 wanted = qp.get("case")
 if wanted and wanted not in IDS:
     st.warning(f"Unknown case {wanted!r}; showing {pages.DEFAULT_CASE}.")
-case_id = st.selectbox("Case", IDS, index=IDS.index(wanted) if wanted in IDS else IDS.index(pages.DEFAULT_CASE),
-                       format_func=lambda i: f"{i} — {get_case(i).title}")
+case_id = st.selectbox(
+    "Case",
+    IDS,
+    index=IDS.index(wanted) if wanted in IDS else IDS.index(pages.DEFAULT_CASE),
+    format_func=lambda i: f"{i} — {get_case(i).title}",
+)
 case_changed = case_id != qp.get("case")
 case = get_case(case_id)
 chapter_gpu = case.gpu().name
@@ -57,36 +65,59 @@ g_wanted = qp.get("gpu")
 g_found = find_gpu(g_wanted) if g_wanted else None
 if g_wanted and g_found is None:
     st.warning(f"Unknown GPU {g_wanted!r}; showing {chapter_gpu}.")
-gpu_name = st.selectbox("GPU", names, index=names.index(g_found.name if g_found else chapter_gpu),
-                        format_func=lambda n: n + ("  (the chapter's)" if n == chapter_gpu and case.default_gpu else ""))
+gpu_name = st.selectbox(
+    "GPU",
+    names,
+    index=names.index(g_found.name if g_found else chapter_gpu),
+    format_func=lambda n: (
+        n + ("  (the chapter's)" if n == chapter_gpu and case.default_gpu else "")
+    ),
+)
 gpu = find_gpu(gpu_name)
-view = pages.resolve(params, case_id, gpu_name,      # the URL's parameter values apply to its case only
-                     data.source().best_ceilings(gpu_name))
+view = pages.resolve(
+    params,
+    case_id,
+    gpu_name,  # the URL's parameter values apply to its case only
+    data.source().best_ceilings(gpu_name),
+)
 intro = pages.case_intro(view)
 render_streamlit(intro)
 
 # ---- parameters ---------------------------------------------------------------------------------
-# Shown as one table; the inputs only while "Edit parameters" is on: two dozen Streamlit number inputs took about
-# 0.4 s of a full browser load (docs/findings-kernels-page-load.md). The URL holds the values either way.
+# Shown as one table; the inputs only while "Edit parameters" is on: two dozen Streamlit number
+# inputs took about 0.4 s of a full browser load (docs/findings-kernels-page-load.md). The URL holds
+# the values either way.
 editing = False
 if case.params:
     st.subheader("Parameters")
     render_streamlit([Text(p, "warning") for p in view.problems])
-    editing = st.toggle("Edit parameters", key="case:edit",
-                        help="Change the model's parameters; the values go into the page's link.")
+    editing = st.toggle(
+        "Edit parameters",
+        key="case:edit",
+        help="Change the model's parameters; the values go into the page's link.",
+    )
     if not editing:
         render_streamlit([pages.case_params_table(view)])
     cols = st.columns(4) if editing else []
     for i, p in enumerate(case.params if editing else ()):
         current = view.values[p.name]
         label = p.name + (f" [{p.unit}]" if p.unit and p.unit != "count" else "")
-        help_ = p.description + ("" if p.from_chapter else " (assumption: the chapter gives no value)") + (
-            f" Default: {p.gpu_default_text}." if p.gpu_default else "")
+        help_ = (
+            p.description
+            + ("" if p.from_chapter else " (assumption: the chapter gives no value)")
+            + (f" Default: {p.gpu_default_text}." if p.gpu_default else "")
+        )
         col = cols[i % 4]
         key = f"case:{case.id}:{p.name}:{gpu.name if p.gpu_default or p.ceiling else ''}"
         if p.type == "choice":
             opts = list(p.choices)
-            v = col.selectbox(label, opts, index=opts.index(current) if current in opts else 0, help=help_, key=key)
+            v = col.selectbox(
+                label,
+                opts,
+                index=opts.index(current) if current in opts else 0,
+                help=help_,
+                key=key,
+            )
         elif p.type == "floats":
             v = col.text_input(label, value=pages.param_text(current), help=help_, key=key)
         elif p.type == "int":
@@ -96,17 +127,23 @@ if case.params:
         view.values[p.name] = v
 changed = view.changed()
 
-# ---- write the state back to the URL --------------------------------------------------------------
+# ---- write the state back to the URL
+# --------------------------------------------------------------
 _set_qp("case", case.id)
 _set_qp("gpu", None if gpu.name == chapter_gpu else gpu.name)
 for name in ALL_PARAM_NAMES:
     _set_qp(name, changed.get(name))
 if case_changed and "meas" in qp:
     del qp["meas"]
-state = {"case": case.id, "gpu": None if gpu.name == chapter_gpu else gpu.name, **changed,
-         "meas": qp.get_all("meas")}
+state = {
+    "case": case.id,
+    "gpu": None if gpu.name == chapter_gpu else gpu.name,
+    **changed,
+    "meas": qp.get_all("meas"),
+}
 
-# ---- predictions, the same case on other GPUs, the chapter's figures and checks --------------------
+# ---- predictions, the same case on other GPUs, the chapter's figures and checks
+# --------------------
 ev, predicted = pages.case_predictions(view)
 render_streamlit(predicted)
 if case.runnable and ev is None:
@@ -129,10 +166,16 @@ if checks:
         render_streamlit(checks)
     rep.add(Heading("Consistency checks on the chapter", 3), *checks)
 
-# ---- measured vs predicted ------------------------------------------------------------------------
+# ---- measured vs predicted
+# ------------------------------------------------------------------------
 typed, bad = pages.url_measurements(qp.get_all("meas"), gpu.name)
-measured = pages.case_measured(view, ev, (_stored_measurements(case.id, gpu.name, view.values) if ev is not None else [])
-                               + typed, bad, data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None)
+measured = pages.case_measured(
+    view,
+    ev,
+    (_stored_measurements(case.id, gpu.name, view.values) if ev is not None else []) + typed,
+    bad,
+    data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None,
+)
 render_streamlit(measured)
 rep.add(*measured)
 if ev is not None:
@@ -142,8 +185,11 @@ if ev is not None:
             c1, c2, c3 = st.columns(3)
             qty = c1.selectbox("quantity", numeric)
             val = c2.number_input("measured value", value=0.0, format="%g")
-            unit = c3.text_input("unit", value=ev.predictions[numeric[0]].unit,
-                                 help="e.g. ms, µs, MiB, GB/s, %, count")
+            unit = c3.text_input(
+                "unit",
+                value=ev.predictions[numeric[0]].unit,
+                help="e.g. ms, µs, MiB, GB/s, %, count",
+            )
             if st.form_submit_button("Compare"):
                 try:
                     to_base(val, unit)

@@ -1,9 +1,12 @@
-"""Claims: the second seed's ("whitepaper") numbers checked against the GPU registry and the case models.
+"""Claims: the second seed's ("whitepaper") numbers checked against the GPU registry and the case
+models.
 
-Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail). Claims that name
-a `kernelscope bench` ceiling show the store's measured value (Source.claim_measurements). The blocks are built by
-`dashboard.reports.claims` (claims_table, claim_detail), which the HTML export uses too.
+Rebuilds from the URL: ?verdict=V (repeatable filter) & claim=ID (the claim shown in detail). Claims
+that name a `kernelscope bench` ceiling show the store's measured value (Source.claim_measurements).
+The blocks are built by `dashboard.reports.claims` (claims_table, claim_detail), which the HTML
+export uses too.
 """
+
 from __future__ import annotations
 
 import streamlit as st

@@ -1,5 +1,6 @@
 """GPUs: spec sheets vs measured ceilings, the bench runs, and the same cases compared across GPUs, each
 normalised to its own peaks.  URL: ?gpu=NAME,NAME (GPUs to compare; default all with bench results)."""
+
 from __future__ import annotations
 
 import streamlit as st

@@ -1,4 +1,5 @@
 """Home: GPUs known (spec + measured ceilings), the newest run's biggest findings, recent runs, what to do first."""
+
 from __future__ import annotations
 
 import streamlit as st

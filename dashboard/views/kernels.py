@@ -1,9 +1,11 @@
-"""Kernels of one Nsight Compute run: the launches in column groups (a click on a row selects it, on a header sorts
-by it), a search over the full names, the selected launch's detail (findings, source hot spots, textbook cases,
-every metric) and the run's rooflines and charts.
+"""Kernels of one Nsight Compute run: the launches in column groups (a click on a row selects it, on
+a header sorts by it), a search over the full names, the selected launch's detail (findings, source
+hot spots, textbook cases, every metric) and the run's rooflines and charts.
 
-URL: ?run=RUN&by=kernel|launch&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC_FILTER
+URL:
+?run=RUN&by=kernel|launch&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP&find=TEXT&q=METRIC_FILTER
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -23,7 +25,9 @@ runs = src.runs(("ncu",))
 if view.run is None:
     for p in view.problems:
         st.warning(p)
-    st.info("No Nsight Compute runs in the store yet: upload a report on the [Upload](upload) page.")
+    st.info(
+        "No Nsight Compute runs in the store yet: upload a report on the [Upload](upload) page."
+    )
     st.stop()
 
 ids = [r.run_id for r in runs]
@@ -39,7 +43,8 @@ def _on_sort():
         st.query_params["sort"] = ev["key"]
         if ev.get("desc"):
             st.query_params["desc"] = "1"
-        elif (st.query_params.get("by") or "kernel") == "kernel":   # one row per kernel sorts descending by default
+        # one row per kernel sorts descending by default
+        elif (st.query_params.get("by") or "kernel") == "kernel":
             st.query_params["desc"] = "0"
         elif "desc" in st.query_params:
             del st.query_params["desc"]
@@ -51,27 +56,59 @@ def _on_select():
         st.query_params["kernel"] = str(ev)
 
 
-story = st.container()      # the run's story (filled below) comes before the controls of the table
+story = st.container()  # the run's story (filled below) comes before the controls of the table
 c0, c1 = st.columns([1, 2])
-by = c0.segmented_control("Rows", list(page.BY), default=view.by, format_func=page.BY.get, required=True,
-                          key="kernels_by", help="One row per kernel (its launches grouped by name, template "
-                          "arguments, grid and block), or one per launch") or "kernel"
+by = (
+    c0.segmented_control(
+        "Rows",
+        list(page.BY),
+        default=view.by,
+        format_func=page.BY.get,
+        required=True,
+        key="kernels_by",
+        help="One row per kernel (its launches grouped by "
+        "name, template arguments, grid and block), or one per launch",
+    )
+    or "kernel"
+)
 if by != view.by:
     view = page.resolve(src, {**view.params(), "by": by, "sort": None, "desc": None})
-view.find = c1.text_input("Find a kernel (full name, regex)", value=view.find, placeholder="e.g. transpose|<32>")
+view.find = c1.text_input(
+    "Find a kernel (full name, regex)", value=view.find, placeholder="e.g. transpose|<32>"
+)
 groups = list(page.COLUMN_GROUPS)
-view.cols = st.segmented_control("Columns", groups, default=view.cols, format_func=lambda g: page.COLUMN_GROUPS[g][0],
-                                 required=True, key="kernels_cols") or "summary"
+view.cols = (
+    st.segmented_control(
+        "Columns",
+        groups,
+        default=view.cols,
+        format_func=lambda g: page.COLUMN_GROUPS[g][0],
+        required=True,
+        key="kernels_cols",
+    )
+    or "summary"
+)
 traces = [""] + [r.run_id for r in src.runs(TRACE_KINDS)]
 tlabels = {r.run_id: run_label(r) for r in src.runs(TRACE_KINDS)}
 if view.trace and view.trace not in traces:
     traces.append(view.trace)
-with st.expander("Timeline of the same program" + (f": {view.trace}" if view.trace else " (found automatically)")):
-    view.trace = st.selectbox("Timeline of the same program", traces, index=traces.index(view.trace or ""),
-                              format_func=lambda t: tlabels.get(t, t) if t else "found by matching kernels (automatic)",
-                              help="A PyTorch profiler trace or Nsight Systems export of the program this report "
-                                   "profiled: the page then shows how often each kernel runs per step and what its "
-                                   "findings cost per step (analyzers.join).") or None
+with st.expander(
+    "Timeline of the same program" + (f": {view.trace}" if view.trace else " (found automatically)")
+):
+    view.trace = (
+        st.selectbox(
+            "Timeline of the same program",
+            traces,
+            index=traces.index(view.trace or ""),
+            format_func=lambda t: (
+                tlabels.get(t, t) if t else "found by matching kernels (automatic)"
+            ),
+            help="A PyTorch profiler trace or Nsight Systems export of the "
+            "program this report profiled: the page then shows how often each kernel runs per step "
+            "and what its findings cost per step (analyzers.join).",
+        )
+        or None
+    )
 ui.sync(view.params())
 
 overview = page.overview(src, view)
@@ -80,20 +117,37 @@ if overview.subtitle:
 table = next(b for b in overview.blocks if isinstance(b, Table) and b.name == "kernels")
 i = overview.blocks.index(table)
 render_streamlit(overview.blocks[:i], story)
-components.table(table.cells(components.table_rows_wanted("kernels_table")), key="kernels_table", on_sort=_on_sort,
-                 on_select=_on_select)
+components.table(
+    table.cells(components.table_rows_wanted("kernels_table")),
+    key="kernels_table",
+    on_sort=_on_sort,
+    on_select=_on_select,
+)
 render_streamlit([Text(table.caption, "caption")] if table.caption else [])
-render_streamlit(overview.blocks[i + 1:])
+render_streamlit(overview.blocks[i + 1 :])
 
 frame = src.ncu(view.run).kernels
 kids = frame["id"].to_list()
 names = dict(zip(kids, frame["display_name"].to_list()))
 d1, d2 = st.columns([2, 3])
-view.kernel = d1.selectbox("Launch", kids, index=kids.index(view.kernel) if view.kernel in kids else 0,
-                           format_func=lambda k: f"{k}: {names[k]}")
+view.kernel = d1.selectbox(
+    "Launch",
+    kids,
+    index=kids.index(view.kernel) if view.kernel in kids else 0,
+    format_func=lambda k: f"{k}: {names[k]}",
+)
 shows = list(page.SECTIONS)
-view.show = d2.segmented_control("Show", shows, default=view.show, format_func=page.SECTIONS.get, required=True,
-                                 key="kernels_show") or "detail"
+view.show = (
+    d2.segmented_control(
+        "Show",
+        shows,
+        default=view.show,
+        format_func=page.SECTIONS.get,
+        required=True,
+        key="kernels_show",
+    )
+    or "detail"
+)
 if view.show == "metrics":
     view.q = st.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
 ui.sync(view.params())
@@ -104,6 +158,17 @@ elif view.show == "metrics":
     render_streamlit(kernel_detail.metric_blocks(src, view))
 else:
     render_streamlit(page.chart_blocks(src, view))
-ui.share_panel("kernels", view.params(), lambda: [Report(
-    overview.title, overview.blocks + kernel_detail.detail(src, view) + kernel_detail.metric_blocks(src, view)
-    + page.chart_blocks(src, view), overview.subtitle)])
+ui.share_panel(
+    "kernels",
+    view.params(),
+    lambda: [
+        Report(
+            overview.title,
+            overview.blocks
+            + kernel_detail.detail(src, view)
+            + kernel_detail.metric_blocks(src, view)
+            + page.chart_blocks(src, view),
+            overview.subtitle,
+        )
+    ],
+)

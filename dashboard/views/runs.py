@@ -1,4 +1,5 @@
 """Runs: every run in the store, filtered by kind and GPU (?kind=ncu&gpu=NVIDIA+H200)."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -13,29 +14,46 @@ qp = ui.params()
 runs = src.runs()
 st.title("Runs")
 kinds = sorted({r.kind for r in runs} | ({qp["kind"]} if qp.get("kind") else set()))
-gpus = sorted({r.meta.get("gpu_name") for r in runs if r.meta.get("gpu_name")} | ({qp["gpu"]} if qp.get("gpu") else set()))
+gpus = sorted(
+    {r.meta.get("gpu_name") for r in runs if r.meta.get("gpu_name")}
+    | ({qp["gpu"]} if qp.get("gpu") else set())
+)
 c1, c2 = st.columns(2)
-kind = c1.selectbox("Kind", [""] + kinds, index=([""] + kinds).index(qp.get("kind") or ""),
-                    format_func=lambda k: KIND_WORDS.get(k, k) if k else "all kinds")
-gpu = c2.selectbox("GPU", [""] + gpus, index=([""] + gpus).index(qp.get("gpu") or ""),
-                   format_func=lambda g: g or "all GPUs")
+kind = c1.selectbox(
+    "Kind",
+    [""] + kinds,
+    index=([""] + kinds).index(qp.get("kind") or ""),
+    format_func=lambda k: KIND_WORDS.get(k, k) if k else "all kinds",
+)
+gpu = c2.selectbox(
+    "GPU",
+    [""] + gpus,
+    index=([""] + gpus).index(qp.get("gpu") or ""),
+    format_func=lambda g: g or "all GPUs",
+)
 state = {"kind": kind, "gpu": gpu}
 ui.sync(state)
 rep = page.build(src, state)
 st.caption(rep.subtitle)
 render_streamlit(rep)
-st.caption("Add files on the [Upload](upload) page, or with `kernelscope ingest PATH` on the server.")
+st.caption(
+    "Add files on the [Upload](upload) page, or with `kernelscope ingest PATH` on the server."
+)
 ui.share_panel("runs", state, [rep])
 
 
 @st.dialog("Delete a run")
 def _confirm_delete(run_id: str) -> None:
     run = src.get(run_id)
-    st.write(f"Delete run **{run.run_id}** ({run.kind}, `{run.source_name}`) from the store? Its stored artifact and "
-             "tables are removed for everyone using this store; links to it stop working.")
+    st.write(
+        f"Delete run **{run.run_id}** ({run.kind}, `{run.source_name}`) from the store? Its stored "
+        "artifact and tables are removed for everyone using this store; links to it stop working."
+    )
     typed = st.text_input("Type the run id to confirm", placeholder=run.run_id)
     c1, c2 = st.columns(2)
-    if c1.button("Delete", type="primary", disabled=typed.strip() != run.run_id, icon=":material/delete:"):
+    if c1.button(
+        "Delete", type="primary", disabled=typed.strip() != run.run_id, icon=":material/delete:"
+    ):
         src.delete(run.run_id)
         st.session_state["deleted"] = f"Deleted run {run.run_id} ({run.source_name})."
         st.rerun()

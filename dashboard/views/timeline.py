@@ -1,11 +1,14 @@
-"""Timeline of one PyTorch profiler or Nsight Systems run: where each device's time goes (GPU-, launch- or
-host-bound), the zoomable timeline of streams, CPU threads and NVTX ranges with the detail of a clicked event (and
-its Nsight Compute counters), launch delays, GPU idle gaps and their causes, top kernels, and a what-if.
+"""Timeline of one PyTorch profiler or Nsight Systems run: where each device's time goes (GPU-,
+launch- or host-bound), the zoomable timeline of streams, CPU threads and NVTX ranges with the
+detail of a clicked event (and its Nsight Compute counters), launch delays, GPU idle gaps and their
+causes, top kernels, and a what-if.
 
-The page rebuilds from the URL: ?run=<run id>&device=<rank:device|all>&kernel=<regex>&speedup=<s>&t0=<ns>&t1=<ns>
-&op=<table:row>&color=<bound|name>. Zooming, clicking and the colour buttons in the timeline rerun only the
-timeline's fragment and write t0, t1, op and color back into the URL.
+The page rebuilds from the URL: ?run=<run
+id>&device=<rank:device|all>&kernel=<regex>&speedup=<s>&t0=<ns>&t1=<ns>
+&op=<table:row>&color=<bound|name>. Zooming, clicking and the colour buttons in the timeline rerun
+only the timeline's fragment and write t0, t1, op and color back into the URL.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -20,7 +23,10 @@ src = data.source()
 view = page.resolve(src, ui.params())
 st.title("Timeline")
 if view.run is None:
-    st.info("No PyTorch profiler traces or Nsight Systems exports in the store yet: upload one on the Upload page.")
+    st.info(
+        "No PyTorch profiler traces or Nsight Systems exports in the store yet: upload one on "
+        "the Upload page."
+    )
     st.stop()
 render_streamlit(view.problems)
 
@@ -29,14 +35,20 @@ ids = [r.run_id for r in runs]
 labels = {r.run_id: f"{r.run_id} — {r.source_name} ({r.kind})" for r in runs}
 run_id = st.selectbox("Run", ids, index=ids.index(view.run.run_id), format_func=labels.get)
 if run_id != view.run.run_id:
-    view = page.resolve(src, {**view.params(), "run": run_id, "device": None, "t0": None, "t1": None, "op": None})
-if len(view.devices) > 2:                              # "all" and more than one device
-    view.device = st.selectbox("Device (rank:device)", view.devices, index=view.devices.index(view.device))
+    view = page.resolve(
+        src, {**view.params(), "run": run_id, "device": None, "t0": None, "t1": None, "op": None}
+    )
+if len(view.devices) > 2:  # "all" and more than one device
+    view.device = st.selectbox(
+        "Device (rank:device)", view.devices, index=view.devices.index(view.device)
+    )
 ui.sync(view.params())
 
 render_streamlit(page.header(view, src.meta(view.run)))
 # the story first: where the time goes, the time per step, and whether the trace can be trusted
-render_streamlit(page.verdict_blocks(src, view) + page.steps_blocks(src, view) + page.integrity_blocks(src, view))
+render_streamlit(
+    page.verdict_blocks(src, view) + page.steps_blocks(src, view) + page.integrity_blocks(src, view)
+)
 
 
 def _on_window():
@@ -63,8 +75,13 @@ def _on_color():
 def timeline_view():
     v = page.resolve(src, ui.params())
     block = detail.timeline_block(src, v, st.session_state.get("timeline_width"))
-    components.timeline(block.payload, key="timeline", on_window=_on_window, on_select=_on_select,
-                        on_color=_on_color)
+    components.timeline(
+        block.payload,
+        key="timeline",
+        on_window=_on_window,
+        on_select=_on_select,
+        on_color=_on_color,
+    )
     st.caption(block.caption)
     render_streamlit(detail.event_detail(src, v))
 
@@ -75,23 +92,50 @@ timeline_view()
 
 def _perfetto() -> bytes:
     from dashboard.render_perfetto import chrome_trace
+
     r = src.get(view.run.run_id)
-    return chrome_trace(r.table("gpu_ops"), r.table("api_calls"), r.table("cpu_ops"), r.table("nvtx"),
-                        name=r.source_name, gpu_name=r.meta.get("gpu_name"))
+    return chrome_trace(
+        r.table("gpu_ops"),
+        r.table("api_calls"),
+        r.table("cpu_ops"),
+        r.table("nvtx"),
+        name=r.source_name,
+        gpu_name=r.meta.get("gpu_name"),
+    )
 
 
-st.download_button("Download for Perfetto (Chrome trace JSON)", data=_perfetto, on_click="ignore",
-                   file_name=f"kernelscope-{view.run.run_id}.perfetto.json", mime="application/json",
-                   icon=":material/download:", help="Opens in https://ui.perfetto.dev (Open trace file).")
+st.download_button(
+    "Download for Perfetto (Chrome trace JSON)",
+    data=_perfetto,
+    on_click="ignore",
+    file_name=f"kernelscope-{view.run.run_id}.perfetto.json",
+    mime="application/json",
+    icon=":material/download:",
+    help="Opens in https://ui.perfetto.dev (Open trace file).",
+)
 
 with st.expander("Definitions (how every number on this page is computed)"):
     render_streamlit(page.definitions(view.run))
-# one section at a time below the timeline: the page stays light in the browser (the export has them all)
-view.show = st.segmented_control("Statistics", list(page.SECTIONS), default=view.show, format_func=page.SECTIONS.get,
-                                 required=True, key="timeline_show") or "devices"
+# one section at a time below the timeline: the page stays light in the browser (the export has them
+# all)
+view.show = (
+    st.segmented_control(
+        "Statistics",
+        list(page.SECTIONS),
+        default=view.show,
+        format_func=page.SECTIONS.get,
+        required=True,
+        key="timeline_show",
+    )
+    or "devices"
+)
 ui.sync(view.params())
-SECTION = {"devices": page.device_blocks, "delays": page.delay_blocks, "idle": page.idle_blocks,
-           "kernels": page.kernel_blocks}
+SECTION = {
+    "devices": page.device_blocks,
+    "delays": page.delay_blocks,
+    "idle": page.idle_blocks,
+    "kernels": page.kernel_blocks,
+}
 if view.show in SECTION:
     render_streamlit(SECTION[view.show](src, view))
 elif page.device_ops(src, view).height:
@@ -99,18 +143,37 @@ elif page.device_ops(src, view).height:
     c1, c2 = st.columns([3, 1])
     view.kernel = view.kernel or page.default_kernel(src, view)
     view.kernel = c1.text_input("Kernel name regex", value=view.kernel, key="whatif_kernel")
-    view.speedup = c2.number_input("Speedup ×", min_value=0.01, max_value=1e6, value=view.speedup, step=0.5,
-                                   key="whatif_speedup")
+    view.speedup = c2.number_input(
+        "Speedup ×",
+        min_value=0.01,
+        max_value=1e6,
+        value=view.speedup,
+        step=0.5,
+        key="whatif_speedup",
+    )
     ui.sync(view.params())
     render_streamlit(page.whatif(src, view))
 
 
 def _reports():
-    top = (page.verdict_blocks(src, view) + page.steps_blocks(src, view) + page.integrity_blocks(src, view)
-           + [detail.timeline_block(src, view)] + detail.event_detail(src, view))
+    top = (
+        page.verdict_blocks(src, view)
+        + page.steps_blocks(src, view)
+        + page.integrity_blocks(src, view)
+        + [detail.timeline_block(src, view)]
+        + detail.event_detail(src, view)
+    )
     has_ops = page.device_ops(src, view).height > 0
-    return [page.report(view, page.overview(src, view), page.whatif(src, view) if has_ops else [],
-                        src.meta(view.run), src, top)]
+    return [
+        page.report(
+            view,
+            page.overview(src, view),
+            page.whatif(src, view) if has_ops else [],
+            src.meta(view.run),
+            src,
+            top,
+        )
+    ]
 
 
 ui.share_panel("timeline", view.params(), _reports)

@@ -1,11 +1,14 @@
-"""Issue 38 on the recorded bench runs (sample_traces/h*/bench_suite): two GPUs side by side (analyzers.gpu_compare).
+"""Issue 38 on the recorded bench runs (sample_traces/h*/bench_suite): two GPUs side by side
+(analyzers.gpu_compare).
 
-- Each rate is a fraction of the ceiling that bounds it: the unpadded transpose and the shared-memory column read
-  against shared memory (SMs × 128 B × boost clock), never DRAM; the padded transpose against DRAM.
+- Each rate is a fraction of the ceiling that bounds it: the unpadded transpose and the
+  shared-memory column read against shared memory (SMs × 128 B × boost clock), never DRAM; the
+  padded transpose against DRAM.
 - A ceiling measured while the GPU throttled is stored and shown as throttled.
-- The ratio between GPUs is judged against the ratio of the two predictions; a measurement that moves it flips the
-  verdict.
+- The ratio between GPUs is judged against the ratio of the two predictions; a measurement that
+  moves it flips the verdict.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +28,7 @@ H200_RUNS = sorted((SAMPLES / "h200" / "bench_suite").glob("bench_*.json.gz"))
 def src(tmp_path_factory):
     from collectors.store import Store
     from dashboard.source import Source
+
     s = Store(tmp_path_factory.mktemp("gpus") / "store")
     ids = [s.ingest_path(p)[0].run_id for p in H200_RUNS]
     return Source(s), ids
@@ -45,14 +49,17 @@ def test_a_rate_is_a_fraction_of_the_ceiling_that_bounds_it(src):
     assert t.filter(pl.col("bound") == "smem")["b_pct"].max() < 15
     assert bounding_resource("bank.column_read", "bandwidth", "B/s") == "smem"
     assert bounding_resource("h2d.chunked_copy", "copy_bandwidth", "B/s") == "h2d"
-    assert result_peak(h200, "transpose.tile", "bandwidth", "B/s", {"padded": False})[1].startswith("shared-memory")
+    assert result_peak(h200, "transpose.tile", "bandwidth", "B/s", {"padded": False})[1].startswith(
+        "shared-memory"
+    )
 
 
 def test_throttled_ceilings_are_stored_and_shown_as_throttled(src):
     source, (a, b) = src
     c = source.ceilings()
     run = c.filter(pl.col("run_id") == b)
-    assert run.filter(pl.col("resource") == "bf16")["throttled"].all()           # the log says THROTTLED
+    # the log says THROTTLED
+    assert run.filter(pl.col("resource") == "bf16")["throttled"].all()
     assert not run.filter(pl.col("resource") == "dram")["throttled"].any()
     pair = compare_gpus(source.bench_results(), c, a, b)
     bf16 = next(x for x in pair["ceilings"] if x["resource"] == "bf16")
@@ -63,15 +70,32 @@ def test_the_ratio_verdict_flips_with_a_measurement(src):
     source, (a, b) = src
     res = source.bench_results()
     rows = compare_gpus(res, source.ceilings(), a, b)["rows"]
-    r = rows.filter((pl.col("case") == "transpose.tile") & (pl.col("unit") == "s")
-                    & pl.col("ratio_verdict").is_not_null()).row(0, named=True)
-    assert r["ratio_verdict"] == "agrees" and abs(r["speedup"] / r["predicted_speedup"] - 1) <= RATIO_TOLERANCE
+    r = rows.filter(
+        (pl.col("case") == "transpose.tile")
+        & (pl.col("unit") == "s")
+        & pl.col("ratio_verdict").is_not_null()
+    ).row(0, named=True)
+    assert (
+        r["ratio_verdict"] == "agrees"
+        and abs(r["speedup"] / r["predicted_speedup"] - 1) <= RATIO_TOLERANCE
+    )
     # the same case measured 1.5x slower on B: the GPUs no longer differ as predicted
-    slower = res.with_columns(pl.when((pl.col("run_id") == b) & (pl.col("case") == r["case"])
-                                      & (pl.col("metric") == r["metric"]) & (pl.col("params") == r["params"]))
-                              .then(pl.col("value") * 1.5).otherwise(pl.col("value")).alias("value"))
+    slower = res.with_columns(
+        pl.when(
+            (pl.col("run_id") == b)
+            & (pl.col("case") == r["case"])
+            & (pl.col("metric") == r["metric"])
+            & (pl.col("params") == r["params"])
+        )
+        .then(pl.col("value") * 1.5)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
     flipped = compare_gpus(slower, source.ceilings(), a, b)["rows"].filter(
-        (pl.col("case") == r["case"]) & (pl.col("metric") == r["metric"]) & (pl.col("params") == r["params"]))
+        (pl.col("case") == r["case"])
+        & (pl.col("metric") == r["metric"])
+        & (pl.col("params") == r["params"])
+    )
     assert flipped["ratio_verdict"].item() == "differs"
 
 
@@ -81,10 +105,12 @@ def test_one_name_per_gpu_model():
 
 
 def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
-    """The H100 suite recorded beside the H200's (sample_traces/h100/bench_suite): the summary says the DRAM ratio
-    next to the spec sheets' (1.40× measured, 1.43× spec), that compute is the same, and the launch cost per host."""
+    """The H100 suite recorded beside the H200's (sample_traces/h100/bench_suite): the summary says
+    the DRAM ratio next to the spec sheets' (1.40× measured, 1.43× spec), that compute is the same,
+    and the launch cost per host."""
     from collectors.store import Store
     from dashboard.source import Source
+
     s = Store(tmp_path / "store")
     h100 = s.ingest_path(next((SAMPLES / "h100" / "bench_suite").glob("bench_*.json.gz")))[0].run_id
     h200 = s.ingest_path(H200_RUNS[-1])[0].run_id
@@ -100,9 +126,10 @@ def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
 
 
 def test_host_to_device_and_device_to_host_are_kept_apart(src):
-    """A device-to-host figure is never used as the host-to-device ceiling (issue 38: `predict h2d.chunked_copy`
-    took the D2H figure on the H100)."""
+    """A device-to-host figure is never used as the host-to-device ceiling (issue 38: `predict
+    h2d.chunked_copy` took the D2H figure on the H100)."""
     from analyzers.ceilings import classify_ceiling
+
     source, (a, b) = src
     assert classify_ceiling("d2h_pinned_bandwidth", "B/s") == "d2h"
     assert classify_ceiling("h2d_pinned_bandwidth", "B/s") == "h2d"
@@ -111,16 +138,17 @@ def test_host_to_device_and_device_to_host_are_kept_apart(src):
 
 
 def test_host_side_ceilings_are_used_per_host(src):
-    """Launch costs, host memcpy and the host link belong to the host that measured them (issue 38: 3.11 µs C++
-    launches on the H100's host, 4.98 on the H200's): the store uses one host's figures — the newest run's, or the
-    one named — never the best over hosts; the GPU's own ceilings stay the best over every run. The recorded runs
-    predate stored hosts, so each is its own host."""
+    """Launch costs, host memcpy and the host link belong to the host that measured them (issue 38:
+    3.11 µs C++ launches on the H100's host, 4.98 on the H200's): the store uses one host's figures
+    — the newest run's, or the one named — never the best over hosts; the GPU's own ceilings stay
+    the best over every run. The recorded runs predate stored hosts, so each is its own host."""
     from analyzers.ceilings import HOST_RESOURCES, best_ceilings
+
     source, _ = src
     judged = source.ceilings()
     hosts = judged["host"].unique().to_list()
     assert len(hosts) == 2 and all(h.startswith("host of run ") for h in hosts)
-    newest = judged["run_id"][0]                       # newest run first
+    newest = judged["run_id"][0]  # newest run first
     launch = judged.filter((pl.col("resource") == "launch") & (pl.col("status") == "trusted"))
     assert launch.height == 2 and launch["value"].n_unique() == 2
     best = best_ceilings(judged, "NVIDIA H200")
@@ -130,8 +158,11 @@ def test_host_side_ceilings_are_used_per_host(src):
     named = best_ceilings(judged, "NVIDIA H200", other["host"])
     assert named["launch"].value == other["value"]
     assert {"launch_cxx", "host_memcpy", "h2d"} <= HOST_RESOURCES
-    dram = judged.filter((pl.col("resource") == "dram") & (pl.col("status") == "trusted"))["value"].max()
-    assert best["dram"].value == dram == named["dram"].value           # the GPU's own: the best over every run
+    dram = judged.filter((pl.col("resource") == "dram") & (pl.col("status") == "trusted"))[
+        "value"
+    ].max()
+    # the GPU's own: the best over every run
+    assert best["dram"].value == dram == named["dram"].value
 
 
 def test_a_new_bench_run_records_its_host(tmp_path):
@@ -139,6 +170,7 @@ def test_a_new_bench_run_records_its_host(tmp_path):
 
     from collectors.bench.run import host_info
     from collectors.ingest import parse_path
+
     h = host_info()
     assert len(h["id"]) == 12 and h["name"] and h["cpus"]
     doc = json.loads(gzip.decompress(H200_RUNS[-1].read_bytes()))

@@ -1,9 +1,11 @@
-"""Multi-rank analysis of real multi-rank traces of the compatibility corpus (tests/corpus: the 8-rank DLRM NCCL job of
-facebookresearch/param, two ranks of a 128-rank job and a trace with collective sizes from HTA's tests; licenses and
-provenance in its manifest.json): exposed communication and stragglers against Holistic Trace Analysis 0.5.0's own
-numbers (tests/data/multirank/hta_reference.json, made by make_hta_reference.py beside it) and against an
-independent computation straight from the JSON with the standard library, including the clock-based check of who
-arrived last at each collective."""
+"""Multi-rank analysis of real multi-rank traces of the compatibility corpus (tests/corpus: the
+8-rank DLRM NCCL job of facebookresearch/param, two ranks of a 128-rank job and a trace with
+collective sizes from HTA's tests; licenses and provenance in its manifest.json): exposed
+communication and stragglers against Holistic Trace Analysis 0.5.0's own numbers
+(tests/data/multirank/hta_reference.json, made by make_hta_reference.py beside it) and against an
+independent computation straight from the JSON with the standard library, including the clock-based
+check of who arrived last at each collective."""
+
 from __future__ import annotations
 
 import gzip
@@ -20,7 +22,9 @@ from analyzers.stragglers import combine
 from collectors.ingest import parse_path
 from tests.support.corpus_paths import CORPUS, DLRM, NCCL_ARGS  # noqa: F401
 
-HTA = json.loads((Path(__file__).resolve().parents[1] / "data" / "multirank" / "hta_reference.json").read_text())
+HTA = json.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "multirank" / "hta_reference.json").read_text()
+)
 SAMPLED = CORPUS / "hta" / "multirank_128"
 
 
@@ -28,11 +32,14 @@ def ours(folder: Path):
     sums = []
     for f in sorted(folder.glob("*.json.gz")):
         p = parse_path(f)
-        sums.append(rank_summary(p.tables["gpu_ops"], p.tables["nvtx"], rank=p.meta["rank"], source=f.name))
+        sums.append(
+            rank_summary(p.tables["gpu_ops"], p.tables["nvtx"], rank=p.meta["rank"], source=f.name)
+        )
     return sums, combine(sums)
 
 
-# ----------------------------------------------------------------------------- independent (stdlib) computation
+# ----------------------------------------------------------------------------- independent (stdlib)
+# computation
 def _ns(x) -> int:
     """µs as written -> ns, exactly (the JSON is read with decimal numbers)."""
     return int((Decimal(x) * 1000).to_integral_value())
@@ -42,19 +49,37 @@ def raw_rank(path: Path) -> dict:
     d = json.loads(gzip.open(path).read(), parse_float=Decimal)
     ev = [e for e in d["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
     gpu = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    dev = max({e["args"]["device"] for e in gpu if e.get("cat") == "kernel"},
-              key=lambda x: sum(_ns(e["dur"]) for e in gpu if e.get("cat") == "kernel" and e["args"]["device"] == x))
+    dev = max(
+        {e["args"]["device"] for e in gpu if e.get("cat") == "kernel"},
+        key=lambda x: sum(
+            _ns(e["dur"]) for e in gpu if e.get("cat") == "kernel" and e["args"]["device"] == x
+        ),
+    )
     gpu = [e for e in gpu if e["args"].get("device") == dev]
     iv = lambda es: [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in es]  # noqa: E731
     k = [e for e in gpu if e["cat"] == "kernel"]
     comm = [e for e in k if "nccl" in e["name"].lower()]
-    steps = {int(e["name"].split("#")[1]): (_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]))
-             for e in ev if e.get("cat") == "user_annotation" and re.fullmatch(r"ProfilerStep#\d+", e["name"])}
-    return {"rank": d["distributedInfo"]["rank"], "all": iv(gpu), "kernels": iv(k),
-            "compute": iv([e for e in k if "nccl" not in e["name"].lower()]), "comm": iv(comm),
-            "comm_events": [(re.search(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", e["name"]).group(1), _ns(e["ts"]),
-                             _ns(e["dur"])) for e in sorted(comm, key=lambda e: e["ts"])],
-            "steps": steps}
+    steps = {
+        int(e["name"].split("#")[1]): (_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]))
+        for e in ev
+        if e.get("cat") == "user_annotation" and re.fullmatch(r"ProfilerStep#\d+", e["name"])
+    }
+    return {
+        "rank": d["distributedInfo"]["rank"],
+        "all": iv(gpu),
+        "kernels": iv(k),
+        "compute": iv([e for e in k if "nccl" not in e["name"].lower()]),
+        "comm": iv(comm),
+        "comm_events": [
+            (
+                re.search(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", e["name"]).group(1),
+                _ns(e["ts"]),
+                _ns(e["dur"]),
+            )
+            for e in sorted(comm, key=lambda e: e["ts"])
+        ],
+        "steps": steps,
+    }
 
 
 def union_in(intervals, a, b) -> int:
@@ -129,14 +154,18 @@ def test_hta_sampled_ranks_iteration_551_matches_hta():
     ref = HTA["sets"]["hta_sampled_2rank"]
     assert ref["profiler_steps"] == [551]
     it = mr.rank_steps.filter(pl.col("step") == 551)
-    got = {r: round(100 * o / c, 2) for r, o, c in it.select("rank", "overlapped_comm_ns", "comm_ns").rows()}
+    got = {
+        r: round(100 * o / c, 2)
+        for r, o, c in it.select("rank", "overlapped_comm_ns", "comm_ns").rows()
+    }
     assert got == {int(k): v for k, v in ref["comm_comp_overlap_pctg"].items()}
     for row in ref["temporal_breakdown_us"]:
         t = it.filter(pl.col("rank") == row["rank"]).row(0, named=True)
         assert t["compute_ns"] == row["compute_time(us)"] * 1000
         assert t["exposed_comm_ns"] + t["memcpy_ns"] == row["non_compute_time(us)"] * 1000
-    # HTA names rank 1 (its late-start metric, one candidate); here rank 1 is also the rank blamed most in 551, by
-    # less than the 2 % tolerance, and most of these send/recv instances pair with ranks outside the two kept
+    # HTA names rank 1 (its late-start metric, one candidate); here rank 1 is also the rank blamed
+    # most in 551, by less than the 2 % tolerance, and most of these send/recv instances pair with
+    # ranks outside the two kept
     blamed = it.sort("caused_wait_ns", descending=True)["rank"][0]
     assert blamed == ref["potential_stragglers"][0] == 1
     assert mr.iterations.filter(pl.col("step") == 551)["verdict"][0] == "balanced"
@@ -144,8 +173,9 @@ def test_hta_sampled_ranks_iteration_551_matches_hta():
 
 
 def test_straggler_matches_hta_and_the_clock_based_last_arrival(dlrm):
-    """On one host the clocks agree: the last rank to start each collective (absolute time) must be the rank with
-    its shortest kernel (our clock-free rule), the ranks must leave it together, and the blame must add up."""
+    """On one host the clocks agree: the last rank to start each collective (absolute time) must be
+    the rank with its shortest kernel (our clock-free rule), the ranks must leave it together, and
+    the blame must add up."""
     (sums, mr), raw = dlrm
     inst = instances_by_clock(raw, 10)
     assert len(inst) == 8 and all(len(v) == 8 for v in inst.values())
@@ -162,22 +192,34 @@ def test_straggler_matches_hta_and_the_clock_based_last_arrival(dlrm):
     assert got == pytest.approx(blame)
     it = mr.iterations.row(0, named=True)
     straggler = max(blame, key=blame.get)
-    assert it["straggler_rank"] == straggler == HTA["sets"]["param_dlrm_8rank"]["potential_stragglers"][0] == 7
+    assert (
+        it["straggler_rank"]
+        == straggler
+        == HTA["sets"]["param_dlrm_8rank"]["potential_stragglers"][0]
+        == 7
+    )
     assert it["lateness_ns"] == pytest.approx(blame[7])
     # rank 7's GPU waited longer for its host than the median rank: the cause
     hw = mr.rank_steps.sort("rank")["host_wait_ns"]
-    assert it["cause"] == "host/launch" and it["cause_excess_ns"] == pytest.approx(hw[7] - hw.median())
+    assert it["cause"] == "host/launch" and it["cause_excess_ns"] == pytest.approx(
+        hw[7] - hw.median()
+    )
 
 
 def test_collective_sizes_from_the_profilers_args():
-    """PyTorch >= 2.1 writes the collective, element counts and dtype on NCCL kernels: HTA's own test trace
-    (tests/test_trace_parse.py: 21 NCCL kernels, the longest an allreduce of 2,049,000 floats)."""
+    """PyTorch >= 2.1 writes the collective, element counts and dtype on NCCL kernels: HTA's own
+    test trace (tests/test_trace_parse.py: 21 NCCL kernels, the longest an allreduce of 2,049,000
+    floats)."""
     p = parse_path(NCCL_ARGS)
     g = p.tables["gpu_ops"]
     nccl = g.filter(pl.col("name").str.contains("nccl"))
     assert nccl.height == 21
     longest = nccl.sort("duration_ns", descending=True).row(0, named=True)
-    assert (longest["collective"], longest["comm_in_nelems"], longest["comm_dtype"]) == ("allreduce", 2049000, "Float")
+    assert (longest["collective"], longest["comm_in_nelems"], longest["comm_dtype"]) == (
+        "allreduce",
+        2049000,
+        "Float",
+    )
     s = rank_summary(g, p.tables["nvtx"], rank=0)
     c = s.collectives
     assert set(c["kind"]) == {"all_reduce", "broadcast"}

@@ -1,8 +1,11 @@
-"""Issue 36 on real traces: graph replays are one launch call, the device's shares are the device's, steps, and a
-trace-integrity check before any verdict (analyzers.timeline, analyzers.steps, analyzers.integrity).
+"""Issue 36 on real traces: graph replays are one launch call, the device's shares are the device's,
+steps, and a trace-integrity check before any verdict (analyzers.timeline, analyzers.steps,
+analyzers.integrity).
 
-Every trace here is real (the project's H200 recordings or the compatibility corpus); the ones that trip an
-integrity check that no real trace trips are real traces minimally edited, as each test says."""
+Every trace here is real (the project's H200 recordings or the compatibility corpus); the ones that
+trip an integrity check that no real trace trips are real traces minimally edited, as each test
+says."""
+
 from __future__ import annotations
 
 import gzip
@@ -32,7 +35,9 @@ MI250 = CORPUS / "hta" / "amd_mi250_rocm6.2_minitoy.json.gz"
 
 
 def _summary(p):
-    return summarize(p.table("gpu_ops"), p.table("api_calls"), cpu_ops=p.table("cpu_ops"), nvtx=p.table("nvtx"))
+    return summarize(
+        p.table("gpu_ops"), p.table("api_calls"), cpu_ops=p.table("cpu_ops"), nvtx=p.table("nvtx")
+    )
 
 
 def _parsed(path):
@@ -60,20 +65,25 @@ def test_graph_kernels_have_no_launch_delay_and_a_replay_is_one_call():
     assert d["kernel_count"] == 180 and d["launch_call_count"] == 10
     assert d["graph_launch_count"] == 10 and d["graph_kernel_count"] == 180
     assert d["launch_delay_median_ns"] is None and d["launch_latency_median_ns"] is None
-    assert d["short_kernel_share"] == 0.0            # no replay is shorter than its cudaGraphLaunch
+    assert d["short_kernel_share"] == 0.0  # no replay is shorter than its cudaGraphLaunch
     assert d["bound"] == "GPU-bound"
     assert "10 graph replays ran 180 kernels" in d["bound_evidence"]
-    # per kernel (the old rule) 84 % of the graph's kernels were "shorter than their launch call": that would flip
-    # the evidence; per call none is
+    # per kernel (the old rule) 84 % of the graph's kernels were "shorter than their launch call":
+    # that would flip the evidence; per call none is
     g = _parsed(FFN / "ffn_M1_graph.json.gz").table("gpu_ops")
     assert (g["duration_ns"] < g["api_duration_ns"]).mean() > 0.8
 
 
 def test_graph_trace_json_has_no_launch_delay_for_graph_kernels(capsys):
     from dashboard.cli import main
+
     assert main(["analyze", str(FFN / "ffn_M1_graph.json.gz"), "--format", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert all(k["launch_delay_us"] is None for k in rep["kernels"] if k["graph_launch_correlation"] is not None)
+    assert all(
+        k["launch_delay_us"] is None
+        for k in rep["kernels"]
+        if k["graph_launch_correlation"] is not None
+    )
     assert rep["summary"]["launch_delay_median_us"] is None
     dev = rep["summary"]["devices"][0]
     assert dev["graph_launch_count"] == 10 and dev["short_call_share"] == 0.0
@@ -83,10 +93,15 @@ def test_graph_trace_json_has_no_launch_delay_for_graph_kernels(capsys):
 def test_compare_eager_to_graph_reports_launches_and_step_time_not_a_delay_regression():
     from analyzers.baseline import trace_values
     from analyzers.compare import compare_traces
+
     a, b = _parsed(FFN / "ffn_M1_eager.json.gz"), _parsed(FFN / "ffn_M1_graph.json.gz")
     sa, sb = _summary(a), _summary(b)
-    r = compare_traces(a.table("gpu_ops"), b.table("gpu_ops"), trace_values(sa, a.table("gpu_ops")),
-                       trace_values(sb, b.table("gpu_ops")))
+    r = compare_traces(
+        a.table("gpu_ops"),
+        b.table("gpu_ops"),
+        trace_values(sa, a.table("gpu_ops")),
+        trace_values(sb, b.table("gpu_ops")),
+    )
     labels = r.stats["label"].to_list()
     assert not any("launch delay" in x for x in labels)
     stats = {row["stat"]: row for row in r.stats.iter_rows(named=True)}
@@ -99,10 +114,25 @@ def test_compare_eager_to_graph_reports_launches_and_step_time_not_a_delay_regre
 
 def test_story_says_the_host_runs_ahead_and_names_no_delay_regression():
     from analyzers.baseline import trace_story
-    base = {"step_median_ns": 4e6, "launches_per_step": 284, "kernels_per_step": 284, "gpu_idle_fraction": 0.93,
-            "host_wait_fraction": 0.9, "queued_share": 0.05, "_steps": {"steady_count": 15}}
-    graph = {**base, "step_median_ns": 3.3e5, "launches_per_step": 3, "gpu_idle_fraction": 0.01,
-             "host_wait_fraction": 0.0, "queued_share": 1.0, "_steps": {"steady_count": 15, "graph_launches_median": 1}}
+
+    base = {
+        "step_median_ns": 4e6,
+        "launches_per_step": 284,
+        "kernels_per_step": 284,
+        "gpu_idle_fraction": 0.93,
+        "host_wait_fraction": 0.9,
+        "queued_share": 0.05,
+        "_steps": {"steady_count": 15},
+    }
+    graph = {
+        **base,
+        "step_median_ns": 3.3e5,
+        "launches_per_step": 3,
+        "gpu_idle_fraction": 0.01,
+        "host_wait_fraction": 0.0,
+        "queued_share": 1.0,
+        "_steps": {"steady_count": 15, "graph_launches_median": 1},
+    }
     story = " ".join(trace_story(base, graph))
     assert "12.12× faster" in story and "GPU became the bottleneck" in story
     assert "not a launch-delay regression" in story
@@ -112,9 +142,10 @@ def test_story_says_the_host_runs_ahead_and_names_no_delay_regression():
 
 def test_join_never_calls_a_graph_kernel_launch_bound():
     from analyzers.join import trace_kernels
+
     g = _parsed(FFN / "ffn_M1_graph.json.gz")
     k, steps = trace_kernels(g.table("gpu_ops"), g.table("nvtx"))
-    assert steps.height == 10                          # one step per graph replay
+    assert steps.height == 10  # one step per graph replay
     assert k.group_by("step").len()["len"].unique().to_list() == [18]
 
 
@@ -129,10 +160,16 @@ def test_host_wait_never_exceeds_the_device_idle_on_multi_stream_traces(path, ol
     d = s.devices.row(0, named=True)
     assert g["stream"].n_unique() >= 2
     # the old figure summed each stream's host-wait gaps: over 150 % of the window
-    old = idle_categories(g).filter(pl.col("category") == "host_wait")["idle_ns"].sum() / d["window_ns"]
+    old = (
+        idle_categories(g).filter(pl.col("category") == "host_wait")["idle_ns"].sum()
+        / d["window_ns"]
+    )
     assert old > old_min
     assert d["host_wait_fraction"] <= d["idle_fraction"] + 1e-12
-    assert d["host_wait_ns"] + d["kernel_wait_ns"] + d["other_idle_ns"] == d["window_ns"] - d["busy_ns"]
+    assert (
+        d["host_wait_ns"] + d["kernel_wait_ns"] + d["other_idle_ns"]
+        == d["window_ns"] - d["busy_ns"]
+    )
 
 
 @pytest.mark.parametrize("path", [V100_DDP, CORPUS / "test-cuda" / "report1.sqlite.gz"])
@@ -149,21 +186,28 @@ def test_a_90_percent_busy_multi_stream_trace_is_gpu_bound(path):
 
 
 def test_idle_causes_are_named_only_when_the_trace_holds_them():
-    facts = TraceFacts(window_ns=10_000_000, kernel_wait_ns=2_190_000, other_idle_ns=520_000, streams=1)
+    facts = TraceFacts(
+        window_ns=10_000_000, kernel_wait_ns=2_190_000, other_idle_ns=520_000, streams=1
+    )
     v, e = bound_verdict(0.271, 0.0, 0.1, facts)
     assert v == "idle, not waiting for the host"
     assert "2.190 ms of the 2.710 ms idle is short gaps" in e
     assert "one stream, no event waits and no communication" in e
     assert "communication)" not in e.split("longer gaps")[0]
-    v, e = bound_verdict(0.271, 0.0, 0.1, TraceFacts(window_ns=10_000_000, other_idle_ns=2_710_000, streams=3,
-                                                     event_waits=12))
+    v, e = bound_verdict(
+        0.271,
+        0.0,
+        0.1,
+        TraceFacts(window_ns=10_000_000, other_idle_ns=2_710_000, streams=3, event_waits=12),
+    )
     assert "3 streams, 12 event waits" in e and "NCCL" not in e
     # a measurement that flips it: the same idle, but a third of the window waiting for the host
     assert bound_verdict(0.4, 0.35, 0.1, facts)[0] == "host-bound"
 
 
 def test_shares_cannot_exceed_one_hundred_percent():
-    v, e = bound_verdict(0.2, 1.193, 0.9)             # a host wait above the idle share is clamped to it
+    # a host wait above the idle share is clamped to it
+    v, e = bound_verdict(0.2, 1.193, 0.9)
     assert "waiting for the host 20.0%" in e and "119" not in e
 
 
@@ -198,9 +242,20 @@ def test_warm_up_step_is_named_and_kept_out_of_the_median():
 
 
 def test_sequence_steps_need_a_regular_period():
-    k = pl.DataFrame({"name": list("abcabcabcabc"), "start_ns": list(range(0, 120, 10)),
-                      "end_ns": [x + 5 for x in range(0, 120, 10)], "api_start_ns": [None] * 12},
-                     schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64, "api_start_ns": pl.Int64})
+    k = pl.DataFrame(
+        {
+            "name": list("abcabcabcabc"),
+            "start_ns": list(range(0, 120, 10)),
+            "end_ns": [x + 5 for x in range(0, 120, 10)],
+            "api_start_ns": [None] * 12,
+        },
+        schema={
+            "name": pl.String,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "api_start_ns": pl.Int64,
+        },
+    )
     r, how = sequence_steps(k)
     assert how["period_kernels"] == 3 and r.height == 4
     # the measurement that flips it: names that do not repeat
@@ -213,24 +268,36 @@ def test_step_pattern_names_token_ranges():
         steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
         for e in steps:
             e["name"] = "token_" + e["name"].split("#")[1]
+
     p = _edited(BERT_H100, add_tokens)
     s = _summary(p)
-    assert s.steps.main["source"] == "annotation"       # 'token N' is a default pattern
-    s2 = trace_steps(p.table("gpu_ops"), p.table("api_calls"), p.table("cpu_ops"), p.table("nvtx"),
-                     pattern=r"token_(\d+)")
+    assert s.steps.main["source"] == "annotation"  # 'token N' is a default pattern
+    s2 = trace_steps(
+        p.table("gpu_ops"),
+        p.table("api_calls"),
+        p.table("cpu_ops"),
+        p.table("nvtx"),
+        pattern=r"token_(\d+)",
+    )
     assert s2.main["source"] == "pattern" and s2.main["step_count"] == s.steps.main["step_count"]
 
 
 def test_profiler_overhead_is_events_times_the_calibration():
     p = _parsed(BERT_H100)
-    st = trace_steps(p.table("gpu_ops"), p.table("api_calls"), p.table("cpu_ops"), p.table("nvtx"),
-                     profiler_ns_per_event=2000)
+    st = trace_steps(
+        p.table("gpu_ops"),
+        p.table("api_calls"),
+        p.table("cpu_ops"),
+        p.table("nvtx"),
+        profiler_ns_per_event=2000,
+    )
     row = st.steps.row(0, named=True)
     assert row["events"] > 0 and row["profiler_overhead_ns"] == row["events"] * 2000
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Integrity: each check trips on a real (or really recorded and minimally edited) trace, and passes on another
+# Integrity: each check trips on a real (or really recorded and minimally edited) trace, and passes
+# on another
 # --------------------------------------------------------------------------------------------------------------
 def test_a_clean_real_trace_passes_every_check():
     s = _summary(_parsed(BERT_H100))
@@ -241,7 +308,11 @@ def test_a_clean_real_trace_passes_every_check():
 
 def test_kernels_without_launch_call_real():
     c = _check(_summary(_parsed(RESNET_2021)).integrity, "kernels_without_launch_call")
-    assert c["status"] == "warn" and c["count"] > 0 and "launch statistics cover the other" in c["detail"]
+    assert (
+        c["status"] == "warn"
+        and c["count"] > 0
+        and "launch statistics cover the other" in c["detail"]
+    )
 
 
 def test_launch_calls_without_kernels_and_cut_short_real():
@@ -252,10 +323,12 @@ def test_launch_calls_without_kernels_and_cut_short_real():
 
 
 def test_clock_skew_fails_and_the_verdict_abstains():
-    def skew(events):        # the GPU ops of the trace 50 µs earlier: each now starts before its launch call
+    # the GPU ops of the trace 50 µs earlier: each now starts before its launch call
+    def skew(events):
         for e in events:
             if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
                 e["ts"] = e["ts"] - 50.0
+
     s = _summary(_edited(BERT_H100, skew))
     c = _check(s.integrity, "gpu_ops_before_launch_call")
     assert c["status"] == "fail" and c["blocking"]
@@ -265,11 +338,14 @@ def test_clock_skew_fails_and_the_verdict_abstains():
 
 
 def test_duplicated_kernel_records_are_counted_once_with_a_warning():
-    """Issue 42's probe: one kernel event repeated 49 times went from 83 to 132 kernels, a top kernel at 131.6 % of
-    busy time, and a changed verdict. The repeats are removed when the file is read, and the run says so."""
+    """Issue 42's probe: one kernel event repeated 49 times went from 83 to 132 kernels, a top
+    kernel at 131.6 % of busy time, and a changed verdict. The repeats are removed when the file is
+    read, and the run says so."""
+
     def repeat(events):
         k = next(e for e in events if e.get("cat") == "kernel")
         events.extend([dict(k) for _ in range(49)])
+
     p = _edited(BERT_H100, repeat)
     assert any("49 GPU op records appeared more than once" in w for w in p.meta["warnings"])
     s, orig = _summary(p), _summary(_parsed(BERT_H100))
@@ -278,7 +354,9 @@ def test_duplicated_kernel_records_are_counted_once_with_a_warning():
     assert s.kernels["busy_share"].max() <= 1.0
     # the integrity check still catches repeats that reach it (a table written by an older reader)
     g = p.table("gpu_ops")
-    c = _check(check_trace(pl.concat([g, g.head(3)]), p.table("api_calls")), "overlapping_ops_on_stream")
+    c = _check(
+        check_trace(pl.concat([g, g.head(3)]), p.table("api_calls")), "overlapping_ops_on_stream"
+    )
     assert c["status"] == "fail" and "appear more than once" in c["detail"]
 
 
@@ -290,10 +368,12 @@ def test_programmatic_launch_overlap_is_a_warning_not_a_failure_real():
 
 
 def test_piled_up_kernels_make_a_stream_busier_than_its_window():
-    def pile(events):        # every kernel moved to the first kernel's start (as issue 42's shifted nsys export)
+    # every kernel moved to the first kernel's start (as issue 42's shifted nsys export)
+    def pile(events):
         ks = [e for e in events if e.get("cat") == "kernel"]
         for e in ks:
             e["ts"] = ks[0]["ts"] + 60.0
+
     s = _summary(_edited(BERT_H100, pile))
     c = _check(s.integrity, "stream_busy_over_window")
     assert c["status"] == "fail" and c["blocking"]
@@ -302,13 +382,18 @@ def test_piled_up_kernels_make_a_stream_busier_than_its_window():
 
 
 def test_graph_replays_without_kernels_are_said():
-    def drop(events):        # the replays' kernels gone, their cudaGraphLaunch calls kept (nsys without node trace)
+    # the replays' kernels gone, their cudaGraphLaunch calls kept (nsys without node trace)
+    def drop(events):
         events[:] = [e for e in events if e.get("cat") != "kernel"] + [
-            e for e in events if e.get("cat") == "kernel"][:0]
+            e for e in events if e.get("cat") == "kernel"
+        ][:0]
+
     ok = _check(_summary(_parsed(FFN / "ffn_M1_graph.json.gz")).integrity, "graph_replays")
     assert ok["status"] == "pass" and "10 graph launches ran 180 kernels" in ok["detail"]
-    p = _edited(FFN / "ffn_M1_graph.json.gz", lambda ev: [ev.remove(e) for e in [
-        e for e in ev if e.get("cat") == "kernel"][:18]])
+    p = _edited(
+        FFN / "ffn_M1_graph.json.gz",
+        lambda ev: [ev.remove(e) for e in [e for e in ev if e.get("cat") == "kernel"][:18]],
+    )
     c = _check(check_trace(p.table("gpu_ops"), p.table("api_calls")), "graph_replays")
     assert c["status"] == "warn" and c["count"] == 1 and "--cuda-graph-trace=node" in c["detail"]
 
@@ -319,14 +404,21 @@ def test_nccl_kernels_under_both_namings():
     s = _summary(_parsed(RESNET_DDP))
     c = _check(s.integrity, "nccl_kernels")
     assert c["status"] == "pass" and "ncclKernel_*" in c["detail"]
-    # the renamed kernels count as communication in the breakdown (HTA#360 found none after the rename)
+    # the renamed kernels count as communication in the breakdown (HTA#360 found none after the
+    # rename)
     t = summarize(_parsed(B200).table("gpu_ops")).temporal.row(0, named=True)
     assert t["communication_ns"] > 0
 
 
 def test_collectives_on_the_host_without_kernels_warn_real():
-    c = _check(_summary(_parsed(CORPUS / "hta" / "v100_ns_resolution_ddp_rank0_2024-04.pt.trace.trimmed.json.gz"))
-               .integrity, "nccl_kernels")
+    c = _check(
+        _summary(
+            _parsed(
+                CORPUS / "hta" / "v100_ns_resolution_ddp_rank0_2024-04.pt.trace.trimmed.json.gz"
+            )
+        ).integrity,
+        "nccl_kernels",
+    )
     assert c["status"] == "warn" and "collectives on the host" in c["detail"]
 
 
@@ -336,22 +428,28 @@ def test_steps_without_gpu_work_real():
 
 
 def test_abstain_reason_lists_only_blocking_failures():
-    checks = [{"check": "x", "label": "a", "status": "fail", "blocking": False, "detail": "d"},
-              {"check": "y", "label": "b", "status": "warn", "blocking": True, "detail": "d"}]
+    checks = [
+        {"check": "x", "label": "a", "status": "fail", "blocking": False, "detail": "d"},
+        {"check": "y", "label": "b", "status": "warn", "blocking": True, "detail": "d"},
+    ]
     assert abstain_reason(checks) is None
-    checks.append({"check": "z", "label": "c", "status": "fail", "blocking": True, "detail": "why: more"})
+    checks.append(
+        {"check": "z", "label": "c", "status": "fail", "blocking": True, "detail": "why: more"}
+    )
     assert abstain_reason(checks) == "the trace fails its integrity check 'c' (why)"
 
 
 def test_a_compiling_step_is_warm_up_not_steady_real():
-    """HTA's torch.compile trace: its one ProfilerStep spends 13.3 s on the host (Dynamo and Inductor compiling) for
-    1.8 µs of GPU work: named as compilation, never a steady step."""
+    """HTA's torch.compile trace: its one ProfilerStep spends 13.3 s on the host (Dynamo and
+    Inductor compiling) for 1.8 µs of GPU work: named as compilation, never a steady step."""
     s = _summary(_parsed(CORPUS / "hta" / "a100_triton_torch_compile_2024-10.json.gz"))
     info = s.steps.main
     assert info["steady_count"] == 0 and info["warmup_count"] == 1
     assert "compilation (13,336.3 ms on the host" in info["warmup"][0]["reasons"]
-    assert s.kernels.filter(pl.col("name") == "triton_poi_fused_add_cos_sin_0")["origin"][0] == \
-        "torch.compile (Inductor, Triton)"
+    assert (
+        s.kernels.filter(pl.col("name") == "triton_poi_fused_add_cos_sin_0")["origin"][0]
+        == "torch.compile (Inductor, Triton)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -362,8 +460,17 @@ STEP = REPO / "sample_traces" / "h200" / "train_step"
 
 def _join_json(capsys, *extra):
     from dashboard.cli import main
-    rc = main(["join", str(STEP / "train_step_ncu_nvtx.ncu-rep.gz"), str(STEP / "train_step_trace.json.gz"),
-               "--format", "json", *extra])
+
+    rc = main(
+        [
+            "join",
+            str(STEP / "train_step_ncu_nvtx.ncu-rep.gz"),
+            str(STEP / "train_step_trace.json.gz"),
+            "--format",
+            "json",
+            *extra,
+        ]
+    )
     out = capsys.readouterr()
     return rc, out
 
@@ -376,28 +483,33 @@ def test_join_step_option_names_the_steps(capsys, tmp_path, monkeypatch):
     assert default["steps"] == 5 and default["window_label"] == "ProfilerStep#6"
     rc, out = _join_json(capsys, "--step", r"ProfilerStep#(\d+)")
     assert rc == 0 and json.loads(out.out)["matched"] == default["matched"]
-    # a per-step column is per step: the fused Adam kernel runs once per step, never the whole trace's count
+    # a per-step column is per step: the fused Adam kernel runs once per step, never the whole
+    # trace's count
     adam = [m for m in default["matched"] if "multi_tensor_apply" in m["name"]]
     assert adam and all(m["count_per_step"] == 1 for m in adam)
-    rc, out = _join_json(capsys, "--step", "ProfilerStep")           # no group for the step number
+    rc, out = _join_json(capsys, "--step", "ProfilerStep")  # no group for the step number
     assert rc == 2 and "needs a group" in out.err
 
 
 def test_join_without_step_ranges_uses_found_steps():
     """Without ProfilerStep ranges the steps are found (here: one per graph replay), so 'per step' is per step."""
     from analyzers.join import trace_kernels
+
     p = _parsed(REPO / "sample_traces" / "llm_workloads" / "h100" / "decode_graph.json.gz")
     k, steps = trace_kernels(p.table("gpu_ops"), p.table("nvtx"))
     assert steps.height == 16
     per = k.group_by("step").len()["len"]
-    assert per.min() == per.max() == 493                    # 493 kernels a token: 492 replayed, one launched alone
+    # 493 kernels a token: 492 replayed, one launched alone
+    assert per.min() == per.max() == 493
 
 
 def test_an_nsys_export_with_kernels_moved_earlier_abstains(tmp_path):
-    """Issue 42's probe: each kernel of a real Nsight Systems export moved 10^12 ns earlier (so ~1,000 s long in a
-    1 s capture) gave a busy share of 12,388 % and a flipped verdict. Now: a blocking integrity failure, the
-    verdict abstains, no share above 1; the original file keeps its verdict."""
+    """Issue 42's probe: each kernel of a real Nsight Systems export moved 10^12 ns earlier (so
+    ~1,000 s long in a 1 s capture) gave a busy share of 12,388 % and a flipped verdict. Now: a
+    blocking integrity failure, the verdict abstains, no share above 1; the original file keeps its
+    verdict."""
     import sqlite3
+
     src = CORPUS / "test-cuda" / "report1.sqlite.gz"
     db = tmp_path / "moved.sqlite"
     db.write_bytes(gzip.decompress(src.read_bytes()))

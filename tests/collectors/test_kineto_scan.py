@@ -1,10 +1,13 @@
-"""The compiled Kineto scanner (collectors/_kineto_scan.c) against msgspec's tier 0, which it stands in for.
+"""The compiled Kineto scanner (collectors/_kineto_scan.c) against msgspec's tier 0, which it stands
+in for.
 
-It takes a piece of events only when it gives exactly what msgspec's structs give for it, and hands any other piece
-back (rolled back) for msgspec to decode. So each test compares the reader with the scanner on and off: on every
-real trace of the corpus (where it must also take every piece it reads), on variants of a real trace that reach
-each of its refusals, on pieces it takes and refuses in one file (the rows stay in file order), and on documents
-that hypothesis writes with the values and layouts the format allows and some it does not."""
+It takes a piece of events only when it gives exactly what msgspec's structs give for it, and hands
+any other piece back (rolled back) for msgspec to decode. So each test compares the reader with the
+scanner on and off: on every real trace of the corpus (where it must also take every piece it
+reads), on variants of a real trace that reach each of its refusals, on pieces it takes and refuses
+in one file (the rows stay in file order), and on documents that hypothesis writes with the values
+and layouts the format allows and some it does not."""
+
 from __future__ import annotations
 
 import gzip
@@ -39,7 +42,9 @@ def _read(data: bytes, scan: bool, monkeypatch, step: int | None = None):
         if step is None:
             return kineto_typed.typed_frames(data)
         view = memoryview(data)
-        return kineto_typed.typed_stream((view[i:i + 4096] for i in range(0, len(view), 4096)), step=step)
+        return kineto_typed.typed_stream(
+            (view[i : i + 4096] for i in range(0, len(view), 4096)), step=step
+        )
     except FastPathFailed:
         return "fast path failed"
 
@@ -51,6 +56,7 @@ def _pieces(data: bytes, step: int = kineto_typed.TYPED_PIECE_BYTES) -> list:
 
     def read(text, sep):
         out.append(sc.feed(text) or sc.refusal())
+
     try:
         kineto_events.split_events(kineto_events._slices(data, step), read, step, framed=True)
     except FastPathFailed:
@@ -67,28 +73,31 @@ def _agree(data: bytes, monkeypatch, step: int | None = None):
     return on
 
 
-# ------------------------------------------------------------------------------------------- the corpus
+# ------------------------------------------------------------------------------------------- the
+# corpus
 @needs_scanner
 @pytest.mark.parametrize("path", KINETO, ids=[p.name for p in KINETO])
 def test_the_scanner_reads_each_corpus_trace_as_msgspec_does(path, monkeypatch):
     data = _doc(path)
     got = _agree(data, monkeypatch)
-    _agree(data, monkeypatch, step=5000)                                    # many pieces
-    if not isinstance(got, str):                                           # a trace tier 0 reads: every piece taken
+    _agree(data, monkeypatch, step=5000)  # many pieces
+    # a trace tier 0 reads: every piece taken
+    if not isinstance(got, str):
         assert set(_pieces(data)) == {True}, _pieces(data)
 
 
 @needs_scanner
 def test_the_scanner_takes_every_piece_of_each_corpus_trace_msgspec_reads(monkeypatch):
-    """The traces of 2020-2026 (PyTorch 1.8 to 2.x, CUDA and ROCm, NCCL): the scanner takes each piece of every one
-    that msgspec reads, so none of them pays for a second decoding. The others msgspec refuses too (a stream written
-    as text, a grid as text, text after the events array)."""
+    """The traces of 2020-2026 (PyTorch 1.8 to 2.x, CUDA and ROCm, NCCL): the scanner takes each
+    piece of every one that msgspec reads, so none of them pays for a second decoding. The others
+    msgspec refuses too (a stream written as text, a grid as text, text after the events array)."""
     taken = {p.name for p in KINETO if set(_pieces(_doc(p))) == {True}}
     read = {p.name for p in KINETO if not isinstance(_read(_doc(p), False, monkeypatch), str)}
     assert taken == read and len(taken) >= 25, (taken ^ read, len(taken))
 
 
-# ------------------------------------------------------------------------------------------- its refusals
+# ------------------------------------------------------------------------------------------- its
+# refusals
 def _kernel(doc):
     return next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
 
@@ -105,16 +114,20 @@ def _change(name):
     elif name == "pid as 'stream 7'":
         k["pid"] = "stream 7"
     elif name == "name with escapes":
-        k["name"] = 'void k<"q">\\ \u00e9\U0001F600\n'
+        k["name"] = 'void k<"q">\\ \u00e9\U0001f600\n'
     elif name == "key with an escape":
         return _dump(doc).replace(b'"cat": "kernel"', b'"c\\u0061t": "kernel"', 1)
     elif name == "integer beyond 64 bits":
-        k["args"]["correlation"] = 2 ** 70
+        k["args"]["correlation"] = 2**70
     elif name == "correlation as float":
-        return _dump(doc).replace(b'"correlation": %d' % k["args"]["correlation"],
-                                  b'"correlation": %d.0' % k["args"]["correlation"], 1)
+        return _dump(doc).replace(
+            b'"correlation": %d' % k["args"]["correlation"],
+            b'"correlation": %d.0' % k["args"]["correlation"],
+            1,
+        )
     elif name == "epoch µs with fractions":
         from decimal import Decimal
+
         for e in ev:
             if "ts" in e:
                 e["ts"] = Decimal(e["ts"]) + Decimal("1700000000000000")
@@ -125,7 +138,7 @@ def _change(name):
     elif name == "grid of two values":
         k["args"]["grid"] = [3, 4]
     elif name == "grid beyond 32 bits":
-        k["args"]["grid"] = [2 ** 31, 1, 1]
+        k["args"]["grid"] = [2**31, 1, 1]
     elif name == "duplicate key":
         return _dump(doc).replace(b'"cat": "kernel"', b'"cat": "kernel", "cat": "kernel"', 1)
     elif name == "args null":
@@ -137,10 +150,19 @@ def _change(name):
     elif name == "phase missing":
         del k["ph"]
     elif name == "collective args without a name":
-        k["args"].update({"In msg nelems": 5, "Out msg nelems": 6, "dtype": "Float", "Group size": 2})
+        k["args"].update(
+            {"In msg nelems": 5, "Out msg nelems": 6, "dtype": "Float", "Group size": 2}
+        )
     elif name == "collective kernel":
-        k["args"].update({"Collective name": "allreduce", "In msg nelems": 5, "Out msg nelems": 6, "dtype": "Float",
-                          "Group size": 2})
+        k["args"].update(
+            {
+                "Collective name": "allreduce",
+                "In msg nelems": 5,
+                "Out msg nelems": 6,
+                "dtype": "Float",
+                "Group size": 2,
+            }
+        )
     elif name == "collective dtype as number":
         k["args"].update({"Collective name": "allreduce", "dtype": 3})
     elif name == "truncated":
@@ -148,14 +170,39 @@ def _change(name):
     return _dump(doc)
 
 
-CHANGES = ["tid as digits text", "tid as '+7'", "pid as 'stream 7'", "name with escapes", "key with an escape",
-           "integer beyond 64 bits", "correlation as float", "epoch µs with fractions", "epoch µs whole",
-           "grid of two values", "grid beyond 32 bits", "duplicate key", "args null", "ts missing", "name null",
-           "phase missing", "collective args without a name", "collective kernel", "collective dtype as number",
-           "truncated"]
+CHANGES = [
+    "tid as digits text",
+    "tid as '+7'",
+    "pid as 'stream 7'",
+    "name with escapes",
+    "key with an escape",
+    "integer beyond 64 bits",
+    "correlation as float",
+    "epoch µs with fractions",
+    "epoch µs whole",
+    "grid of two values",
+    "grid beyond 32 bits",
+    "duplicate key",
+    "args null",
+    "ts missing",
+    "name null",
+    "phase missing",
+    "collective args without a name",
+    "collective kernel",
+    "collective dtype as number",
+    "truncated",
+]
 # what the scanner does with each: take the piece (True), or refuse it and leave it to msgspec
-TAKEN = {"tid as digits text", "pid as 'stream 7'", "name with escapes", "epoch µs whole", "grid of two values",
-         "args null", "collective args without a name", "collective kernel"}
+TAKEN = {
+    "tid as digits text",
+    "pid as 'stream 7'",
+    "name with escapes",
+    "epoch µs whole",
+    "grid of two values",
+    "args null",
+    "collective args without a name",
+    "collective kernel",
+}
 
 
 @needs_scanner
@@ -164,7 +211,8 @@ def test_each_variant_reads_as_msgspec_reads_it(name, monkeypatch):
     data = _change(name)
     got = _agree(data, monkeypatch)
     pieces = _pieces(data)
-    if name == "truncated":                                     # the array's end is not found: no piece at all
+    # the array's end is not found: no piece at all
+    if name == "truncated":
         assert got == "fast path failed" and pieces == []
         return
     if name in TAKEN:
@@ -172,24 +220,27 @@ def test_each_variant_reads_as_msgspec_reads_it(name, monkeypatch):
     else:
         assert pieces and pieces != [True], pieces
     k = None if isinstance(got, str) else pl.concat(got[1]["gpu"])
-    if name == "collective args without a name":          # not read where no GPU op of the piece has a collective
+    # not read where no GPU op of the piece has a collective
+    if name == "collective args without a name":
         assert k["comm_in_nelems"].null_count() == k.height
     if name == "collective kernel":
-        assert k["comm_in_nelems"].drop_nulls().to_list() == [5] and k["comm_dtype"].drop_nulls().to_list() == ["Float"]
+        assert k["comm_in_nelems"].drop_nulls().to_list() == [5] and k[
+            "comm_dtype"
+        ].drop_nulls().to_list() == ["Float"]
     if name == "tid as digits text":
         assert 7 in k["tid"].to_list()
     if name == "pid as 'stream 7'":
         assert k["pid"].null_count() == 1
     if name == "name with escapes":
-        assert 'void k<"q">\\ \u00e9\U0001F600\n' in k["name"].cast(pl.String).to_list()
+        assert 'void k<"q">\\ \u00e9\U0001f600\n' in k["name"].cast(pl.String).to_list()
     if name == "grid of two values":
         assert k.filter(pl.col("grid_x") == 3)["grid_z"].to_list() == [None]
 
 
 @needs_scanner
 def test_taken_and_refused_pieces_keep_the_rows_in_file_order(monkeypatch):
-    """Small pieces, one in the middle refused (a tid "+7"): the scanner's rows before it, msgspec's for it, the
-    scanner's after it, in the file's order."""
+    """Small pieces, one in the middle refused (a tid "+7"): the scanner's rows before it, msgspec's
+    for it, the scanner's after it, in the file's order."""
     doc = _sample()
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     kernels[len(kernels) // 2]["tid"] = "+7"
@@ -199,7 +250,8 @@ def test_taken_and_refused_pieces_keep_the_rows_in_file_order(monkeypatch):
     got = _agree(data, monkeypatch, step=20000)
     rows = pl.concat(got[1]["gpu"])
     assert rows["name"].cast(pl.String).to_list() == [e["name"] for e in kernels]
-    assert rows["ts"].to_list() == [round(e["ts"] * 1000) for e in kernels]          # ns, in the file's order
+    # ns, in the file's order
+    assert rows["ts"].to_list() == [round(e["ts"] * 1000) for e in kernels]
 
 
 @needs_scanner
@@ -209,40 +261,78 @@ def test_a_flush_hands_over_the_columns_and_empties_the_scanner():
     assert sc.feed(doc) and sc.feed(doc)
     cols = sc.flush()
     s = {n: pl.Series(n, kineto_typed._Arrow(c)) for n, c in cols["gpu"]}
-    assert s["ts"].to_list() == [1.5, 1.5] and s["name"].to_list() == ["k", "k"] and s["device"].null_count() == 2
+    assert (
+        s["ts"].to_list() == [1.5, 1.5]
+        and s["name"].to_list() == ["k", "k"]
+        and s["device"].null_count() == 2
+    )
     assert sc.flush() == {}
     assert sc.take_counts() == (2, {"kernel": 2}) and sc.take_counts() == (0, {})
     assert not sc.feed(b'[{"ph": "X", "cat": "kernel"') and "past the piece" in sc.refusal()
-    assert sc.flush() == {} and sc.take_counts() == (0, {})                # the refused piece left nothing
+    # the refused piece left nothing
+    assert sc.flush() == {} and sc.take_counts() == (0, {})
 
 
-# ------------------------------------------------------------------------------------------- generated documents
-_CATS = ["kernel", "gpu_memcpy", "Memset", "cuda_runtime", "cuda_driver", "cpu_op", "Operator", "user_annotation",
-         "python_function", "ac2g", "Trace"]
-_ARG_KEYS = ["External id", "external id", "device", "stream", "correlation", "registers per thread",
-             "shared memory", "grid", "block", "bytes", "Collective name", "In msg nelems", "Out msg nelems", "dtype",
-             "Group size", "Input Dims", "Op count"]
+# -------------------------------------------------------------------------------------------
+# generated documents
+_CATS = [
+    "kernel",
+    "gpu_memcpy",
+    "Memset",
+    "cuda_runtime",
+    "cuda_driver",
+    "cpu_op",
+    "Operator",
+    "user_annotation",
+    "python_function",
+    "ac2g",
+    "Trace",
+]
+_ARG_KEYS = [
+    "External id",
+    "external id",
+    "device",
+    "stream",
+    "correlation",
+    "registers per thread",
+    "shared memory",
+    "grid",
+    "block",
+    "bytes",
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "dtype",
+    "Group size",
+    "Input Dims",
+    "Op count",
+]
 
 
 def _num(draw):
     kind = draw(st.integers(0, 7))
     if kind == 0:
-        return str(draw(st.integers(-2 ** 70, 2 ** 70)))
+        return str(draw(st.integers(-(2**70), 2**70)))
     if kind == 1:
         return repr(draw(st.floats(allow_nan=False, allow_infinity=False)))
-    if kind == 2:                                     # Kineto's µs with three decimals, relative or epoch
-        v = draw(st.one_of(st.integers(0, 10 ** 16), st.integers(5 * 10 ** 15, 2 * 10 ** 18)))
+    # Kineto's µs with three decimals, relative or epoch
+    if kind == 2:
+        v = draw(st.one_of(st.integers(0, 10**16), st.integers(5 * 10**15, 2 * 10**18)))
         return f"{v // 1000}.{v % 1000:03d}"
     if kind == 3:
         return str(draw(st.integers(1_600_000_000_000_000, 1_800_000_000_000_000)))
     if kind == 4:
         return draw(st.sampled_from(["1e3", "-0", "0.5e-2", "1E400", "12345678901234567890.5"]))
-    return str(draw(st.integers(-5, 10 ** 6)))
+    return str(draw(st.integers(-5, 10**6)))
 
 
 def _str(draw):
-    s = draw(st.one_of(st.sampled_from(["", "k", "stream 7", "7", "+7", "-3", "007", "Spans", "aten::mm"]),
-                       st.text(max_size=8)))
+    s = draw(
+        st.one_of(
+            st.sampled_from(["", "k", "stream 7", "7", "+7", "-3", "007", "Spans", "aten::mm"]),
+            st.text(max_size=8),
+        )
+    )
     return json.dumps(s, ensure_ascii=draw(st.booleans()))
 
 
@@ -255,9 +345,17 @@ def _value(draw, depth=0):
         return _str(draw)
     if kind == 6:
         return draw(st.sampled_from(["null", "true", "false"]))
-    if kind == 7:                                     # a list of integers (grid, block, dims)
-        return "[" + ", ".join(str(draw(st.integers(-2 ** 33, 2 ** 33))) if draw(st.integers(0, 5)) else
-                               str(draw(st.integers(0, 1024))) for _ in range(draw(st.integers(0, 4)))) + "]"
+    if kind == 7:  # a list of integers (grid, block, dims)
+        return (
+            "["
+            + ", ".join(
+                str(draw(st.integers(-(2**33), 2**33)))
+                if draw(st.integers(0, 5))
+                else str(draw(st.integers(0, 1024)))
+                for _ in range(draw(st.integers(0, 4)))
+            )
+            + "]"
+        )
     items = draw(st.lists(_value(depth + 1), max_size=3))
     if kind == 8:
         return "[" + ", ".join(items) + "]"
@@ -265,14 +363,14 @@ def _value(draw, depth=0):
 
 
 def _valid_num(draw):
-    """A number tier 0 reads into a float: Kineto's µs with three decimals (relative or epoch), a whole number, a
-    shortest float, an exponent form."""
+    """A number tier 0 reads into a float: Kineto's µs with three decimals (relative or epoch), a
+    whole number, a shortest float, an exponent form."""
     kind = draw(st.integers(0, 4))
     if kind == 0:
-        v = draw(st.integers(0, 10 ** 16))
+        v = draw(st.integers(0, 10**16))
         return f"{v // 1000}.{v % 1000:03d}"
     if kind == 1:
-        return str(draw(st.one_of(st.integers(-10 ** 6, 10 ** 6), st.integers(10 ** 15, 2 * 10 ** 18))))
+        return str(draw(st.one_of(st.integers(-(10**6), 10**6), st.integers(10**15, 2 * 10**18))))
     if kind == 2:
         return repr(draw(st.floats(-1e18, 1e18, allow_nan=False)))
     if kind == 3:
@@ -287,29 +385,38 @@ def _arg(draw, key: str, valid: bool) -> str:
     if key in ("grid", "block"):
         if draw(st.integers(0, 6)) == 0:
             return "null"
-        return "[" + ", ".join(str(draw(st.integers(1, 2 ** 16))) for _ in range(draw(st.integers(0, 4)))) + "]"
+        return (
+            "["
+            + ", ".join(str(draw(st.integers(1, 2**16))) for _ in range(draw(st.integers(0, 4))))
+            + "]"
+        )
     if key in ("Collective name", "dtype"):
         return _str(draw)
     if key in ("Input Dims", "Op count"):
         return draw(_value())
-    return draw(st.sampled_from(["null", str(draw(st.integers(-2, 2 ** 40)))]))
+    return draw(st.sampled_from(["null", str(draw(st.integers(-2, 2**40)))]))
 
 
 @st.composite
 def _event(draw, valid: bool):
-    """One event's text: with valid, only what tier 0 reads (with text ids, epoch times, escapes, nulls, short grids,
-    keys in any order); without, any value anywhere."""
-    odd = (lambda n: not valid and draw(st.integers(0, n)) == 0)  # noqa: E731
+    """One event's text: with valid, only what tier 0 reads (with text ids, epoch times, escapes,
+    nulls, short grids, keys in any order); without, any value anywhere."""
+    odd = lambda n: not valid and draw(st.integers(0, n)) == 0  # noqa: E731
     fields = {}
     if not odd(30):
-        fields["ph"] = json.dumps(draw(st.sampled_from(["X"] * 8 + ["i", "M", "f", "s", "B"] + ([] if valid else ["Q"]))))
+        fields["ph"] = json.dumps(
+            draw(st.sampled_from(["X"] * 8 + ["i", "M", "f", "s", "B"] + ([] if valid else ["Q"])))
+        )
     if draw(st.integers(0, 20)):
         fields["cat"] = draw(_value()) if odd(12) else json.dumps(draw(st.sampled_from(_CATS)))
     fields["name"] = draw(_value()) if odd(10) else _str(draw)
     for k in ("pid", "tid"):
         if draw(st.integers(0, 8)):
-            fields[k] = draw(_value()) if odd(4) else (
-                str(draw(st.integers(0, 100))) if draw(st.integers(0, 4)) else _str(draw))
+            fields[k] = (
+                draw(_value())
+                if odd(4)
+                else (str(draw(st.integers(0, 100))) if draw(st.integers(0, 4)) else _str(draw))
+            )
     for k in ("ts", "dur"):
         if draw(st.integers(0, 40 if valid else 15)):
             fields[k] = draw(_value()) if odd(15) else _valid_num(draw)
@@ -320,7 +427,9 @@ def _event(draw, valid: bool):
             fields["args"] = "null"
         else:
             keys = draw(st.lists(st.sampled_from(_ARG_KEYS), max_size=7, unique=True))
-            fields["args"] = "{" + ", ".join(f"{json.dumps(k)}: {_arg(draw, k, valid)}" for k in keys) + "}"
+            fields["args"] = (
+                "{" + ", ".join(f"{json.dumps(k)}: {_arg(draw, k, valid)}" for k in keys) + "}"
+            )
     order = draw(st.permutations(list(fields))) if draw(st.integers(0, 4)) == 0 else list(fields)
     return "{" + ", ".join(f'"{k}": {fields[k]}' for k in order) + "}"
 
@@ -334,13 +443,18 @@ def _document(draw) -> bytes:
 
 
 @needs_scanner
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=_document())
 def test_generated_documents_read_as_msgspec_reads_them(data):
     """Any document: both readers give the same frames and counts, or both step aside (tier 1 then reads it)."""
     with pytest.MonkeyPatch.context() as mp:
         _agree(data, mp)
-        _agree(data, mp, step=300)                    # pieces of a few events: some taken, some refused
+        # pieces of a few events: some taken, some refused
+        _agree(data, mp, step=300)
 
 
 def test_the_layout_kept_in_the_samples_is_what_the_tests_write():
@@ -349,15 +463,29 @@ def test_the_layout_kept_in_the_samples_is_what_the_tests_write():
     assert b'"traceEvents": [\n  {' in raw and b"},\n  {" in raw
 
 
-# ------------------------------------------------------------------------------------------- tables kept twice
+# ------------------------------------------------------------------------------------------- tables
+# kept twice
 @needs_scanner
-@pytest.mark.parametrize("cat", sorted({*kineto_typed.KNOWN_CATEGORIES, *kineto_events._GPU_CATS,
-                                        *kineto_events._API_CATS, *kineto_events._CPU_CATS, "vendor_op"}))
+@pytest.mark.parametrize(
+    "cat",
+    sorted(
+        {
+            *kineto_typed.KNOWN_CATEGORIES,
+            *kineto_events._GPU_CATS,
+            *kineto_events._API_CATS,
+            *kineto_events._CPU_CATS,
+            "vendor_op",
+        }
+    ),
+)
 def test_each_category_goes_to_the_group_msgspec_puts_it_in(cat, monkeypatch):
-    """The scanner's category → table map is C's copy of kineto_events' sets: a category added on one side only
-    would put its events in another table (or none)."""
-    ev = ('{"ph": "X", "cat": "%s", "name": "op", "pid": 1, "tid": 2, "ts": 10.5, "dur": 1.25, '
-          '"args": {"External id": 3, "correlation": 4, "device": 0, "stream": 7, "grid": [1, 2, 3]}}' % cat)
+    """The scanner's category → table map is C's copy of kineto_events' sets: a category added on
+    one side only would put its events in another table (or none)."""
+    ev = (
+        '{"ph": "X", "cat": "%s", "name": "op", "pid": 1, "tid": 2, "ts": 10.5, "dur": 1.25, '
+        '"args": {"External id": 3, "correlation": 4, "device": 0, "stream": 7, "grid": [1, 2, '
+        "3]}}" % cat
+    )
     data = ('{"traceEvents": [\n  ' + ev + ",\n  " + ev.replace("10.5", "12.5") + "\n]}").encode()
     assert _pieces(data) == [True]
     _agree(data, monkeypatch)

@@ -1,5 +1,6 @@
 """Nsight Systems SQLite ingestion: small exports built from the documented schema, the real 2-GPU
 exports in ../shared/data/nsys, and broken files."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -15,7 +16,8 @@ from tests.conftest import SHARED_NSYS, store_snapshot
 from tests.support.nsys import P, build_nsys, gpid, gtid, two_process_export  # noqa: F401
 
 
-# ---------------------------------------------------------------------------------------------- synthetic exports
+# ----------------------------------------------------------------------------------------------
+# synthetic exports
 @pytest.mark.parametrize("old_schema", [False, True])
 def test_synthetic_export_tables(tmp_path, old_schema):
     p = parse_bytes(two_process_export(tmp_path, old_schema=old_schema), "two.sqlite")
@@ -37,14 +39,27 @@ def test_synthetic_export_tables(tmp_path, old_schema):
     assert k["grid_x"].to_list() == [8] * 4
     m = g.filter(pl.col("kind") == "memcpy").row(0, named=True)
     assert (m["name"], m["copy_kind"], m["bytes"], m["launch_api"]) == (
-        "Memcpy HtoD (Pinned -> Device)", "HtoD", 1 << 20, "cudaMemcpyAsync")
+        "Memcpy HtoD (Pinned -> Device)",
+        "HtoD",
+        1 << 20,
+        "cudaMemcpyAsync",
+    )
     s = g.filter(pl.col("kind") == "memset").row(0, named=True)
     assert (s["name"], s["rank"], s["launch_api"]) == ("Memset (Device)", 1, "cudaMemsetAsync")
     api = p.tables["api_calls"]
-    assert set(api["name"]) == {"cudaLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC",
-                                "cudaDeviceSynchronize", "cudaMemcpyAsync", "cudaMemsetAsync"}
+    assert set(api["name"]) == {
+        "cudaLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaLaunchKernelExC",
+        "cudaDeviceSynchronize",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+    }
     assert api.filter(pl.col("blocking"))["name"].to_list() == ["cudaDeviceSynchronize"]
-    assert sorted(p.tables["nvtx"].select("rank", "tid", "name").rows()) == [(0, 101, "step"), (1, 201, "forward")]
+    assert sorted(p.tables["nvtx"].select("rank", "tid", "name").rows()) == [
+        (0, 101, "step"),
+        (1, 201, "forward"),
+    ]
     assert p.meta["gpu_name"] == "NVIDIA H200" and p.meta["devices"][0]["sm_count"] == 132
     assert p.meta["ranks"] == [0, 1] and p.meta["counts"]["kernels_with_launch"] == 3
 
@@ -56,7 +71,8 @@ def test_lazy_export_with_only_kernels_and_no_gpu_info(tmp_path):
     assert p.tables["nvtx"].height == 0 and p.meta["gpu_name"] is None
 
 
-# ---------------------------------------------------------------------------------------------- broken input
+# ----------------------------------------------------------------------------------------------
+# broken input
 def _not_nsys(tmp_path) -> bytes:
     path = tmp_path / "other.sqlite"
     con = sqlite3.connect(path)
@@ -77,12 +93,15 @@ def _nvprof(tmp_path) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.parametrize("case, msg", [
-    ("not_nsys", "not an nsys export"),
-    ("nvprof", "legacy nvprof"),
-    ("truncated", "SQLite"),
-    ("kernel_table_without_start", "lacks columns"),
-])
+@pytest.mark.parametrize(
+    "case, msg",
+    [
+        ("not_nsys", "not an nsys export"),
+        ("nvprof", "legacy nvprof"),
+        ("truncated", "SQLite"),
+        ("kernel_table_without_start", "lacks columns"),
+    ],
+)
 def test_bad_sqlite_raises_and_leaves_store_unchanged(tmp_path, store, case, msg):
     if case == "not_nsys":
         data = _not_nsys(tmp_path)
@@ -114,7 +133,8 @@ def test_nsys_rep_without_nsys_gives_the_command(monkeypatch):
     assert "nsys export --type sqlite" in ei.value.problem and "run1.nsys-rep" in ei.value.problem
 
 
-# ---------------------------------------------------------------------------------------------- real exports
+# ----------------------------------------------------------------------------------------------
+# real exports
 REAL = {  # file: (kernels, kernels with launch call, memcpy, memset, nvtx ranges)
     "h100_2gpu_1s.sqlite": (3442, 1632, 904, 22, 16782),
     "mfu_2gpu_before.sqlite": (4010, 3986, 1020, 269, 19118),
@@ -128,7 +148,9 @@ def test_real_exports(fname):
     data = (SHARED_NSYS / fname).read_bytes()
     p = parse_bytes(data, fname)
     c = p.meta["counts"]
-    assert (c["kernels"], c["kernels_with_launch"], c["memcpy"], c["memset"], c["nvtx"]) == REAL[fname]
+    assert (c["kernels"], c["kernels_with_launch"], c["memcpy"], c["memset"], c["nvtx"]) == REAL[
+        fname
+    ]
     assert p.meta["ranks"] == [0, 1] and p.meta["schema_version"] == "3.25.0"
     g = p.tables["gpu_ops"]
     assert sorted(g.select("rank", "device").unique().rows()) == [(0, 0), (1, 1)]
@@ -136,12 +158,17 @@ def test_real_exports(fname):
     con = sqlite3.connect(":memory:")
     con.deserialize(data)
     con.execute("CREATE INDEX rt_corr ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId)")
-    n = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM "
-                    "CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId "
-                    "AND (r.globalTid & -16777216) = k.globalPid)").fetchone()[0]
+    n = con.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId "
+        "AND (r.globalTid & -16777216) = k.globalPid)"
+    ).fetchone()[0]
     assert n == c["kernels_with_launch"]
-    # joining by correlation id alone (ignoring the process) would wrongly match more in the h100 export
-    loose = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM "
-                        "CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)").fetchone()[0]
+    # joining by correlation id alone (ignoring the process) would wrongly match more in the h100
+    # export
+    loose = con.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE EXISTS (SELECT 1 FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.correlationId = k.correlationId)"
+    ).fetchone()[0]
     assert loose >= n
     assert g.filter(pl.col("launch_api").is_not_null())["launch_delay_ns"].min() >= 0

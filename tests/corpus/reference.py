@@ -1,25 +1,37 @@
-"""Independent reference numbers for the compatibility corpus: standard library only (json, sqlite3, csv, gzip,
-decimal), no Kernelscope code, so a bug in a Kernelscope parser cannot hide in its own reference.
+"""Independent reference numbers for the compatibility corpus: standard library only (json, sqlite3,
+csv, gzip, decimal), no Kernelscope code, so a bug in a Kernelscope parser cannot hide in its own
+reference.
 
     python tests/corpus/reference.py FILE [FILE ...]      # one JSON object per file
-    python tests/corpus/reference.py --manifest            # every manifest entry, compared with its `expected`
+    python tests/corpus/reference.py --manifest            # every manifest entry, compared with its
+    `expected`
 
 Definitions (the same quantities `kernelscope analyze` reports, computed the plain way):
 
 Traces (Kineto JSON, nsys SQLite), per (rank, device):
-  kernels              kernel events (Kineto cat kernel/Kernel; nsys CUPTI_ACTIVITY_KIND_KERNEL rows)
-  kernels_with_launch  kernels whose correlation id appears on a CUDA/HIP API event of the same rank / process
-                       (Kineto cats cuda_runtime, cuda_driver, Runtime; nsys RUNTIME and DRIVER tables)
-  launch delay         max(0, kernel start - end of that API call) [ns]; the call that starts first when several
-                       share the id; none for a graph launch (cuda/cu/hipGraphLaunch); median over kernels
+  kernels              kernel events (Kineto cat kernel/Kernel; nsys CUPTI_ACTIVITY_KIND_KERNEL
+  rows)
+  kernels_with_launch  kernels whose correlation id appears on a CUDA/HIP API event of the same rank
+  / process
+                       (Kineto cats cuda_runtime, cuda_driver, Runtime; nsys RUNTIME and DRIVER
+                       tables)
+  launch delay         max(0, kernel start - end of that API call) [ns]; the call that starts first
+  when several
+                       share the id; none for a graph launch (cuda/cu/hipGraphLaunch); median over
+                       kernels
   busy, window         |union of kernel, memcpy and memset intervals|, last end - first start [ns];
                        idle fraction = 1 - sum(busy) / sum(window)
   Kineto times are decimal µs: converted exactly to ns with decimal arithmetic.
-Nsight Compute: launches and each launch's duration [ns] (gpu__time_duration.sum, or "Duration" in a details page's
-  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is importable, which
-  also gives the duration metric the report has (`gpu__time_duration.sum`, the bare 2019.x `gpu__time_duration`,
-  or none) and, for the first three launches, the kernel name and the duration and DRAM byte metrics it carries.
+Nsight Compute: launches and each launch's duration [ns] (gpu__time_duration.sum, or "Duration" in a
+details page's
+  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is
+  importable, which
+  also gives the duration metric the report has (`gpu__time_duration.sum`, the bare 2019.x
+  `gpu__time_duration`,
+  or none) and, for the first three launches, the kernel name and the duration and DRAM byte metrics
+  it carries.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,8 +47,14 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAPH = {"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"}
-K_GPU = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset",
-         "Memset": "memset"}
+K_GPU = {
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+}
 K_API = {"cuda_runtime", "cuda_driver", "Runtime"}
 
 
@@ -77,20 +95,29 @@ def _summary(ops: list[dict]) -> dict:
         per.append({"rank": key[0], "device": key[1], "busy_ns": b, "window_ns": w})
     k = [o for o in ops if o["kind"] == "kernel"]
     delays = [o["delay"] for o in k if o["delay"] is not None]
-    return {"kernels": len(k), "kernels_with_launch": sum(1 for o in k if o["launched"]),
-            "launch_delay_median_ns": float(statistics.median(delays)) if delays else None,
-            "busy_ns": busy, "window_ns": window, "idle_fraction": (1 - busy / window) if window else 0.0,
-            "memcpy": sum(1 for o in ops if o["kind"] == "memcpy"),
-            "memset": sum(1 for o in ops if o["kind"] == "memset"), "devices": per}
+    return {
+        "kernels": len(k),
+        "kernels_with_launch": sum(1 for o in k if o["launched"]),
+        "launch_delay_median_ns": float(statistics.median(delays)) if delays else None,
+        "busy_ns": busy,
+        "window_ns": window,
+        "idle_fraction": (1 - busy / window) if window else 0.0,
+        "memcpy": sum(1 for o in ops if o["kind"] == "memcpy"),
+        "memset": sum(1 for o in ops if o["kind"] == "memset"),
+        "devices": per,
+    }
 
 
-# ------------------------------------------------------------------------------------------------ Kineto
+# ------------------------------------------------------------------------------------------------
+# Kineto
 def kineto_ops(doc, rank_default: int = 0) -> list[dict]:
     events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
     rank = rank_default
     if isinstance(doc, dict) and isinstance(doc.get("distributedInfo"), dict):
         r = doc["distributedInfo"].get("rank")
-        rank = int(r) if isinstance(r, int) or (isinstance(r, str) and r.isdigit()) else rank_default
+        rank = (
+            int(r) if isinstance(r, int) or (isinstance(r, str) and r.isdigit()) else rank_default
+        )
     calls = {}
     for e in events:
         if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in K_API:
@@ -110,9 +137,18 @@ def kineto_ops(doc, rank_default: int = 0) -> list[dict]:
         delay = None
         if call is not None and call[2] not in GRAPH:
             delay = max(0, start - call[1])
-        ops.append({"rank": rank, "device": a.get("device", e.get("pid")), "kind": K_GPU[e["cat"]], "start": start,
-                    "end": start + _ns(e["dur"]), "delay": delay, "launched": call is not None,
-                    "name": e.get("name")})
+        ops.append(
+            {
+                "rank": rank,
+                "device": a.get("device", e.get("pid")),
+                "kind": K_GPU[e["cat"]],
+                "start": start,
+                "end": start + _ns(e["dur"]),
+                "delay": delay,
+                "launched": call is not None,
+                "name": e.get("name"),
+            }
+        )
     return ops
 
 
@@ -143,7 +179,8 @@ def kernel_table(path: str) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-# ------------------------------------------------------------------------------------------------ nsys
+# ------------------------------------------------------------------------------------------------
+# nsys
 def nsys_reference(path: str) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".sqlite", delete=False) as tf:
         tf.write(read(path))
@@ -153,11 +190,16 @@ def nsys_reference(path: str) -> dict:
 
         def cols(t):
             return {r[1] for r in con.execute(f"pragma table_info([{t}])")}
-        names = dict(con.execute("select id, value from StringIds")) if "StringIds" in tables else {}
+
+        names = (
+            dict(con.execute("select id, value from StringIds")) if "StringIds" in tables else {}
+        )
         calls = {}
         for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"):
             if t in tables:
-                for s, e, gtid, corr, nid in con.execute(f"select start, end, globalTid, correlationId, nameId from {t}"):
+                for s, e, gtid, corr, nid in con.execute(
+                    f"select start, end, globalTid, correlationId, nameId from {t}"
+                ):
                     key = ((gtid >> 24) if gtid is not None else None, corr)
                     n = names.get(nid, "")
                     n = n[:-6] if len(n) > 6 and n[-6:-4] == "_v" else n
@@ -165,26 +207,55 @@ def nsys_reference(path: str) -> dict:
                         calls[key] = (s, e, n)
         procs = {k[0] for k in calls}
         ops = []
-        for t, kind in (("CUPTI_ACTIVITY_KIND_KERNEL", "kernel"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"),
-                        ("CUPTI_ACTIVITY_KIND_MEMSET", "memset")):
+        for t, kind in (
+            ("CUPTI_ACTIVITY_KIND_KERNEL", "kernel"),
+            ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"),
+            ("CUPTI_ACTIVITY_KIND_MEMSET", "memset"),
+        ):
             if t not in tables:
                 continue
             gp = "globalPid" if "globalPid" in cols(t) else "NULL"
-            for s, e, dev, corr, gpid in con.execute(f"select start, end, deviceId, correlationId, {gp} from {t}"):
-                proc = (gpid >> 24) if gpid is not None else (next(iter(procs)) if len(procs) == 1 else None)
+            for s, e, dev, corr, gpid in con.execute(
+                f"select start, end, deviceId, correlationId, {gp} from {t}"
+            ):
+                proc = (
+                    (gpid >> 24)
+                    if gpid is not None
+                    else (next(iter(procs)) if len(procs) == 1 else None)
+                )
                 call = calls.get((proc, corr)) if proc is not None else None
                 delay = max(0, s - call[1]) if call is not None and call[2] not in GRAPH else None
-                ops.append({"rank": proc, "device": dev, "kind": kind, "start": s, "end": e, "delay": delay,
-                            "launched": call is not None})
+                ops.append(
+                    {
+                        "rank": proc,
+                        "device": dev,
+                        "kind": kind,
+                        "start": s,
+                        "end": e,
+                        "delay": delay,
+                        "launched": call is not None,
+                    }
+                )
         return _summary(ops)
     finally:
         os.unlink(tf.name)
 
 
-# ------------------------------------------------------------------------------------------------ ncu
-#: "": ncu 2025 exporting a 2019.x report writes no units; its values are the report's own (ns for durations)
-_TO_NS = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9,
-          "": 1}
+# ------------------------------------------------------------------------------------------------
+# ncu
+#: "": ncu 2025 exporting a 2019.x report writes no units; its values are the report's own (ns for
+#: durations)
+_TO_NS = {
+    "ns": 1,
+    "nsecond": 1,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+    "": 1,
+}
 
 
 def ncu_csv_reference(path: str) -> dict:
@@ -194,16 +265,25 @@ def ncu_csv_reference(path: str) -> dict:
     hdr = rows[0]
     launches: dict[str, float | None] = {}
     if "Metric Name" in hdr:
-        iid, iname, iunit, ival = (hdr.index(c) for c in ("ID", "Metric Name", "Metric Unit", "Metric Value"))
+        iid, iname, iunit, ival = (
+            hdr.index(c) for c in ("ID", "Metric Name", "Metric Unit", "Metric Value")
+        )
         for r in rows[1:]:
             if len(r) <= ival or not r[iid].strip().isdigit():
                 continue
             launches.setdefault(r[iid], None)
-            if r[iname] in ("Duration", "gpu__time_duration.sum", "gpu__time_duration") and launches[r[iid]] is None:
+            if (
+                r[iname] in ("Duration", "gpu__time_duration.sum", "gpu__time_duration")
+                and launches[r[iid]] is None
+            ):
                 launches[r[iid]] = float(r[ival].replace(",", "")) * _TO_NS[r[iunit]]
     else:
         iid = hdr.index("ID")
-        idur = hdr.index("gpu__time_duration.sum") if "gpu__time_duration.sum" in hdr else hdr.index("gpu__time_duration")
+        idur = (
+            hdr.index("gpu__time_duration.sum")
+            if "gpu__time_duration.sum" in hdr
+            else hdr.index("gpu__time_duration")
+        )
         unit = rows[1][idur]
         for r in rows[2:]:
             if len(r) > idur and r[iid].strip().isdigit():
@@ -211,10 +291,17 @@ def ncu_csv_reference(path: str) -> dict:
     return {"launches": len(launches), "durations_ns": list(launches.values())}
 
 
-#: the duration metric: `.sum` since ncu 2020.x, the bare name in 2019.x reports; DRAM bytes under both namings
+#: the duration metric: `.sum` since ncu 2020.x, the bare name in 2019.x reports; DRAM bytes under
+#: both namings
 _NCU_TIME = ("gpu__time_duration.sum", "gpu__time_duration")
-_NCU_FIRST = _NCU_TIME + ("dram__bytes_read.sum", "dram__bytes_write.sum", "dram__read_bytes.sum",
-                          "dram__write_bytes.sum", "dram__read_bytes", "dram__write_bytes")
+_NCU_FIRST = _NCU_TIME + (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__read_bytes.sum",
+    "dram__write_bytes.sum",
+    "dram__read_bytes",
+    "dram__write_bytes",
+)
 
 
 def _num(m):
@@ -236,15 +323,25 @@ def ncu_rep_reference(path: str) -> dict | None:
             rng = ctx.range_by_idx(i)
             for j in range(rng.num_actions()):
                 a = rng.action_by_idx(j)
-                m = a.metric_by_name("gpu__time_duration.sum") or a.metric_by_name("gpu__time_duration")  # 2019.x
+                m = a.metric_by_name("gpu__time_duration.sum") or a.metric_by_name(
+                    "gpu__time_duration"
+                )  # 2019.x
                 v = m.value() if m is not None else None
                 durations.append(float(v) if v is not None and v == v else None)
-                got = {n: _num(a.metric_by_name(n)) for n in _NCU_FIRST if a.metric_by_name(n) is not None}
+                got = {
+                    n: _num(a.metric_by_name(n))
+                    for n in _NCU_FIRST
+                    if a.metric_by_name(n) is not None
+                }
                 seen |= set(got)
                 if len(first) < 3:
                     first.append({"kernel": a.name(), "metrics": got})
-        return {"launches": len(durations), "durations_ns": durations,
-                "duration_metric": next((n for n in _NCU_TIME if n in seen), None), "first_launches": first}
+        return {
+            "launches": len(durations),
+            "durations_ns": durations,
+            "duration_metric": next((n for n in _NCU_TIME if n in seen), None),
+            "first_launches": first,
+        }
     finally:
         os.unlink(tf.name)
 
@@ -274,8 +371,15 @@ def main(argv: list[str]) -> int:
             print(f"{'ok ' if same else 'DIFF'} {e['file']}")
         return 1 if bad else 0
     for p in argv:
-        fmt = ("nsys-sqlite" if ".sqlite" in p else "ncu-rep" if ".ncu-rep" in p or "cuprof-report" in p
-               else "ncu-csv" if p.endswith((".csv", ".csv.gz", ".log")) else "kineto")
+        fmt = (
+            "nsys-sqlite"
+            if ".sqlite" in p
+            else "ncu-rep"
+            if ".ncu-rep" in p or "cuprof-report" in p
+            else "ncu-csv"
+            if p.endswith((".csv", ".csv.gz", ".log"))
+            else "kineto"
+        )
         print(json.dumps({"file": p, "reference": reference_for(p, fmt)}))
     return 0
 

@@ -1,25 +1,29 @@
-"""Trim a Chrome-trace JSON (PyTorch profiler / Kineto, or any Chrome trace) to a time window, keeping it valid and
-self-consistent, so a large public trace can live in the corpus at a fraction of its size.
+"""Trim a Chrome-trace JSON (PyTorch profiler / Kineto, or any Chrome trace) to a time window,
+keeping it valid and self-consistent, so a large public trace can live in the corpus at a fraction
+of its size.
 
     python tests/corpus/trim_kineto.py IN OUT --window-ms W [--skip-ms S]
 
 Kept:
-- every top-level key (deviceProperties, distributedInfo, baseTimeNanoseconds, schemaVersion ...), and the shape: a
-  bare event list stays a bare list;
+- every top-level key (deviceProperties, distributedInfo, baseTimeNanoseconds, schemaVersion ...),
+  and the shape: a bare event list stays a bare list;
 - metadata events (ph "M") and the "Trace" span;
-- timed events (ph "X" complete, "i"/"I" instant) that lie entirely inside [t0 + S, t0 + S + W], where t0 is the
-  start of the first GPU op (cat kernel / gpu_memcpy / gpu_memset, or PyTorch <= 1.9's Kernel / Memcpy / Memset;
-  the first timed event when there is none);
-- the launch call of every kept GPU op (the CUDA runtime / driver event with its correlation id), also when it
-  started before the window, so kept ops keep their launch;
+- timed events (ph "X" complete, "i"/"I" instant) that lie entirely inside [t0 + S, t0 + S + W],
+  where t0 is the start of the first GPU op (cat kernel / gpu_memcpy / gpu_memset, or PyTorch <=
+  1.9's Kernel / Memcpy / Memset; the first timed event when there is none);
+- the launch call of every kept GPU op (the CUDA runtime / driver event with its correlation id),
+  also when it started before the window, so kept ops keep their launch;
 - flow events ("s" / "f") whose id is the correlation id of a kept GPU op.
-Nothing is edited: kept events are written as they were read (json.loads / json.dumps round trip). The output is
+Nothing is edited: kept events are written as they were read (json.loads / json.dumps round trip).
+The output is
 gzip with mtime 0 and no file name, so the same input and window give the same bytes.
 
-The corpus manifest (tests/corpus/manifest.json) records the command for each trimmed file; the expected numbers
-of a trimmed file are computed on the trimmed file (tests/corpus/reference.py), never carried over from the original.
-tests/collectors/test_corpus_formats.py tests the trimmer's promises on a real trace.
+The corpus manifest (tests/corpus/manifest.json) records the command for each trimmed file; the
+expected numbers of a trimmed file are computed on the trimmed file (tests/corpus/reference.py),
+never carried over from the original. tests/collectors/test_corpus_formats.py tests the trimmer's
+promises on a real trace.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +50,13 @@ def _corr(e: dict):
 def trim(doc, window_us: float, skip_us: float = 0.0):
     """The trimmed document (same shape as `doc`: a dict with traceEvents, or a bare list)."""
     events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
-    timed = [e for e in events if isinstance(e, dict) and e.get("ph") in ("X", "i", "I")
-             and isinstance(e.get("ts"), (int, float))]
+    timed = [
+        e
+        for e in events
+        if isinstance(e, dict)
+        and e.get("ph") in ("X", "i", "I")
+        and isinstance(e.get("ts"), (int, float))
+    ]
     gpu_ts = [e["ts"] for e in timed if e.get("cat") in GPU_CATS and e.get("ph") == "X"]
     t0 = min(gpu_ts) if gpu_ts else min((e["ts"] for e in timed), default=0)
     lo, hi = t0 + skip_us, t0 + skip_us + window_us
@@ -95,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--window-ms", type=float, required=True, help="length of the kept window [ms]")
-    ap.add_argument("--skip-ms", type=float, default=0.0, help="start of the window after the first GPU op [ms]")
+    ap.add_argument(
+        "--skip-ms", type=float, default=0.0, help="start of the window after the first GPU op [ms]"
+    )
     a = ap.parse_args(argv)
     with open(a.src, "rb") as f:
         doc = _load(f.read())

@@ -1,4 +1,5 @@
 """Shared setup of the dashboard tests: a store with real samples and two bench runs, and AppTest helpers."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,30 @@ BASIC = H200_KERNELS / "basic.ncu-rep.gz"
 
 
 def _rec(case, metric, value, unit, params=None, cv=0.004):
-    return {"case": case, "metric": metric, "value": value, "unit": unit, "params": params or {}, "cv": cv, "n": 20,
-            "source": "event timing", "notes": None, "flags": []}
+    return {
+        "case": case,
+        "metric": metric,
+        "value": value,
+        "unit": unit,
+        "params": params or {},
+        "cv": cv,
+        "n": 20,
+        "source": "event timing",
+        "notes": None,
+        "flags": [],
+    }
 
 
 def bench_doc(gpu: str, scale: float) -> bytes:
-    """A bench result document in the format collectors.bench.results reads (numbers are made up, scaled
-    per GPU, so the normalisation to each GPU's own peak is visible)."""
+    """A bench result document in the format collectors.bench.results reads (numbers are made up,
+    scaled per GPU, so the normalisation to each GPU's own peak is visible)."""
     doc = {
-        "kernelscope_bench": 1, "gpu": {"name": gpu, "uuid": f"GPU-{gpu}"}, "versions": {"driver": "580"},
-        "started": "2026-11-29T00:00:00Z", "finished": "2026-11-29T00:10:00Z", "failures": [],
+        "kernelscope_bench": 1,
+        "gpu": {"name": gpu, "uuid": f"GPU-{gpu}"},
+        "versions": {"driver": "580"},
+        "started": "2026-11-29T00:00:00Z",
+        "finished": "2026-11-29T00:10:00Z",
+        "failures": [],
         "ceilings": [
             _rec("ceiling", "dram_copy_bandwidth", 4.3e12 * scale, "B/s"),
             _rec("ceiling", "fp32_flop_rate", 60e12 * scale, "FLOP/s"),
@@ -42,13 +57,20 @@ def bench_doc(gpu: str, scale: float) -> bytes:
 def make_store(root: Path) -> dict[str, str]:
     """Ingest the samples (two ncu reports, two traces) and bench runs of two GPUs; returns name -> run id."""
     from collectors.store import Store
+
     s = Store(root)
     ids = {}
-    for key, p in [("basic", BASIC), ("full", FULL), ("m1_eager", H200_TORCH / "ffn_M1_eager.json.gz"),
-                   ("m1_graph", H200_TORCH / "ffn_M1_graph.json.gz")]:
+    for key, p in [
+        ("basic", BASIC),
+        ("full", FULL),
+        ("m1_eager", H200_TORCH / "ffn_M1_eager.json.gz"),
+        ("m1_graph", H200_TORCH / "ffn_M1_graph.json.gz"),
+    ]:
         ids[key] = s.ingest_path(p)[0].run_id
     ids["bench_h200"] = s.ingest_bytes(bench_doc("NVIDIA H200", 1.0), "bench_h200.json")[0].run_id
-    ids["bench_h100"] = s.ingest_bytes(bench_doc("NVIDIA H100 80GB HBM3", 0.7), "bench_h100.json")[0].run_id
+    ids["bench_h100"] = s.ingest_bytes(bench_doc("NVIDIA H100 80GB HBM3", 0.7), "bench_h100.json")[
+        0
+    ].run_id
     return ids
 
 
@@ -72,6 +94,7 @@ def vega_specs(at) -> list[dict]:
 def open_page(page: str | None, **params):
     """AppTest of the app, switched to views/<page>.py with query parameters, after one run."""
     from streamlit.testing.v1 import AppTest
+
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     if page:
@@ -87,8 +110,18 @@ def texts(at) -> str:
     parts = []
     for el in walk(at._tree):
         v = getattr(el, "value", None)
-        if el.type in ("markdown", "caption", "title", "subheader", "header", "info", "warning", "error",
-                       "success", "alert") and isinstance(v, str):
+        if el.type in (
+            "markdown",
+            "caption",
+            "title",
+            "subheader",
+            "header",
+            "info",
+            "warning",
+            "error",
+            "success",
+            "alert",
+        ) and isinstance(v, str):
             parts.append(v)
         body = getattr(getattr(el, "proto", None), "body", None)
         if isinstance(body, str) and el.type not in ("markdown",):
@@ -107,8 +140,8 @@ def table_data(at) -> list[dict]:
 
 
 def all_rows(at):
-    """Rerun the page with every long table sent whole (what its "Show all rows" button asks for; the keys are
-    render_streamlit's table-<name> and the Kernels page's kernels_table)."""
+    """Rerun the page with every long table sent whole (what its "Show all rows" button asks for;
+    the keys are render_streamlit's table-<name> and the Kernels page's kernels_table)."""
     parts = [t for t in table_data(at) if t.get("total", 0) > len(t["rows"])]
     for t in parts:
         at.session_state[f"table-{t['name']}:all"] = True
@@ -119,7 +152,10 @@ def all_rows(at):
 def frames(at) -> list:
     """The page's tables as polars frames of their raw values (columns named as the report's frame names them)."""
     import polars as pl
-    return [pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in table_data(at)]
+
+    return [
+        pl.DataFrame(t["raw"], strict=False) if t["raw"] else pl.DataFrame() for t in table_data(at)
+    ]
 
 
 def dataframes(at) -> list:
@@ -130,6 +166,7 @@ def dataframes(at) -> list:
 def shown(at, name: str):
     """The table `name` as shown: a pandas frame with the column headers and the formatted cells."""
     import pandas as pd
+
     t = next(t for t in table_data(at) if t.get("name") == name)
     return pd.DataFrame(t["rows"], columns=[c["header"] for c in t["columns"]])
 
@@ -158,14 +195,17 @@ def decode_timeline(payload: bytes) -> tuple[dict, dict]:
     import struct
 
     import numpy as np
+
     assert payload[:4] == b"KSTL"
     n = struct.unpack("<I", payload[4:8])[0]
-    head = json.loads(payload[8:8 + n])
-    body, off, arrays = payload[8 + n:], 0, {}
+    head = json.loads(payload[8 : 8 + n])
+    body, off, arrays = payload[8 + n :], 0, {}
     for name, dt, cnt in head["arrays"]:
         size = {"f8": 8, "i4": 4, "u1": 1}[dt]
         off += (-off) % size
-        arrays[name] = np.frombuffer(body, dtype={"f8": "<f8", "i4": "<i4", "u1": "u1"}[dt], count=cnt, offset=off)
+        arrays[name] = np.frombuffer(
+            body, dtype={"f8": "<f8", "i4": "<i4", "u1": "u1"}[dt], count=cnt, offset=off
+        )
         off += cnt * size
     return head, arrays
 
@@ -175,8 +215,8 @@ class Card:
 
     def __init__(self):
         self.label = self.value = self.help = ""
-        self.delta = None        # the change as shown, None when the card has none
-        self.direction = None    # "good" or "bad": the change's colour
+        self.delta = None  # the change as shown, None when the card has none
+        self.direction = None  # "good" or "bad": the change's colour
 
     def __repr__(self):
         return f"Card({self.label!r}: {self.value!r}, delta={self.delta!r})"
@@ -190,8 +230,8 @@ def parse_cards(html_text: str) -> list[Card]:
         def __init__(self):
             super().__init__(convert_charrefs=True)
             self.cards: list[Card] = []
-            self.field = None            # the card field whose text comes next
-            self.depth = 0               # element depth inside that field
+            self.field = None  # the card field whose text comes next
+            self.depth = 0  # element depth inside that field
 
         def handle_starttag(self, tag, attrs):
             cls = (dict(attrs).get("class") or "").split()
@@ -218,7 +258,9 @@ def parse_cards(html_text: str) -> list[Card]:
             if not self.field:
                 return
             c = self.cards[-1]
-            attr = {"ks-lt": "label", "ks-v": "value", "ks-d": "delta", "ks-tip": "help"}[self.field]
+            attr = {"ks-lt": "label", "ks-v": "value", "ks-d": "delta", "ks-tip": "help"}[
+                self.field
+            ]
             setattr(c, attr, (getattr(c, attr) or "") + data)
 
     p = P()

@@ -1,9 +1,11 @@
-"""Watching a folder tree for any access (Linux inotify through ctypes): the proof that a server read nothing there.
+"""Watching a folder tree for any access (Linux inotify through ctypes): the proof that a server
+read nothing there.
 
     with Watch(folder) as w:
         ...                      # requests to the server
     w.events()                   # [(path, mask names)] of every open / access / listing seen
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -49,7 +51,7 @@ class Watch:
             i = 0
             while i < len(buf):
                 wd, mask, _cookie, ln = struct.unpack_from("iIII", buf, i)
-                name = buf[i + 16:i + 16 + ln].split(b"\0", 1)[0].decode(errors="replace")
+                name = buf[i + 16 : i + 16 + ln].split(b"\0", 1)[0].decode(errors="replace")
                 i += 16 + ln
                 path = self.wd.get(wd, Path("?")) / name if name else self.wd.get(wd, Path("?"))
                 out.append((str(path), ",".join(v for k, v in _NAMES.items() if mask & k)))

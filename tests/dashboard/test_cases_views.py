@@ -1,4 +1,5 @@
 """The "Textbook cases" and "Claims" pages (dashboard/views/cases.py, claims.py) rebuilt from the URL."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,11 @@ def test_tiling_page_from_the_url():
     assert at.selectbox[0].value == "tiling.traffic"
     assert at.selectbox[1].value == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
     pr = predictions(at)
-    assert pr["traffic"] == "2328 MiB" and pr["smem_per_block"] == "44 KiB" and pr["blocks_by_smem"] == "2"
+    assert (
+        pr["traffic"] == "2328 MiB"
+        and pr["smem_per_block"] == "44 KiB"
+        and pr["blocks_by_smem"] == "2"
+    )
     specs = chart_specs(at)
     assert specs and "traffic vs square tile size" in json.dumps(specs[0])
     assert q(at, "case") == "tiling.traffic" and q(at, "n") == "128"
@@ -56,12 +61,14 @@ def test_gpu_in_the_url_changes_the_answer():
     assert predictions(at)["occupancy"] == "12.5 %"
     at = page(CASES, case="occupancy.sm")
     assert predictions(at)["occupancy"] == "25 %"
-    assert "gpu" not in at.query_params                     # the chapter's GPU is the default: not in the URL
+    # the chapter's GPU is the default: not in the URL
+    assert "gpu" not in at.query_params
 
 
 def test_widget_changes_are_written_back_to_the_url():
     at = page(CASES, case="tiling.traffic")
-    assert [n.label for n in at.number_input] == ["measured value"]   # the parameters: a table until "Edit parameters"
+    # the parameters: a table until "Edit parameters"
+    assert [n.label for n in at.number_input] == ["measured value"]
     params = next(d for d in dataframes(at) if "parameter" in d.columns)
     assert dict(zip(params["parameter"], params["value"]))["m"] == "64"
     at.toggle(key="case:edit").set_value(True).run()
@@ -69,13 +76,15 @@ def test_widget_changes_are_written_back_to_the_url():
     at.number_input(key="case:tiling.traffic:n:").set_value(128).run()
     assert q(at, "m") == "128" and q(at, "n") == "128"
     assert predictions(at)["traffic"] == "1560 MiB"
-    at.toggle(key="case:edit").set_value(False).run()          # the table shows the changed values, the URL keeps them
+    # the table shows the changed values, the URL keeps them
+    at.toggle(key="case:edit").set_value(False).run()
     params = next(d for d in dataframes(at) if "parameter" in d.columns)
     assert dict(zip(params["parameter"], params["value"]))["m"] == "128" and q(at, "m") == "128"
     assert predictions(at)["traffic"] == "1560 MiB"
     at.selectbox[0].set_value("dispatch.call_ratio").run()
     assert q(at, "case") == "dispatch.call_ratio"
-    assert "m" not in at.query_params and "n" not in at.query_params     # the old case's parameters are gone
+    # the old case's parameters are gone
+    assert "m" not in at.query_params and "n" not in at.query_params
     assert predictions(at)["new_mean"] == "12.5 µs"
 
 
@@ -93,7 +102,7 @@ def test_measurement_in_the_url_gets_a_verdict():
     table = next(d for d in dataframes(at) if "verdict" in d.columns)
     row = table[table["quantity"] == "unfused_time"].iloc[0]
     assert row["verdict"] == "differs-explained" and "L2 rate" in row["explanation"]
-    assert any("14.2 µs for 120 MiB" in m.value for m in at.markdown)           # the chapter check
+    assert any("14.2 µs for 120 MiB" in m.value for m in at.markdown)  # the chapter check
     at = page(CASES, case="fusion.activation_chain", meas="unfused_time:14.2:µs")
     table = next(d for d in dataframes(at) if "verdict" in d.columns)
     assert table[table["quantity"] == "unfused_time"].iloc[0]["verdict"] == "differs-unexplained"
@@ -115,7 +124,10 @@ def test_claims_page():
     at = page(CLAIMS)
     df = dataframes(at)[0]
     verdicts = dict(zip(df["id"], df["verdict"]))
-    assert verdicts["a10g.mma_sync_tflops"] == "above-peak" and verdicts["triton.a100_matmul_rate"] == "unit-error"
+    assert (
+        verdicts["a10g.mma_sync_tflops"] == "above-peak"
+        and verdicts["triton.a100_matmul_rate"] == "unit-error"
+    )
     at = page(CLAIMS, verdict="refuted", claim="bank.tile_width_rule")
     df = dataframes(at)[0]
     assert set(df["verdict"]) == {"refuted"}

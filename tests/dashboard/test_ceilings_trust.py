@@ -1,5 +1,7 @@
-"""Ceilings you can trust: a poisoned bench result changes no finding and no % of peak; what is rejected is shown with
-the reason; a run's ceilings can be pinned or excluded (kept in the store, used by the CLI and the pages alike)."""
+"""Ceilings you can trust: a poisoned bench result changes no finding and no % of peak; what is
+rejected is shown with the reason; a run's ceilings can be pinned or excluded (kept in the store,
+used by the CLI and the pages alike)."""
+
 from __future__ import annotations
 
 import gzip
@@ -19,7 +21,9 @@ def real_doc() -> dict:
     return json.loads(gzip.decompress(BENCH.read_bytes()))
 
 
-def poisoned(value: float, metric: str = "dram_copy_bandwidth", *, gpu: str | None = None, tag: str = "") -> bytes:
+def poisoned(
+    value: float, metric: str = "dram_copy_bandwidth", *, gpu: str | None = None, tag: str = ""
+) -> bytes:
     """The real H200 bench document with one ceiling replaced (a different artifact: a run of its own)."""
     doc = real_doc()
     for c in doc["ceilings"]:
@@ -34,12 +38,20 @@ def poisoned(value: float, metric: str = "dram_copy_bandwidth", *, gpu: str | No
 def snapshot(src, rid) -> list[tuple]:
     """Every finding and % of peak of the ncu run, as `analyze --format json` reports them."""
     from dashboard.cli.core import ncu_report
+
     rep = ncu_report(src.ncu(rid), "x")
-    keys = ("top_finding", "lost_ns", "dram_peak_fraction", "dram_measured_fraction", "tensor_peak_fraction")
+    keys = (
+        "top_finding",
+        "lost_ns",
+        "dram_peak_fraction",
+        "dram_measured_fraction",
+        "tensor_peak_fraction",
+    )
     kernels = rep["kernels"]
     kernels = kernels.to_dicts() if hasattr(kernels, "to_dicts") else kernels
     return [tuple(k.get(x) for x in keys) for k in kernels] + [
-        tuple(sorted((n, c["value"]) for n, c in rep["measured_ceilings"].items()))]
+        tuple(sorted((n, c["value"]) for n, c in rep["measured_ceilings"].items()))
+    ]
 
 
 POISONS = [
@@ -51,17 +63,22 @@ POISONS = [
     ("smem 9e14 B/s", dict(value=9e14, metric="smem_read_bandwidth")),
     ("launch 1 ns", dict(value=1e-9, metric="launch_back_to_back")),
     ("graph 50 ms", dict(value=0.05, metric="graph_node_replay")),
-    ("an H100's perfect copy, claimed by another model", dict(value=3.3e12, gpu="NVIDIA H100 80GB HBM3")),
+    (
+        "an H100's perfect copy, claimed by another model",
+        dict(value=3.3e12, gpu="NVIDIA H100 80GB HBM3"),
+    ),
 ]
 
 
 def test_a_poisoned_bench_result_changes_no_finding_or_percent_of_peak(store):
     from dashboard.source import Source
+
     src = Source(store)
     rid = src.ingest_path(H200_KERNELS / "full_raw.csv.gz")[0].run_id
     src.ingest_path(BENCH)
     base = snapshot(Source(store), rid)
-    assert any(v is not None for row in base[:-1] for v in row[3:4])        # the measured ceiling is in use
+    # the measured ceiling is in use
+    assert any(v is not None for row in base[:-1] for v in row[3:4])
     for label, kw in POISONS:
         src.ingest_bytes(poisoned(**kw), f"poisoned_{label.split()[0]}.json")
         again = Source(store)
@@ -72,18 +89,41 @@ def test_a_poisoned_bench_result_changes_no_finding_or_percent_of_peak(store):
     # the same for the trace analysis' launch floor
     trace = src.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")[0].run_id
     assert Source(store).trace(trace).summary.launch_floor_ns == pytest.approx(
-        C.launch_floor_ns(C.judge_ceilings(C.ceilings_frame(
-            Source(store).bench_runs()[-1].table("ceilings"), run_id="x", gpu_name="NVIDIA H200")), "NVIDIA H200"))
+        C.launch_floor_ns(
+            C.judge_ceilings(
+                C.ceilings_frame(
+                    Source(store).bench_runs()[-1].table("ceilings"),
+                    run_id="x",
+                    gpu_name="NVIDIA H200",
+                )
+            ),
+            "NVIDIA H200",
+        )
+    )
 
 
-@pytest.mark.parametrize("value,unit,resource,ok", [
-    (4.28e12, "B/s", "dram", True), (4.81e12, "B/s", "dram", True), (5.1e12, "B/s", "dram", False),
-    (2.0e11, "B/s", "dram", False), (1e30, "B/s", "dram", False), (-1.0, "B/s", "dram", False),
-    (float("nan"), "B/s", "dram", False), (3.2e13, "B/s", "smem", True), (3.6e13, "B/s", "smem", False),
-    (8.4e12, "B/s", "l2", True), (1e12, "B/s", "l2", False), (6.5e-6, "s", "launch", True),
-    (1e-9, "s", "launch", False), (5e-7, "s", "graph", True), (55e9, "B/s", "h2d", True),
-    (8e9, "B/s", "h2d", True), (70e9, "B/s", "h2d", False),
-])
+@pytest.mark.parametrize(
+    "value,unit,resource,ok",
+    [
+        (4.28e12, "B/s", "dram", True),
+        (4.81e12, "B/s", "dram", True),
+        (5.1e12, "B/s", "dram", False),
+        (2.0e11, "B/s", "dram", False),
+        (1e30, "B/s", "dram", False),
+        (-1.0, "B/s", "dram", False),
+        (float("nan"), "B/s", "dram", False),
+        (3.2e13, "B/s", "smem", True),
+        (3.6e13, "B/s", "smem", False),
+        (8.4e12, "B/s", "l2", True),
+        (1e12, "B/s", "l2", False),
+        (6.5e-6, "s", "launch", True),
+        (1e-9, "s", "launch", False),
+        (5e-7, "s", "graph", True),
+        (55e9, "B/s", "h2d", True),
+        (8e9, "B/s", "h2d", True),
+        (70e9, "B/s", "h2d", False),
+    ],
+)
 def test_plausibility_bounds_on_the_h200(value, unit, resource, ok):
     """Each bound flips: the H200's real measurements pass, a little above the datasheet or a broken value fails."""
     why = C.implausible(resource, unit, value, find_gpu("NVIDIA H200"))
@@ -94,6 +134,7 @@ def test_rejected_ceilings_are_on_the_gpus_page_with_the_reason(store):
     from dashboard.reports import build
     from dashboard.source import Source
     from dashboard.reports.blocks import Table
+
     src = Source(store)
     src.ingest_path(BENCH)
     src.ingest_bytes(poisoned(1e14), "poisoned.json")
@@ -109,31 +150,54 @@ def test_rejected_ceilings_are_on_the_gpus_page_with_the_reason(store):
 def test_pin_and_exclude_a_runs_ceilings(store, capsys):
     from dashboard.cli import main
     from dashboard.source import Source
+
     src = Source(store)
     a = src.ingest_path(BENCH)[0].run_id
-    b = src.ingest_bytes(poisoned(4.6e12, tag="b"), "b.json")[0].run_id       # plausible, higher: it wins
+    # plausible, higher: it wins
+    b = src.ingest_bytes(poisoned(4.6e12, tag="b"), "b.json")[0].run_id
     assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == 4.6e12
     assert main(["ceilings", "--pin", a, "--store", str(store.root), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["pinned"] == {"NVIDIA H200": a}
     assert {r["status"] for r in out["ceilings"] if r["run_id"] == b} == {"not pinned"}
-    assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == pytest.approx(4.283e12, rel=1e-3)
-    assert main(["ceilings", "--clear", a, "--exclude", b, "--store", str(store.root), "--format", "json"]) == 0
+    assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == pytest.approx(
+        4.283e12, rel=1e-3
+    )
+    assert (
+        main(
+            [
+                "ceilings",
+                "--clear",
+                a,
+                "--exclude",
+                b,
+                "--store",
+                str(store.root),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["excluded"] == [b] and out["pinned"] == {}
-    assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == pytest.approx(4.283e12, rel=1e-3)
+    assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == pytest.approx(
+        4.283e12, rel=1e-3
+    )
     assert main(["ceilings", "--clear", b, "--store", str(store.root)]) == 0
     assert Source(store).best_ceilings("NVIDIA H200")["dram"].value == 4.6e12
 
 
 def test_a_flagged_launch_is_shown_on_every_page_it_appears(store):
-    """DRAM bytes 1000x too high (a bogus unit row): the run is stored, and Kernels (table column and an error note),
-    the launch detail, Home's findings and Compare all say that launch is implausible; `analyze` prints FLAGGED."""
+    """DRAM bytes 1000x too high (a bogus unit row): the run is stored, and Kernels (table column
+    and an error note), the launch detail, Home's findings and Compare all say that launch is
+    implausible; `analyze` prints FLAGGED."""
     import csv
     import io
     from dashboard.reports import build
     from dashboard.reports.blocks import Table, Text
     from dashboard.source import Source
+
     raw = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).decode()
     rows = list(csv.reader(io.StringIO(raw)))
     c = rows[0].index("dram__bytes_read.sum")
@@ -147,10 +211,21 @@ def test_a_flagged_launch_is_shown_on_every_page_it_appears(store):
 
     def said(rep) -> str:
         texts = [b.md for b in rep.blocks if isinstance(b, Text)]
-        cells = [str(v) for b in rep.blocks if isinstance(b, Table) for col in ("flag", "implausible")
-                 if col in b.frame.columns for v in b.frame[col].drop_nulls().to_list()]
+        cells = [
+            str(v)
+            for b in rep.blocks
+            if isinstance(b, Table)
+            for col in ("flag", "implausible")
+            if col in b.frame.columns
+            for v in b.frame[col].drop_nulls().to_list()
+        ]
         return " ".join(texts + cells)
-    for page, params in (("kernels", {"run": bad}), ("kernels", {"run": bad, "kernel": "0"}), ("home", {}),
-                         ("compare", {"a": good, "b": bad})):
+
+    for page, params in (
+        ("kernels", {"run": bad}),
+        ("kernels", {"run": bad, "kernel": "0"}),
+        ("home", {}),
+        ("compare", {"a": good, "b": bad}),
+    ):
         assert "spec peak of 4,800 GB/s" in said(build(src, page, params)), page
     assert "spec peak" not in said(build(src, "kernels", {"run": good}))

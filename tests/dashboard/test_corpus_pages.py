@@ -1,5 +1,6 @@
-"""The dashboard with files of other vintages: the Upload page's GPU picker for files that do not name their GPU,
-and the warnings a run is stored with on the Runs, Kernels and Timeline pages."""
+"""The dashboard with files of other vintages: the Upload page's GPU picker for files that do not
+name their GPU, and the warnings a run is stored with on the Runs, Kernels and Timeline pages."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,6 +18,7 @@ CPU_ONLY = CORPUS / "hta" / "cpu_only_gloo_rank34_2024-07.pt.trace.json.gz"
 @pytest.fixture
 def root(tmp_path, monkeypatch):
     from dashboard import data
+
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "1")
@@ -37,12 +39,15 @@ def test_upload_with_the_gpu_picker(root):
     ok = [s.value for s in at.success]
     assert len(ok) == 1 and "new" in ok[0]
     run = Store(root).runs()[0]
-    assert run.manifest["gpu_override"] == "NVIDIA Tesla V100 PCIe 16GB" and run.meta["gpu_name"] == run.manifest[
-        "gpu_override"]
+    assert (
+        run.manifest["gpu_override"] == "NVIDIA Tesla V100 PCIe 16GB"
+        and run.meta["gpu_name"] == run.manifest["gpu_override"]
+    )
 
 
 def test_pages_show_how_the_gpu_was_identified_and_the_warnings(root):
     from dashboard.source import Source
+
     src = Source(Store(root))
     t4 = src.ingest_path(T4_CSV)[0]
     cpu = src.ingest_path(CPU_ONLY)[0]

@@ -1,6 +1,7 @@
-"""One declaration per quantity (analyzers.quantities): each Nsight Compute launch quantity's label and unit are the
-catalog's in the command line's table, the JSON's `units`, the Kernels page's columns (every column group) and the
-HTML export — on the bundled H200 report."""
+"""One declaration per quantity (analyzers.quantities): each Nsight Compute launch quantity's label
+and unit are the catalog's in the command line's table, the JSON's `units`, the Kernels page's
+columns (every column group) and the HTML export — on the bundled H200 report."""
+
 from __future__ import annotations
 
 import html as htm
@@ -22,12 +23,14 @@ def test_every_unit_is_the_unit_tables_and_the_scale_is_the_conversion():
         if q.text or not q.unit:
             continue
         assert convert(1.0, q.base_unit, q.unit) == pytest.approx(q.scale or 1.0), q.key
-    assert len({q.column for q in QUANTITIES}) == len(QUANTITIES)        # no two quantities share a page column
+    # no two quantities share a page column
+    assert len({q.column for q in QUANTITIES}) == len(QUANTITIES)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     from collectors.store import Store
+
     root = tmp_path_factory.mktemp("catalog") / "store"
     return root, Store(root).ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id
 
@@ -35,6 +38,7 @@ def store(tmp_path_factory):
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
     from dashboard import data
+
     monkeypatch.setenv("KERNELSCOPE_STORE", str(store[0]))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
     data.clear_caches()
@@ -44,6 +48,7 @@ def env(store, monkeypatch, tmp_path):
 
 def test_cli_table_and_json_units_come_from_the_catalog(env, capsys):
     from dashboard.cli import main
+
     root, run = env
     rep = _cli(capsys, "analyze", run, "--format", "json", "--store", str(root))
     assert rep["units"] == json_units()
@@ -52,11 +57,12 @@ def test_cli_table_and_json_units_come_from_the_catalog(env, capsys):
     header = capsys.readouterr().out.splitlines()
     line = next(ln for ln in header if ln.startswith("launch id  "))
     cells = [c for c in re.split(r"\s{2,}", line.strip()) if c]
-    assert cells[:len(CLI_KEYS)] == [BY_KEY[k].header for k in CLI_KEYS]
+    assert cells[: len(CLI_KEYS)] == [BY_KEY[k].header for k in CLI_KEYS]
 
 
 def test_page_and_export_headers_come_from_the_catalog(env):
     from dashboard.reports.kernels import COLUMN_GROUPS
+
     root, run = env
     seen = set()
     for group in COLUMN_GROUPS:
@@ -64,14 +70,19 @@ def test_page_and_export_headers_come_from_the_catalog(env):
         assert not at.exception
         cols = component_data(at, "kernelscope.table")["columns"]
         html = _export(root, f"kernels?run={run}&cols={group}&by=launch")
-        heads = [htm.unescape(re.sub(r"<[^>]+>", "", h)) for t in re.findall(r"<table>(.*?)</table>", html, re.S)
-                 for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)]
+        heads = [
+            htm.unescape(re.sub(r"<[^>]+>", "", h))
+            for t in re.findall(r"<table>(.*?)</table>", html, re.S)
+            for h in re.findall(r"<th[^>]*>(.*?)</th>", t, re.S)
+        ]
         for c in cols:
             q = BY_COLUMN.get(c["key"])
             if q is None:
-                continue                          # not a launch quantity (the textbook model's columns, a flag)
+                # not a launch quantity (the textbook model's columns, a flag)
+                continue
             assert c["header"] == q.header, (group, c["key"])
             assert q.header in heads, (group, q.header)
             seen.add(q.key)
     on_page = {q.key for q in QUANTITIES if q.on_page}
-    assert on_page - seen <= {"dram_measured_fraction"}   # shown only with a measured DRAM ceiling in the store
+    # shown only with a measured DRAM ceiling in the store
+    assert on_page - seen <= {"dram_measured_fraction"}

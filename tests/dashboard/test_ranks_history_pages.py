@@ -1,5 +1,7 @@
-"""The Ranks page (heat map ranks x iterations, straggler table) and the History page (a kernel over runs, ceilings
-over time, regressions) on real data: the CLI's JSON, the page and its offline export show the same numbers."""
+"""The Ranks page (heat map ranks x iterations, straggler table) and the History page (a kernel over
+runs, ceilings over time, regressions) on real data: the CLI's JSON, the page and its offline export
+show the same numbers."""
+
 from __future__ import annotations
 
 import gzip
@@ -17,9 +19,10 @@ DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """The 8-rank DLRM job as one run; the M=1 FFN trace stored three times as the same CI file, the last time 25 %
-    slower (a regression) ; the two H200 bench runs."""
+    """The 8-rank DLRM job as one run; the M=1 FFN trace stored three times as the same CI file, the
+    last time 25 % slower (a regression) ; the two H200 bench runs."""
     from collectors.store import Store
+
     root = tmp_path_factory.mktemp("ranks") / "store"
     s = Store(root)
     ids = {"job": s.ingest_path(DLRM)[0].run_id}
@@ -39,6 +42,7 @@ def store(tmp_path_factory):
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
     from dashboard import data
+
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
@@ -58,14 +62,23 @@ def test_ranks_page_cli_and_export_agree(env, capsys):
     assert not at.exception, at.exception
     strag = next(f for f in frames(at) if "straggler_rank" in f.columns).row(0, named=True)
     assert (strag["step"], strag["straggler_rank"], strag["cause"]) == (10, 7, "host/launch")
-    assert strag["job_ms"] == pytest.approx(it["job_ns"] / 1e6) and strag["late_ms"] == pytest.approx(it["lateness_ns"] / 1e6)
+    assert strag["job_ms"] == pytest.approx(it["job_ns"] / 1e6) and strag[
+        "late_ms"
+    ] == pytest.approx(it["lateness_ns"] / 1e6)
     ranks = next(f for f in frames(at) if "offset_us" in f.columns)
-    assert ranks["rank"].to_list() == list(range(8)) and ranks["straggler_count"].to_list() == [0] * 7 + [1]
+    assert ranks["rank"].to_list() == list(range(8)) and ranks["straggler_count"].to_list() == [
+        0
+    ] * 7 + [1]
     assert any("Iteration time per rank" in json.dumps(s) for s in vega_specs(at))
     from collectors.store import Store
     from dashboard.reports import build
     from dashboard.source import Source
-    heat = build(Source(Store(root)), "ranks", {"run": ids["job"]}).charts()["rank_heatmap"].chart.to_dict()
+
+    heat = (
+        build(Source(Store(root)), "ranks", {"run": ids["job"]})
+        .charts()["rank_heatmap"]
+        .chart.to_dict()
+    )
     cells = heat["datasets"][heat["data"]["name"]]
     assert len(cells) == 8 and {c["rank"] for c in cells if c["straggler"]} == {7}
     assert {c["rank"]: c["value"] for c in cells}[1] == pytest.approx(19.901)
@@ -81,6 +94,7 @@ def test_ranks_page_widgets_and_bad_links(env):
     from collectors.store import Store
     from dashboard.reports import build
     from dashboard.source import Source
+
     root, ids = env
     at = open_page("ranks", run=ids["job"], metric="nonsense")
     assert not at.exception and "No metric" in texts(at)
@@ -98,24 +112,36 @@ def test_ranks_page_widgets_and_bad_links(env):
 
 def test_history_page_cli_and_export_agree(env, capsys):
     root, ids = env
-    cli = _cli(capsys, "query", "regressions", "--format", "json", "--store", str(root))["regressions"]
-    assert {r["run_id"] for r in cli} == {ids["ci2"]}                   # +25 %, not the +0.5 % before it
+    cli = _cli(capsys, "query", "regressions", "--format", "json", "--store", str(root))[
+        "regressions"
+    ]
+    # +25 %, not the +0.5 % before it
+    assert {r["run_id"] for r in cli} == {ids["ci2"]}
     assert all(r["previous_run_id"] == ids["ci1"] for r in cli)
-    assert [r["change_pct"] for r in cli] == pytest.approx([100 * (1.25 / 1.005 - 1)] * 2, abs=0.01)   # 2 nvjet kernels
-    kern = _cli(capsys, "query", "kernel", "nvjet_sm90_tst_64x8", "--format", "json", "--store", str(root))["kernels"]
+    # 2 nvjet kernels
+    assert [r["change_pct"] for r in cli] == pytest.approx([100 * (1.25 / 1.005 - 1)] * 2, abs=0.01)
+    kern = _cli(
+        capsys, "query", "kernel", "nvjet_sm90_tst_64x8", "--format", "json", "--store", str(root)
+    )["kernels"]
     assert [k["run_id"] for k in kern] == [ids["ci0"], ids["ci1"], ids["ci2"]]
 
     at = open_page("history", kernel="nvjet_sm90_tst_64x8")
     assert not at.exception, at.exception
     page_k = next(f for f in frames(at) if "median_us" in f.columns)
-    assert sorted(page_k["median_us"].to_list()) == pytest.approx(sorted(k["median_ns"] / 1e3 for k in kern))
+    assert sorted(page_k["median_us"].to_list()) == pytest.approx(
+        sorted(k["median_ns"] / 1e3 for k in kern)
+    )
     reg = next(f for f in frames(at) if "after_us" in f.columns)
     assert set(reg["run_id"]) == {ids["ci2"]} and reg.height == len(cli)
     ceil = next(f for f in frames(at) if "resource" in f.columns)
-    assert set(ceil.filter(ceil["resource"] == "dram")["gpu"]) == {"NVIDIA H200 · GPU-1c9a41d8", "NVIDIA H200 · GPU-259bb68d"}
+    assert set(ceil.filter(ceil["resource"] == "dram")["gpu"]) == {
+        "NVIDIA H200 · GPU-1c9a41d8",
+        "NVIDIA H200 · GPU-259bb68d",
+    }
     assert any("over time" in json.dumps(s) for s in vega_specs(at))
 
     html = _export(root, "history?kernel=nvjet_sm90_tst_64x8&noise=30")
-    assert "No kernel is slower than in the previous run" in html      # +25 % is inside a 30 % floor
+    # +25 % is inside a 30 % floor
+    assert "No kernel is slower than in the previous run" in html
     with pytest.raises(ParameterError):
         _export(root, "history?noise=-1")

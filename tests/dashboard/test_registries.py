@@ -1,6 +1,8 @@
-"""A new format and a new page through their registries alone (collectors.formats, dashboard.pages): one
-`register` call each, nothing else edited, and the file is recognised, parsed, checked, stored, listed and
-exported, and the page is served by the app and opened by a link to a run of the new kind."""
+"""A new format and a new page through their registries alone (collectors.formats, dashboard.pages):
+one `register` call each, nothing else edited, and the file is recognised, parsed, checked, stored,
+listed and exported, and the page is served by the app and opened by a link to a run of the new
+kind."""
+
 from __future__ import annotations
 
 import gzip
@@ -19,14 +21,35 @@ WIDGETS = fake_plugin.MAGIC + b"120\n80\n1000\n"
 
 @pytest.fixture
 def registered(monkeypatch, tmp_path):
-    monkeypatch.setitem(formats.FORMATS, "widgets", formats.Format(
-        "widgets", "widget profiler", "tests.support.fake_plugin:parse", 1, "widgets",
-        check="tests.support.fake_plugin:check", by_content=fake_plugin.sniff, content_order=5))
+    monkeypatch.setitem(
+        formats.FORMATS,
+        "widgets",
+        formats.Format(
+            "widgets",
+            "widget profiler",
+            "tests.support.fake_plugin:parse",
+            1,
+            "widgets",
+            check="tests.support.fake_plugin:check",
+            by_content=fake_plugin.sniff,
+            content_order=5,
+        ),
+    )
     view = tmp_path / "widgets_view.py"
     view.write_text(fake_plugin.VIEW)
-    monkeypatch.setitem(pages.PAGES, "widgets", pages.Page(
-        "widgets", "Widgets", "Analyse", str(view), ":material/widgets:", "tests.support.fake_plugin",
-        run_kinds=("widgets",)))
+    monkeypatch.setitem(
+        pages.PAGES,
+        "widgets",
+        pages.Page(
+            "widgets",
+            "Widgets",
+            "Analyse",
+            str(view),
+            ":material/widgets:",
+            "tests.support.fake_plugin",
+            run_kinds=("widgets",),
+        ),
+    )
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_LOAD_SAMPLES", "0")
     return view
@@ -36,10 +59,19 @@ def test_a_registered_format_is_recognised_parsed_checked_and_stored(registered,
     from collectors.ingest import parse_bytes
     from collectors.schema import ITEM_LABELS, KINDS, TABLE_VERSIONS
     from collectors.store import Store
+
     parsed = parse_bytes(gzip.compress(WIDGETS), "run.wdg.gz")
     assert parsed.kind == "widgets" and parsed.table("widgets")["duration_ns"].sum() == 1200
-    assert "widgets" in KINDS and TABLE_VERSIONS["widgets"] == 1 and ITEM_LABELS["widgets"] == "widgets"
-    with pytest.raises(ArtifactError, match=r"bad\.wdg: widgets: duration_ns -5 of widget 1 is negative"):
+    assert (
+        "widgets" in KINDS
+        and TABLE_VERSIONS["widgets"] == 1
+        and ITEM_LABELS["widgets"] == "widgets"
+    )
+    with pytest.raises(
+        ArtifactError,
+        match=r"bad\.wdg: widgets: duration_ns -5 of widget 1 is "
+        r"negative",
+    ):
         parse_bytes(fake_plugin.MAGIC + b"3\n-5\n", "bad.wdg")
     store = Store(tmp_path / "store")
     run, new = store.ingest_bytes(WIDGETS, "run.wdg")
@@ -52,10 +84,12 @@ def test_a_registered_page_is_exported_and_opened_for_its_kind(registered, tmp_p
     from collectors.store import Store
     from dashboard.reports import build_target, export_html
     from dashboard.source import Source
+
     store = Store(tmp_path / "store")
     run, _ = store.ingest_bytes(WIDGETS, "run.wdg")
     src = Source(store)
-    rep, shown, _ = build_target(src, run.run_id)                 # a run id opens the page of its kind
+    # a run id opens the page of its kind
+    rep, shown, _ = build_target(src, run.run_id)
     assert shown == f"widgets?run={run.run_id}" and rep.title == "Widgets"
     assert "3 widgets, 1,200 ns in all" in export_html(src, f"/widgets?run={run.run_id}")
 
@@ -64,6 +98,7 @@ def test_a_registered_page_is_served_by_the_app(registered, tmp_path):
     from streamlit.testing.v1 import AppTest
 
     from collectors.store import Store
+
     run, _ = Store(tmp_path / "store").ingest_bytes(WIDGETS, "run.wdg")
     at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
     at.run()

@@ -1,6 +1,8 @@
-"""Each number computed once: the CLI (JSON), the Streamlit page and the offline HTML export show the same value
-for DRAM bandwidth and % of peak, bank-conflict degree, the biggest finding, launch-delay median / p90, idle
-fraction and the best measured ceiling per GPU — on the real H200 samples and the recorded H200 bench run."""
+"""Each number computed once: the CLI (JSON), the Streamlit page and the offline HTML export show
+the same value for DRAM bandwidth and % of peak, bank-conflict degree, the biggest finding,
+launch-delay median / p90, idle fraction and the best measured ceiling per GPU — on the real H200
+samples and the recorded H200 bench run."""
+
 from __future__ import annotations
 
 
@@ -17,17 +19,21 @@ BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     from collectors.store import Store
+
     root = tmp_path_factory.mktemp("single") / "store"
     s = Store(root)
-    ids = {"ncu": s.ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id,
-           "trace": s.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")[0].run_id,
-           "bench": s.ingest_path(BENCH)[0].run_id}
+    ids = {
+        "ncu": s.ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id,
+        "trace": s.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")[0].run_id,
+        "bench": s.ingest_path(BENCH)[0].run_id,
+    }
     return root, ids
 
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
     from dashboard import data
+
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
@@ -38,20 +44,28 @@ def env(store, monkeypatch, tmp_path):
 
 
 def test_kernel_quantities_cli_page_export(env, capsys):
-    """DRAM bandwidth, its % of the spec peak, the bank-conflict degree and the biggest finding with its
-    estimated loss: analyzers.ncu_run computes them; the three surfaces show that value."""
+    """DRAM bandwidth, its % of the spec peak, the bank-conflict degree and the biggest finding with
+    its estimated loss: analyzers.ncu_run computes them; the three surfaces show that value."""
     from dashboard.reports.kernels import KERNEL_COLS
+
     root, ids = env
     rep = _cli(capsys, "analyze", ids["ncu"], "--format", "json", "--store", str(root))
     cli = {k["id"]: k for k in rep["kernels"]}
-    assert rep["measured_ceilings"]["dram"]["value"] > 4e12          # the bench run's copy ceiling is used
+    # the bench run's copy ceiling is used
+    assert rep["measured_ceilings"]["dram"]["value"] > 4e12
 
-    pairs = {"memory": [("dram_bandwidth_gbps", "dram_gbps", 1), ("dram_peak_fraction", "dram_pct_spec", 100),
-                        ("dram_measured_fraction", "dram_pct_measured", 100)],
-             "shared": [("smem_conflict_degree", "smem_conflict_degree", 1)],
-             "summary": [("lost_ns", "lost_us", 1e-3), ("top_finding", "top_finding", None)]}
+    pairs = {
+        "memory": [
+            ("dram_bandwidth_gbps", "dram_gbps", 1),
+            ("dram_peak_fraction", "dram_pct_spec", 100),
+            ("dram_measured_fraction", "dram_pct_measured", 100),
+        ],
+        "shared": [("smem_conflict_degree", "smem_conflict_degree", 1)],
+        "summary": [("lost_ns", "lost_us", 1e-3), ("top_finding", "top_finding", None)],
+    }
     for group, keys in pairs.items():
-        # the page's table (the interactive table component) and the export show the same cells, one column group
+        # the page's table (the interactive table component) and the export show the same cells, one
+        # column group
         at = open_page("kernels", run=ids["ncu"], cols=group, by="launch")
         assert not at.exception
         t = component_data(at, "kernelscope.table")
@@ -86,19 +100,23 @@ def test_timeline_quantities_cli_page_export(env, capsys):
     assert summary["idle_pct"] == pytest.approx(dev["gpu_idle_fraction"] * 100, rel=1e-5)
     assert stats["median_us"] == pytest.approx(dev["launch_delay_median_us"], abs=5e-4)
     assert stats["p90_us"] == pytest.approx(dev["launch_delay_p90_us"], abs=5e-4)
-    assert dev["launch_delay_median_us"] == pytest.approx(572.043) and dev["gpu_idle_fraction"] == pytest.approx(
-        1 - 2_076_915 / 2_223_415, rel=1e-5)
+    assert dev["launch_delay_median_us"] == pytest.approx(572.043) and dev[
+        "gpu_idle_fraction"
+    ] == pytest.approx(1 - 2_076_915 / 2_223_415, rel=1e-5)
 
     html = _export(root, f"timeline?run={ids['trace']}")
     row = _html_rows(html, ["rank", "device", "launch-bound?"])[0]
     assert row[7] == f"{dev['gpu_idle_fraction'] * 100:.1f}"
     srow = _html_rows(html, ["rank", "device", "kernels with launch call"])[0]
-    assert srow[3] == f"{dev['launch_delay_median_us']:,.2f}" and srow[4] == f"{dev['launch_delay_p90_us']:,.2f}"
+    assert (
+        srow[3] == f"{dev['launch_delay_median_us']:,.2f}"
+        and srow[4] == f"{dev['launch_delay_p90_us']:,.2f}"
+    )
 
 
 def test_best_measured_ceiling_cli_page_export(env, capsys):
-    """The best measured DRAM copy ceiling of the H200 (analyzers.ceilings.best_ceilings) on `gpus`, the GPUs page
-    and its export."""
+    """The best measured DRAM copy ceiling of the H200 (analyzers.ceilings.best_ceilings) on `gpus`,
+    the GPUs page and its export."""
     root, ids = env
     rep = _cli(capsys, "gpus", "--format", "json", "--store", str(root))
     h200 = next(g for g in rep["gpus"] if g["name"] == "NVIDIA H200")
@@ -108,7 +126,9 @@ def test_best_measured_ceiling_cli_page_export(env, capsys):
     at = open_page("gpus")
     assert not at.exception
     gpus = next(f for f in frames(at) if "dram_measured_gbps" in f.columns)
-    assert gpus.filter(gpus["gpu"] == "NVIDIA H200")["dram_measured_gbps"][0] == pytest.approx(best / 1e9)
+    assert gpus.filter(gpus["gpu"] == "NVIDIA H200")["dram_measured_gbps"][0] == pytest.approx(
+        best / 1e9
+    )
 
     html = _export(root, "gpus")
     row = next(r for r in _html_rows(html, ["GPU", "CC", "SMs"]) if r[0] == "NVIDIA H200")

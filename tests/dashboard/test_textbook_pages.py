@@ -1,13 +1,14 @@
-"""Issue 44 on the pages and the command line: the compiled decode's Nsight Compute report (H100, one token) with
-the trace of the same program and the H100's bench ceilings in the store.
+"""Issue 44 on the pages and the command line: the compiled decode's Nsight Compute report (H100,
+one token) with the trace of the same program and the H100's bench ceilings in the store.
 
-- Kernels: the first screen says how far the run is from the textbook (the card and the sentence); the table has
-  the model's verdict and the time to win, sorted by it; the "Against the textbook" section lists the work with
-  the most to win (one row per kind of work); the launch detail gives the model's terms and how each parameter
-  was inferred from the trace's shapes.
-- `kernelscope analyze REPORT --trace TRACE --format json` carries the same models (one computation: the page's
-  sentence is the JSON's).
+- Kernels: the first screen says how far the run is from the textbook (the card and the sentence);
+  the table has the model's verdict and the time to win, sorted by it; the "Against the textbook"
+  section lists the work with the most to win (one row per kind of work); the launch detail gives
+  the model's terms and how each parameter was inferred from the trace's shapes.
+- `kernelscope analyze REPORT --trace TRACE --format json` carries the same models (one computation:
+  the page's sentence is the JSON's).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,7 @@ TRACE = LLM / "h100_schedule" / "decode_compile.json.gz"
 def store(tmp_path_factory):
     pytest.importorskip("ncu_report")
     from collectors.store import Store
+
     root = tmp_path_factory.mktemp("tb") / "store"
     s = Store(root)
     s.ingest_path(BENCH)
@@ -37,6 +39,7 @@ def store(tmp_path_factory):
 @pytest.fixture
 def ids(store, monkeypatch, tmp_path):
     from dashboard import data
+
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
@@ -51,8 +54,14 @@ def test_kernels_page_judges_every_kernel_against_the_textbook(ids):
     t = texts(at)
     c = {m.label: m.value for m in page_cards(at)}
     assert c["to win vs the textbook"].endswith("µs") and c["with a prediction"] == "100%"
-    assert "Against the textbook: 100% of the profiled kernel time carries the chapter's prediction" in t
-    assert "with the shapes from the joined trace" in t and "most in attention (B1 H16 Lq1 Lk256 d128" in t
+    assert (
+        "Against the textbook: 100% of the profiled kernel time carries the chapter's prediction"
+        in t
+    )
+    assert (
+        "with the shapes from the joined trace" in t
+        and "most in attention (B1 H16 Lq1 Lk256 d128" in t
+    )
     table = component_data(at, "kernelscope.table")
     keys = [col["key"] for col in table["columns"]]
     assert table["sort"] == "win_us" and "model_verdict" in keys and "win_us" in keys
@@ -66,7 +75,10 @@ def test_kernels_page_judges_every_kernel_against_the_textbook(ids):
 def test_launch_detail_gives_the_terms_and_how(ids):
     at = open_page("kernels", run=ids["ncu"], kernel="119", by="launch")
     t = texts(at)
-    assert "The textbook's model" in t and "**matrix multiply** (`tiling.traffic`), launched by `aten::mm`" in t
+    assert (
+        "The textbook's model" in t
+        and "**matrix multiply** (`tiling.traffic`), launched by `aten::mm`" in t
+    )
     assert "M1 N32000 K2048, 2 B" in t and "aten::mm on [1, 2048] × [2048, 32000]" in t
     assert "Terms: n·t0" in t and "Traffic: DRAM" in t and "at the minimum" in t
 
@@ -76,6 +88,7 @@ def test_analyze_json_carries_the_same_models(store, ids):
     from typer.testing import CliRunner
 
     from dashboard.cli import app_for
+
     root = str(store[0])
     argv = ["analyze", ids["ncu"], "--trace", ids["trace"], "--format", "json", "--store", root]
     r = CliRunner().invoke(app_for(argv), argv)
@@ -87,8 +100,15 @@ def test_analyze_json_carries_the_same_models(store, ids):
     assert (first["params"]["M"], first["params"]["N"], first["params"]["K"]) == (1, 32000, 2048)
     assert first["how"]["M, N, K"].startswith("aten::mm on [1, 2048] × [2048, 32000]")
     k = {x["id"]: x for x in d["kernels"]}[119]
-    assert k["model_class"] == "matrix multiply" and k["model_verdict"] in ("agrees", "slower than the model")
+    assert k["model_class"] == "matrix multiply" and k["model_verdict"] in (
+        "agrees",
+        "slower than the model",
+    )
     # without a trace: classes from the counters, nothing from shapes, said
     argv = ["analyze", ids["ncu"], "--format", "json", "--store", root]
     d2 = json.loads(CliRunner().invoke(app_for(argv), argv).stdout)["models"]
-    assert d2["shapes_ns"] == 0 and d2["coverage"] == pytest.approx(1.0) and "no trace" in d2["notes"][0]
+    assert (
+        d2["shapes_ns"] == 0
+        and d2["coverage"] == pytest.approx(1.0)
+        and "no trace" in d2["notes"][0]
+    )

@@ -1,4 +1,5 @@
 """The Timeline dashboard page, driven headless with streamlit's AppTest."""
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,11 @@ def _page(run_id: str, **params) -> AppTest:
 
 
 def _texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader]
+    parts = (
+        [m.value for m in at.markdown]
+        + [c.value for c in at.caption]
+        + [s.value for s in at.subheader]
+    )
     return "\n".join(str(p) for p in parts)
 
 
@@ -35,33 +40,45 @@ def test_page_rebuilds_from_the_url(store):
     assert at.selectbox[0].value == run.run_id
     text = _texts(at)
     assert "NVIDIA H200" in text and "Run time **2.302 ms**" in text and "epoch" not in text
-    assert not re.search(r"\b\d{13,}\b", text)                 # times relative to the trace, no raw epoch ns
-    assert "**GPU-bound**" in " ".join(s.value for s in at.success)            # where the time goes, with evidence
+    # times relative to the trace, no raw epoch ns
+    assert not re.search(r"\b\d{13,}\b", text)
+    # where the time goes, with evidence
+    assert "**GPU-bound**" in " ".join(s.value for s in at.success)
     assert "ui.perfetto.dev" in text and str(run.artifact_path) in text
     assert "Click an event on the timeline" in text
     summary = dataframes(at)[0]
-    assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == ["not launch-bound"]
+    assert summary["kernel_count"].to_list() == [25] and summary["verdict"].to_list() == [
+        "not launch-bound"
+    ]
     # one section at a time below the timeline, each from the URL
     text = _texts(_page(run.run_id, show="delays"))
-    assert "Launch delay" in text and "longest delay first" in text          # the delays over 100 µs are named
+    # the delays over 100 µs are named
+    assert "Launch delay" in text and "longest delay first" in text
     assert "GPU idle gaps per stream" in _texts(_page(run.run_id, show="idle"))
     at = _page(run.run_id, kernel="nvjet", speedup="2", show="whatif")
     assert at.text_input[0].value == "nvjet" and at.number_input[0].value == 2.0
     metrics = {m.label: m.value for m in cards(at)}
-    assert {k: metrics[k] for k in ("measured run time", "what-if (trace dependencies)", "Amdahl")} == {
-        "measured run time": "2.302 ms", "what-if (trace dependencies)": "1.417 ms", "Amdahl": "1.345 ms"}
-    assert metrics["time per step"] == "422 µs"             # the steps come first (the story, issue 36)
+    assert {
+        k: metrics[k] for k in ("measured run time", "what-if (trace dependencies)", "Amdahl")
+    } == {
+        "measured run time": "2.302 ms",
+        "what-if (trace dependencies)": "1.417 ms",
+        "Amdahl": "1.345 ms",
+    }
+    assert metrics["time per step"] == "422 µs"  # the steps come first (the story, issue 36)
 
 
 def test_widget_changes_go_back_to_the_url(store):
     run, _ = store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
     at = _page(run.run_id, show="whatif")
-    assert at.query_params["kernel"] == "add_kernel"            # defaults written back
+    assert at.query_params["kernel"] == "add_kernel"  # defaults written back
     at.text_input[0].set_value("add").run()
     at.number_input[0].set_value(4.0).run()
     assert at.query_params["kernel"] == "add" and at.query_params["speedup"] == "4"
     metrics = {m.label: m.value for m in cards(at)}
-    assert metrics["what-if (trace dependencies)"] == metrics["measured run time"] == "7.504 ms"  # launch-bound
+    assert (
+        metrics["what-if (trace dependencies)"] == metrics["measured run time"] == "7.504 ms"
+    )  # launch-bound
     # nothing changes: no red arrow for a change of 0.000 ms
     assert next(m for m in cards(at) if m.label.startswith("what-if")).delta is None
     assert "**launch-bound**" in " ".join(w.value for w in at.warning)
@@ -88,8 +105,8 @@ def test_page_with_two_devices(store):
 
 
 def test_graph_trace_page_says_steps_and_replays_not_launch_delays(store):
-    """Issue 36: a CUDA-graph replay trace shows its time per step, launch calls per step and integrity first; no
-    graph kernel is given a launch delay or called launch-bound."""
+    """Issue 36: a CUDA-graph replay trace shows its time per step, launch calls per step and
+    integrity first; no graph kernel is given a launch delay or called launch-bound."""
     run, _ = store.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
     at = _page(run.run_id)
     assert not at.exception

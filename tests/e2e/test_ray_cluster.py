@@ -1,8 +1,10 @@
-"""On a real local Ray cluster (`ray start --head` on 127.0.0.1 plus a second node, each declaring GPUs; no GPU
-needed): multi-rank analysis with --ray gives the numbers of the process pool; `kernelscope bench --ray` runs one
-suite task per declared GPU (the suite's CPU cases on these GPU-less nodes), streams progress and stores one run
-per GPU; a node killed mid-suite is reported as lost, the cases it finished are stored as a partial run, and the
-other GPUs' runs are kept. Skipped where Ray is not installed (./ks and CI install it)."""
+"""On a real local Ray cluster (`ray start --head` on 127.0.0.1 plus a second node, each declaring
+GPUs; no GPU needed): multi-rank analysis with --ray gives the numbers of the process pool;
+`kernelscope bench --ray` runs one suite task per declared GPU (the suite's CPU cases on these
+GPU-less nodes), streams progress and stores one run per GPU; a node killed mid-suite is reported as
+lost, the cases it finished are stored as a partial run, and the other GPUs' runs are kept. Skipped
+where Ray is not installed (./ks and CI install it)."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +18,9 @@ import pytest
 
 from tests.ray_helpers import ray_available, ray_cluster
 
-pytestmark = pytest.mark.skipif(not ray_available(), reason="Ray is not installed (pip install 'kernelscope[ray]')")
+pytestmark = pytest.mark.skipif(
+    not ray_available(), reason="Ray is not installed (pip install 'kernelscope[ray]')"
+)
 REPO = Path(__file__).resolve().parents[2]
 DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 KS = [sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())"]
@@ -36,7 +40,9 @@ def _numbers(rep: dict) -> dict:
     """The analysis, without how it ran (executor, worker times and memory)."""
     rep = dict(rep)
     rep.pop("execution")
-    rep["ranks"] = [{k: v for k, v in r.items() if not k.startswith("worker_")} for r in rep["ranks"]]
+    rep["ranks"] = [
+        {k: v for k, v in r.items() if not k.startswith("worker_")} for r in rep["ranks"]
+    ]
     return rep
 
 
@@ -57,8 +63,9 @@ def test_no_cluster_at_the_address_is_one_line_and_exit_1(tmp_path):
     r = ks("analyze", str(DLRM), "--ray", "127.0.0.1:9", "--store", str(tmp_path / "s"), timeout=60)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        "kernelscope: no Ray cluster at 127.0.0.1:9 (127.0.0.1:9 does not answer); start one with `ray start "
-        "--head` or give --ray HOST:PORT"]
+        "kernelscope: no Ray cluster at 127.0.0.1:9 (127.0.0.1:9 does not answer); start one with "
+        "`ray start --head` or give --ray HOST:PORT"
+    ]
 
 
 def test_fleet_bench_runs_one_task_per_declared_gpu_and_streams_progress(cluster, tmp_path):
@@ -66,33 +73,42 @@ def test_fleet_bench_runs_one_task_per_declared_gpu_and_streams_progress(cluster
     r = ks("bench", "--ray", address, "--quick", "--store", str(tmp_path / "s"))
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    assert sum(": started on " in x for x in lines) == 3          # 1 GPU on the head, 2 on the worker node
+    # 1 GPU on the head, 2 on the worker node
+    assert sum(": started on " in x for x in lines) == 3
     assert sum("(2/2) fp.non_associativity: ok" in x for x in lines) == 3
     assert "fleet: 3 of 3 GPUs finished" in lines
     from collectors.store import Store
+
     runs = Store(tmp_path / "s").runs()
     assert len(runs) == 3 and {r.kind for r in runs} == {"bench"}
-    slots = sorted((r.meta["options"]["fleet"]["node_gpus"], r.meta["options"]["fleet"]["slot"]) for r in runs)
+    slots = sorted(
+        (r.meta["options"]["fleet"]["node_gpus"], r.meta["options"]["fleet"]["slot"]) for r in runs
+    )
     assert slots == [(1, 0), (2, 0), (2, 1)]
     assert all(r.meta["result_count"] == 62 and not r.meta["partial"] for r in runs)
-    # the per-case progress came while the suite ran: case lines before the result line of the same GPU
+    # the per-case progress came while the suite ran: case lines before the result line of the same
+    # GPU
     for key in {x.split(": ")[0] for x in lines if ": started on " in x}:
         own = [i for i, x in enumerate(lines) if x.startswith(key + ":")]
         assert "(1/2)" in lines[own[1]] and "results, run" in lines[own[-1]]
 
 
 def test_a_node_killed_mid_suite_is_a_partial_run_and_the_other_gpus_are_kept(cluster, tmp_path):
-    """Runs last in this module: it kills the worker node (SIGKILL to its whole process group) as soon as one of
-    its GPUs reports a finished case. That GPU's reported cases are stored as a partial run (or its whole run, if
-    it returned first), the node's other GPU (waiting for the node's GPUs) is lost, the head's GPU is kept."""
+    """Runs last in this module: it kills the worker node (SIGKILL to its whole process group) as
+    soon as one of its GPUs reports a finished case. That GPU's reported cases are stored as a
+    partial run (or its whole run, if it returned first), the node's other GPU (waiting for the
+    node's GPUs) is lost, the head's GPU is kept."""
     import ray
 
     from collectors.store import Store
     from dashboard.cli.bench import _store_doc
     from dashboard.fleet import fleet_bench
+
     address, _, workers = cluster
     ray.init(address=address, log_to_driver=False)
-    worker_id = next(n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU") == 2)
+    worker_id = next(
+        n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("GPU") == 2
+    )
     ray.shutdown()
     killed = threading.Event()
 
@@ -114,9 +130,11 @@ def test_a_node_killed_mid_suite_is_a_partial_run_and_the_other_gpus_are_kept(cl
     runs = {rid: st.get(rid) for rid in ids}
     partial = [r for r in runs.values() if r.meta["partial"]]
     complete = [r for r in runs.values() if not r.meta["partial"]]
-    assert len(complete) == len(results) - len(lost)          # every finished GPU is stored whole
-    running = [r for r in lost if r.doc is not None]        # the GPU whose suite was running when the node went
-    assert len(running) <= 1 and len(partial) == len(running)  # (the other waited for the node's GPUs: no result)
+    assert len(complete) == len(results) - len(lost)  # every finished GPU is stored whole
+    # the GPU whose suite was running when the node went
+    running = [r for r in lost if r.doc is not None]
+    # (the other waited for the node's GPUs: no result)
+    assert len(running) <= 1 and len(partial) == len(running)
     for p in partial:
         assert p.meta["cases"] and p.meta["finished"] is None
         assert p.meta["result_count"] == sum(c["records"] for c in p.meta["cases"].values())

@@ -1,17 +1,20 @@
-"""Every page on the project's recorded real workloads, in headless Chromium at 1,440 × 900 and 900 × 900, as a user
-sees it (issue 37): the LLM decode (eager, CUDA graph, torch.compile), the training step and the two-stream program
-traced on an H100 (sample_traces/llm_workloads/h100), Nsight Compute's report of one token of the compiled decode,
-the H200 training step's report, and the microbenchmark runs.
+"""Every page on the project's recorded real workloads, in headless Chromium at 1,440 × 900 and 900
+× 900, as a user sees it (issue 37): the LLM decode (eager, CUDA graph, torch.compile), the training
+step and the two-stream program traced on an H100 (sample_traces/llm_workloads/h100), Nsight
+Compute's report of one token of the compiled decode, the H200 training step's report, and the
+microbenchmark runs.
 
 For each page and width:
-- no table cell breaks a word across lines (names stay on one line, shortened with an ellipsis; sentences wrap at
-  spaces);
+- no table cell breaks a word across lines (names stay on one line, shortened with an ellipsis;
+  sentences wrap at spaces);
 - every table shows at least 8 rows, or all of them;
-- no metric card and no table is clipped (scrollWidth ≤ clientWidth), and the page does not overflow sideways;
-- the run pages' summary is inside the first viewport: the Timeline's verdict and time per step, the Kernels page's
-  kernel time and what can be won, Home's story of the newest traces, and (issue 38) the GPU × GPU summary with the
-  DRAM ratio on the Compare page of the H100 and H200 bench runs.
+- no metric card and no table is clipped (scrollWidth ≤ clientWidth), and the page does not overflow
+  sideways;
+- the run pages' summary is inside the first viewport: the Timeline's verdict and time per step, the
+  Kernels page's kernel time and what can be won, Home's story of the newest traces, and (issue 38)
+  the GPU × GPU summary with the DRAM ratio on the Compare page of the H100 and H200 bench runs.
 """
+
 from __future__ import annotations
 
 
@@ -20,8 +23,10 @@ import pytest
 from tests.conftest import SAMPLES
 from tests.support.e2e_browser import ARGS, CHROMIUM, DRAWN, SHOTS, _start, _stop
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists() and not __import__("os").environ.get("CI"),
-                                reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() and not __import__("os").environ.get("CI"),
+    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
+)
 
 LLM = SAMPLES / "llm_workloads"
 TRACES = ("decode_eager", "decode_graph", "decode_compile", "train_step", "two_streams")
@@ -64,7 +69,10 @@ FIRST_SCREEN = {
     "timeline": [(".ks-card", "time per step"), ("[data-testid=stAlert]", "(rank ")],
     "kernels": [(".ks-card", "kernel time"), (".ks-card", "can be won")],
     # issue 44: how far the run is from the textbook's models, in the first screen
-    "kernels-textbook": [(".ks-card", "to win vs the textbook"), ("[data-testid=stAlert]", "Against the textbook: 100%")],
+    "kernels-textbook": [
+        (".ks-card", "to win vs the textbook"),
+        ("[data-testid=stAlert]", "Against the textbook: 100%"),
+    ],
     "home": [("h3, h2, p, div", "Where the time goes in the newest traces")],
     # issue 38: the GPU × GPU summary with the DRAM ratio leads the Compare page of two bench runs
     "compare-gpus": [("[data-testid=stAlert]", "H200 / H100 SXM: DRAM 1.40× (spec 1.43×)")],
@@ -75,42 +83,65 @@ FIRST_SCREEN = {
 def server(tmp_path_factory):
     pytest.importorskip("ncu_report")
     from collectors.store import Store
+
     tmp = tmp_path_factory.mktemp("layout")
     store = Store(tmp / "store")
     ids = {name: store.ingest_path(LLM / "h100" / f"{name}.json.gz")[0].run_id for name in TRACES}
-    ids["decode_ncu"] = store.ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0].run_id
-    ids["step_ncu"] = store.ingest_path(SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id
-    store.ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")        # the eager CSV's trace (joined)
-    ids["eager_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[0].run_id
-    ids["graph_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz")[0].run_id
+    ids["decode_ncu"] = store.ingest_path(
+        LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz"
+    )[0].run_id
+    ids["step_ncu"] = store.ingest_path(
+        SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz"
+    )[0].run_id
+    # the eager CSV's trace (joined)
+    store.ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")
+    ids["eager_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[
+        0
+    ].run_id
+    ids["graph_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz")[
+        0
+    ].run_id
     for bench in sorted(SAMPLES.glob("h*/bench_suite/bench_*.json.gz")):
         rid = store.ingest_path(bench)[0].run_id
-        ids.setdefault("bench_" + bench.parts[-3], rid)            # the first run of each GPU folder (h100, h200)
+        # the first run of each GPU folder (h100, h200)
+        ids.setdefault("bench_" + bench.parts[-3], rid)
     proc, url = _start(store.root, tmp)
     yield url, ids
     _stop(proc)
 
 
 def _pages(ids: dict) -> list[tuple[str, str]]:
-    out = [("home", "/"), ("runs", "/runs"), ("upload", "/upload"), ("gpus", "/gpus"), ("cases", "/cases"),
-           ("claims", "/claims"), ("history", "/history")]
+    out = [
+        ("home", "/"),
+        ("runs", "/runs"),
+        ("upload", "/upload"),
+        ("gpus", "/gpus"),
+        ("cases", "/cases"),
+        ("claims", "/claims"),
+        ("history", "/history"),
+    ]
     out += [("timeline", f"/timeline?run={ids[n]}") for n in TRACES]
-    out += [("kernels", f"/kernels?run={ids['decode_ncu']}"), ("kernels", f"/kernels?run={ids['decode_ncu']}&by=launch"),
-            ("kernels", f"/kernels?run={ids['step_ncu']}"),
-            ("kernels-textbook", f"/kernels?run={ids['eager_ncu']}"),
-            ("kernels", f"/kernels?run={ids['eager_ncu']}&cols=textbook&by=launch"),
-            ("kernels", f"/kernels?run={ids['graph_ncu']}"),
-            ("kernels-charts", f"/kernels?run={ids['decode_ncu']}&show=charts"),
-            ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_graph']}"),
-            ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_compile']}"),
-            ("ranks", f"/ranks?run={ids['train_step']}"),
-            ("compare-gpus", f"/compare?a={ids['bench_h100']}&b={ids['bench_h200']}")]
+    out += [
+        ("kernels", f"/kernels?run={ids['decode_ncu']}"),
+        ("kernels", f"/kernels?run={ids['decode_ncu']}&by=launch"),
+        ("kernels", f"/kernels?run={ids['step_ncu']}"),
+        ("kernels-textbook", f"/kernels?run={ids['eager_ncu']}"),
+        ("kernels", f"/kernels?run={ids['eager_ncu']}&cols=textbook&by=launch"),
+        ("kernels", f"/kernels?run={ids['graph_ncu']}"),
+        ("kernels-charts", f"/kernels?run={ids['decode_ncu']}&show=charts"),
+        ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_graph']}"),
+        ("compare", f"/compare?a={ids['decode_eager']}&b={ids['decode_compile']}"),
+        ("ranks", f"/ranks?run={ids['train_step']}"),
+        ("compare-gpus", f"/compare?a={ids['bench_h100']}&b={ids['bench_h200']}"),
+    ]
     return out
 
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the e2e extra (pip install playwright)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="needs the e2e extra (pip install playwright)"
+    )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b
@@ -133,7 +164,9 @@ def test_every_page_on_real_workloads_holds_its_layout(server, browser, width):
         page.wait_for_timeout(300)
         r = page.evaluate(LAYOUT)
         if r["short"]:
-            problems.append(f"{path} @{width}: tables showing fewer than min(8, all) rows: {r['short'][:2]}")
+            problems.append(
+                f"{path} @{width}: tables showing fewer than min(8, all) rows: {r['short'][:2]}"
+            )
         if r["broken"]:
             problems.append(f"{path} @{width}: words broken across lines: {r['broken'][:3]}")
         if r["clipped"]:

@@ -1,21 +1,28 @@
-"""What a mutant must do to pass: run every command that reads a file or a run on it, each in a forked process, and
-judge the outcome.
+"""What a mutant must do to pass: run every command that reads a file or a run on it, each in a
+forked process, and judge the outcome.
 
     Harness(workdir).check(mutant) -> Outcome(status, detail, seconds, commands)
 
-In a worker process (tests.fuzz.worker; a signal, a hang or a crash costs a restart, never the harness), with
-imports paid once: `kernelscope ingest FILE` into the harness's store; then
-  - refused (exit 1): exactly one line on stderr, `kernelscope: FILE: problem`, nothing else; `analyze FILE` must
-    refuse the same way; the store must be unchanged (every path, size and modification time);
-  - accepted (exit 0): `analyze RUN`, `analyze FILE` (JSON and table), `runs`, `gpus`, `ceilings`, for traces
-    `whatif FILE` and `analyze RUN --compat hta`, `join` with a bundled run of the other kind, `export RUN --html`,
+In a worker process (tests.fuzz.worker; a signal, a hang or a crash costs a restart, never the
+harness), with imports paid once: `kernelscope ingest FILE` into the harness's store; then
+  - refused (exit 1): exactly one line on stderr, `kernelscope: FILE: problem`, nothing else;
+    `analyze FILE` must refuse the same way; the store must be unchanged (every path, size and
+    modification time);
+  - accepted (exit 0): `analyze RUN`, `analyze FILE` (JSON and table), `runs`, `gpus`, `ceilings`,
+    for traces
+    `whatif FILE` and `analyze RUN --compat hta`, `join` with a bundled run of the other kind,
+    `export RUN --html`,
     must exit 0 with one JSON document on stdout and nothing on stderr; the numbers they
-    print must be physically possible or flagged (`absurdities`); every dashboard page built for the run (and
+    print must be physically possible or flagged (`absurdities`); every dashboard page built for the
+    run (and
     Compare against a bundled run, the export of its page to HTML) must build without an exception.
-Statuses: accepted, refused, and the failures traceback (exit 70 or a Python traceback anywhere), signal (the
-child died of one), hang (over the time limit), multi_line (a refusal of more or less than one line), store_changed
+Statuses: accepted, refused, and the failures traceback (exit 70 or a Python traceback anywhere),
+signal (the
+child died of one), hang (over the time limit), multi_line (a refusal of more or less than one
+line), store_changed
 (a refusal that changed the store), absurd (an unflagged impossible number), page_error, bad_exit.
 """
+
 from __future__ import annotations
 
 import io
@@ -29,7 +36,16 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAILURES = ("traceback", "signal", "hang", "multi_line", "store_changed", "absurd", "page_error", "bad_exit")
+FAILURES = (
+    "traceback",
+    "signal",
+    "hang",
+    "multi_line",
+    "store_changed",
+    "absurd",
+    "page_error",
+    "bad_exit",
+)
 
 
 @dataclass
@@ -56,28 +72,40 @@ def _make_base(base: Path) -> None:
     from collectors.store import Store
     from dashboard.source import Source
     from tests.conftest import SAMPLES
+
     src = Source(Store(base))
     k = SAMPLES / "h200" / "chapter5_kernels"
-    for p in (k / "basic_raw.csv.gz", SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz",
-              *sorted(SAMPLES.glob("h200/bench_suite/bench_*.json.gz"))):
+    for p in (
+        k / "basic_raw.csv.gz",
+        SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz",
+        *sorted(SAMPLES.glob("h200/bench_suite/bench_*.json.gz")),
+    ):
         src.ingest_path(p)
 
 
 def run_command(argv: list[str]) -> dict:
     from dashboard.cli import main
+
     out, err = io.StringIO(), io.StringIO()
     t = time.monotonic()
     with redirect_stdout(out), redirect_stderr(err):
         try:
             rc = main(argv)
-        except SystemExit as e:           # main never lets one escape; if it does, that is a bug to report
+        # main never lets one escape; if it does, that is a bug to report
+        except SystemExit as e:
             rc = f"SystemExit({e.code})"
-    return {"argv": argv, "rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue(),
-            "seconds": round(time.monotonic() - t, 3)}
+    return {
+        "argv": argv,
+        "rc": rc,
+        "stdout": out.getvalue(),
+        "stderr": err.getvalue(),
+        "seconds": round(time.monotonic() - t, 3),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
 # What cannot be: numbers of a successful analysis that are impossible unless flagged
+
 
 def absurdities(kind: str, rep: dict) -> list[str]:
     out: list[str] = []
@@ -86,12 +114,24 @@ def absurdities(kind: str, rep: dict) -> list[str]:
         peak = (rep.get("gpu") or {}).get("dram_bandwidth_bytes_per_s")
         for k in rep.get("kernels", []):
             kid = k.get("id")
-            for key in ("duration_ns", "dram_read_bytes", "dram_write_bytes", "dram_bandwidth_gbps", "lost_ns",
-                        "flop_fp32", "flop_tensor", "smem_wavefronts"):
+            for key in (
+                "duration_ns",
+                "dram_read_bytes",
+                "dram_write_bytes",
+                "dram_bandwidth_gbps",
+                "lost_ns",
+                "flop_fp32",
+                "flop_tensor",
+                "smem_wavefronts",
+            ):
                 v = k.get(key)
                 if v is not None and v < 0:
                     out.append(f"launch {kid}: {key} = {v}")
-            for key in ("achieved_occupancy_pct", "theoretical_occupancy_pct", "predicted_occupancy_pct"):
+            for key in (
+                "achieved_occupancy_pct",
+                "theoretical_occupancy_pct",
+                "predicted_occupancy_pct",
+            ):
                 v = k.get(key)
                 if v is not None and not 0 <= v <= 101:
                     out.append(f"launch {kid}: {key} = {v}")
@@ -100,8 +140,11 @@ def absurdities(kind: str, rep: dict) -> list[str]:
             bw = k.get("dram_bandwidth_gbps")
             if bw is not None and peak and bw * 1e9 > 1.25 * peak:
                 out.append(f"launch {kid}: DRAM {bw} GB/s unflagged above the spec peak")
-            for key, lim in (("dram_peak_fraction", 1.25), ("dram_measured_fraction", 1.5),
-                             ("tensor_peak_fraction", 1.25)):
+            for key, lim in (
+                ("dram_peak_fraction", 1.25),
+                ("dram_measured_fraction", 1.5),
+                ("tensor_peak_fraction", 1.25),
+            ):
                 v = k.get(key)
                 if v is not None and v > lim:
                     out.append(f"launch {kid}: {key} = {v} unflagged")
@@ -117,7 +160,11 @@ def absurdities(kind: str, rep: dict) -> list[str]:
     elif kind in ("kineto", "nsys"):
         devices = (rep.get("summary") or {}).get("devices") or rep.get("devices") or []
         for d in devices:
-            busy, window, idle = d.get("gpu_busy_ns"), d.get("gpu_window_ns"), d.get("gpu_idle_fraction")
+            busy, window, idle = (
+                d.get("gpu_busy_ns"),
+                d.get("gpu_window_ns"),
+                d.get("gpu_idle_fraction"),
+            )
             if busy is not None and busy < 0:
                 out.append(f"device {d.get('device')}: busy {busy} ns")
             if busy is not None and window is not None and busy > window:
@@ -135,21 +182,30 @@ def absurdities(kind: str, rep: dict) -> list[str]:
     elif kind == "bench":
         for r in rep.get("results", []):
             v, unit = r.get("value"), r.get("unit")
-            if v is not None and unit in ("s", "B", "B/s", "FLOP", "FLOP/s", "count", "%") and v < 0:
+            if (
+                v is not None
+                and unit in ("s", "B", "B/s", "FLOP", "FLOP/s", "count", "%")
+                and v < 0
+            ):
                 out.append(f"{r.get('case')}/{r.get('metric')} = {v} {unit}")
     return out
 
 
 # ---------------------------------------------------------------------------------------------------
 
+
 class Harness:
-    """A store holding the bundled samples (ncu, trace, bench runs) that mutants join, and a worker process that
-    runs the commands (tests.fuzz.worker): one mutant at a time, restarted after a crash, a hang or N mutants.
+    """A store holding the bundled samples (ncu, trace, bench runs) that mutants join, and a worker
+    process that runs the commands (tests.fuzz.worker): one mutant at a time, restarted after a
+    crash, a hang or N mutants.
 
-    A worker rather than a fork per mutant: polars keeps a thread pool, and a forked child of a threaded process
-    can deadlock in it; the worker imports everything once and takes mutants over a pipe."""
+    A worker rather than a fork per mutant: polars keeps a thread pool, and a forked child of a
+    threaded process can deadlock in it; the worker imports everything once and takes mutants over a
+    pipe."""
 
-    def __init__(self, workdir: Path, timeout_s: float = 120.0, pages: bool = True, reset_every: int = 40):
+    def __init__(
+        self, workdir: Path, timeout_s: float = 120.0, pages: bool = True, reset_every: int = 40
+    ):
         self.work = Path(workdir)
         self.work.mkdir(parents=True, exist_ok=True)
         self.timeout_s = timeout_s
@@ -173,13 +229,25 @@ class Harness:
 
     def _start(self) -> None:
         import subprocess
+
         self.stop()
         root = Path(__file__).resolve().parents[2]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep
+            ),
+        )
         self.log = self.work / "worker.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fuzz.worker", str(self.log)], cwd=root, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fuzz.worker", str(self.log)],
+            cwd=root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.served = 0
 
     def stop(self) -> None:
@@ -193,6 +261,7 @@ class Harness:
 
     def check(self, mutant) -> Outcome:
         import select
+
         self.n += 1
         if self.n % self.reset_every == 0:
             self._reset()
@@ -204,8 +273,13 @@ class Harness:
         path = case / mutant.name
         path.write_bytes(mutant.data)
         before = store_listing(self.store)
-        task = {"path": str(path), "fmt": mutant.fmt, "store": str(self.store), "pages": self.pages,
-                "other": self.other}
+        task = {
+            "path": str(path),
+            "fmt": mutant.fmt,
+            "store": str(self.store),
+            "pages": self.pages,
+            "other": self.other,
+        }
         t = time.monotonic()
         self.served += 1
         try:
@@ -232,31 +306,63 @@ class Harness:
             self.proc = None
             if rc < 0:
                 return Outcome("signal", signal.Signals(-rc).name, secs)
-            return Outcome("traceback", f"the worker exited {rc}: {self.log.read_text()[-800:] if self.log.exists() else ''}", secs)
+            return Outcome(
+                "traceback",
+                f"the worker exited {rc}: "
+                f"{self.log.read_text()[-800:] if self.log.exists() else ''}",
+                secs,
+            )
         res = json.loads(line)
         if "harness_error" in res:
             return Outcome("traceback", res["harness_error"][-1500:], secs)
         out = self._judge(res, mutant, before, secs)
-        out.commands = [{k: c[k] for k in ("argv", "rc", "seconds")} for c in res.get("commands", [])]
+        out.commands = [
+            {k: c[k] for k in ("argv", "rc", "seconds")} for c in res.get("commands", [])
+        ]
         return out
 
-    # ---- in the parent --------------------------------------------------------------------------------
+    # ---- in the parent
+    # --------------------------------------------------------------------------------
     def _judge(self, res: dict, mutant, before: dict, secs: float) -> Outcome:
         cmds = res["commands"]
         for c in cmds:
-            if c["rc"] == 70 or "Traceback" in c["stderr"] or "Traceback" in c["stdout"] or isinstance(c["rc"], str):
-                return Outcome("traceback", f"{' '.join(c['argv'][:2])}: rc {c['rc']}: {c['stderr'][-800:]}", secs)
+            if (
+                c["rc"] == 70
+                or "Traceback" in c["stderr"]
+                or "Traceback" in c["stdout"]
+                or isinstance(c["rc"], str)
+            ):
+                return Outcome(
+                    "traceback",
+                    f"{' '.join(c['argv'][:2])}: rc {c['rc']}: {c['stderr'][-800:]}",
+                    secs,
+                )
         ing = cmds[0]
         if ing["rc"] == 1:
             if res.get("noise", "").strip():
-                return Outcome("multi_line", f"output outside the command's streams: {res['noise'][-300:]!r}", secs)
+                return Outcome(
+                    "multi_line",
+                    f"output outside the command's streams: {res['noise'][-300:]!r}",
+                    secs,
+                )
             for c in cmds:
                 lines = c["stderr"].splitlines()
-                if c["rc"] != 1 or len(lines) != 1 or not lines[0].startswith("kernelscope: ") or c["stdout"].strip():
-                    return Outcome("multi_line", f"{' '.join(c['argv'][:1])}: rc {c['rc']}, stderr {c['stderr']!r:.600}, "
-                                                 f"stdout {c['stdout']!r:.200}", secs)
+                if (
+                    c["rc"] != 1
+                    or len(lines) != 1
+                    or not lines[0].startswith("kernelscope: ")
+                    or c["stdout"].strip()
+                ):
+                    return Outcome(
+                        "multi_line",
+                        f"{' '.join(c['argv'][:1])}: rc {c['rc']}, stderr {c['stderr']!r:.600}, "
+                        f"stdout {c['stdout']!r:.200}",
+                        secs,
+                    )
                 if mutant.name not in lines[0]:
-                    return Outcome("multi_line", f"the refusal does not name the file: {lines[0]!r}", secs)
+                    return Outcome(
+                        "multi_line", f"the refusal does not name the file: {lines[0]!r}", secs
+                    )
             after = store_listing(self.store)
             if after != before:
                 changed = sorted(set(after.items()) ^ set(before.items()))[:3]
@@ -266,7 +372,11 @@ class Harness:
             return Outcome("bad_exit", f"ingest exit {ing['rc']}: {ing['stderr'][-300:]}", secs)
         for c in cmds[1:]:
             if c["rc"] != 0 or c["stderr"].strip():
-                return Outcome("bad_exit", f"{' '.join(map(str, c['argv'][:2]))}: rc {c['rc']}: {c['stderr'][-500:]}", secs)
+                return Outcome(
+                    "bad_exit",
+                    f"{' '.join(map(str, c['argv'][:2]))}: rc {c['rc']}: {c['stderr'][-500:]}",
+                    secs,
+                )
         if res["absurd"]:
             return Outcome("absurd", "; ".join(res["absurd"][:3]), secs)
         if res["pages"]:

@@ -1,15 +1,18 @@
-"""The fuzzing suite's CI subset: 310 mutants of the real samples (every format), each through every command that
-reads a file or a run and every page the run appears on (tests.fuzz.oracle). Hypothesis draws the mutations
-(`st.randoms`), derandomized so that every CI run checks the same mutants, and shrinks a failure to its fewest
-operations. The long run (`python -m tests.fuzz.run --mutants 3000`, docs/fuzzing.md) uses the same mutators and
-oracle with 10× the mutants."""
+"""The fuzzing suite's CI subset: 310 mutants of the real samples (every format), each through every
+command that reads a file or a run and every page the run appears on (tests.fuzz.oracle). Hypothesis
+draws the mutations (`st.randoms`), derandomized so that every CI run checks the same mutants, and
+shrinks a failure to its fewest operations. The long run (`python -m tests.fuzz.run --mutants 3000`,
+docs/fuzzing.md) uses the same mutators and oracle with 10× the mutants."""
+
 from __future__ import annotations
 
 from collections import Counter
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis", reason="the fuzzing suite needs hypothesis (the test extra)")
+hypothesis = pytest.importorskip(
+    "hypothesis", reason="the fuzzing suite needs hypothesis (the test extra)"
+)
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -36,16 +39,28 @@ def _fuzz(harness: Harness, fmt: str, rng, pick: int) -> None:
     m = mutate(rng, seed)
     out = harness.check(m)
     SEEN[fmt][out.status] += 1
-    assert out.status not in FAILURES, f"{fmt} mutant of {seed.name} {m.ops}: {out.status}: {out.detail}"
+    assert out.status not in FAILURES, (
+        f"{fmt} mutant of {seed.name} {m.ops}: {out.status}: {out.detail}"
+    )
 
 
 def _test_for(fmt: str):
-    @settings(max_examples=CI_EXAMPLES[fmt], derandomize=True, deadline=None, database=None, print_blob=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=CI_EXAMPLES[fmt],
+        derandomize=True,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
     @given(rng=st.randoms(use_true_random=False), pick=st.integers(0, 63))
     def test(harness, rng, pick):
         _fuzz(harness, fmt, rng, pick)
+
     test.__name__ = f"test_fuzz_{fmt.replace('-', '_')}"
     return test
 
@@ -58,8 +73,9 @@ test_fuzz_bench = _test_for("bench")
 
 
 def test_the_ci_subset_ran_at_least_300_mutants_both_accepted_and_refused():
-    """Runs after the five above (file order): the subset is not vacuous — every format had mutants that were
-    refused and (but for the most fragile formats) some that were accepted and went through every command."""
+    """Runs after the five above (file order): the subset is not vacuous — every format had mutants
+    that were refused and (but for the most fragile formats) some that were accepted and went
+    through every command."""
     if sum(sum(c.values()) for c in SEEN.values()) == 0:
         pytest.skip("the fuzz tests above did not run (selected alone)")
     total = sum(sum(c.values()) for c in SEEN.values())
@@ -70,11 +86,14 @@ def test_the_ci_subset_ran_at_least_300_mutants_both_accepted_and_refused():
     print("fuzz CI subset:", {f: dict(c) for f, c in SEEN.items()})
 
 
-@pytest.mark.parametrize("fmt,kind", [("kineto", "whitespace"), ("kineto", "overlap"), ("kineto", "repeat"),
-                                      ("bench", "param")])
+@pytest.mark.parametrize(
+    "fmt,kind",
+    [("kineto", "whitespace"), ("kineto", "overlap"), ("kineto", "repeat"), ("bench", "param")],
+)
 def test_issue42_mutations_are_refused_or_read_whole(harness, fmt, kind):
-    """Long whitespace runs, overlapping and repeated GPU ops, hostile bench parameters: through every command and
-    page, each mutant of each seed is refused in one line or analysed (never a traceback, a hang or a partial run)."""
+    """Long whitespace runs, overlapping and repeated GPU ops, hostile bench parameters: through
+    every command and page, each mutant of each seed is refused in one line or analysed (never a
+    traceback, a hang or a partial run)."""
     import random
 
     from tests.fuzz.mutate import STRUCTURED, Mutant
@@ -83,6 +102,7 @@ def test_issue42_mutations_are_refused_or_read_whole(harness, fmt, kind):
     class Forced(random.Random):
         def choice(self, seq):
             return kind if isinstance(seq, (list, tuple)) and kind in seq else super().choice(seq)
+
     for j, seed in enumerate(seeds()[fmt][:4]):
         data, op = STRUCTURED[fmt](Forced(j), seed.data)
         name = seed.name + (".gz" if seed.gz else "")

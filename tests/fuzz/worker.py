@@ -1,9 +1,11 @@
-"""The fuzzing harness's worker: reads one task per line on stdin, runs the commands and page builds of
-tests.fuzz.oracle on it, writes one JSON result per line on its original stdout.
+"""The fuzzing harness's worker: reads one task per line on stdin, runs the commands and page builds
+of tests.fuzz.oracle on it, writes one JSON result per line on its original stdout.
 
-Everything the commands print goes through `contextlib.redirect_*` into strings; file descriptors 1 and 2 are
-pointed at a log file, so a stray C-level write is kept as `noise` in the result instead of corrupting the protocol.
+Everything the commands print goes through `contextlib.redirect_*` into strings; file descriptors 1
+and 2 are pointed at a log file, so a stray C-level write is kept as `noise` in the result instead
+of corrupting the protocol.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +23,7 @@ def main(log_path: str) -> int:
     import dashboard.cli  # noqa: F401  warm
     import dashboard.reports  # noqa: F401
     from dashboard import render_html
+
     render_html.vega_bundle()
     for line in sys.stdin:
         task = json.loads(line)
@@ -49,8 +52,14 @@ def run_task(task: dict, run, absurdities) -> dict:
     fields = cmds[0]["stdout"].split("\t")
     rid, kind = fields[0].strip(), (fields[1].strip() if len(fields) > 1 else "")
     res["run_id"], res["kind"] = rid, kind
-    for argv in (["analyze", rid, "--format", "json"], ["analyze", path, "--format", "json"], ["analyze", rid],
-                 ["runs", "--format", "json"], ["gpus", "--format", "json"], ["ceilings", "--format", "json"]):
+    for argv in (
+        ["analyze", rid, "--format", "json"],
+        ["analyze", path, "--format", "json"],
+        ["analyze", rid],
+        ["runs", "--format", "json"],
+        ["gpus", "--format", "json"],
+        ["ceilings", "--format", "json"],
+    ):
         cmds.append(run([*argv, "--store", store]))
     if kind in ("kineto", "nsys"):
         cmds.append(run(["whatif", path, "--kernel", ".", "--speedup", "2", "--format", "json"]))
@@ -79,10 +88,20 @@ def pages(store: str, rid: str, kind: str, other: dict) -> list[str]:
     from dashboard.reports import build
     from dashboard.render_html import render_html
     from dashboard.source import Source
+
     src = Source(Store(store))
     base = other.get(kind) or next(iter(other.values()), rid)
-    own = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}.get(kind, "runs")
-    todo = [("home", {}), ("runs", {}), ("gpus", {}), ("claims", {}), (own, {"run": rid}), ("compare", {"a": base, "b": rid})]
+    own = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}.get(
+        kind, "runs"
+    )
+    todo = [
+        ("home", {}),
+        ("runs", {}),
+        ("gpus", {}),
+        ("claims", {}),
+        (own, {"run": rid}),
+        ("compare", {"a": base, "b": rid}),
+    ]
     if kind == "ncu":
         todo.append(("kernels", {"run": rid, "kernel": "0", "q": "dram"}))
     errors = []

@@ -1,11 +1,12 @@
 """A fake ncu command line for the bench suite's ncu stage (replays a recorded report)."""
+
 from __future__ import annotations
 
 import sys
 from tests.conftest import H200_KERNELS
 
 
-_FAKE_NCU = r'''#!{python}
+_FAKE_NCU = r"""#!{python}
 import gzip, json, os, shutil, sys
 a = sys.argv[1:]
 if a == ["--version"]:
@@ -24,13 +25,16 @@ with open(manifest, "w") as f:
     for i, n in enumerate(names):
         f.write(json.dumps({{"case": case, "kernel": n, "params": {{"kernel": n, "i": i}}, "notes": "fake"}}) + "\n")
 print("==PROF== Disconnected")
-'''
+"""
 
 
 def _fake_ncu(tmp_path):
     import stat
+
     (tmp_path / "bin").mkdir(exist_ok=True)
     p = tmp_path / "bin" / "ncu"
-    p.write_text(_FAKE_NCU.format(python=sys.executable, report=str(H200_KERNELS / "full.ncu-rep.gz")))
+    p.write_text(
+        _FAKE_NCU.format(python=sys.executable, report=str(H200_KERNELS / "full.ncu-rep.gz"))
+    )
     p.chmod(p.stat().st_mode | stat.S_IEXEC)
     return str(p)

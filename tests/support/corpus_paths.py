@@ -1,4 +1,5 @@
 """Paths of the compatibility corpus's multi-rank traces."""
+
 from __future__ import annotations
 
 from pathlib import Path

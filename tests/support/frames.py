@@ -1,4 +1,5 @@
 """GPU-op frames built from rows, for the timeline analyzers' tests."""
+
 from __future__ import annotations
 
 import polars as pl

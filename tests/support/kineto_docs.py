@@ -1,4 +1,5 @@
 """Kineto trace documents for the reader tests: the corpus traces, their bytes, frame equality."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,8 +13,13 @@ from collectors.ingest import detect_kind
 from tests.conftest import H200_TORCH, REPO
 
 
-TRACES = sorted(p for root in (REPO / "tests" / "corpus", REPO / "sample_traces") for p in root.rglob("*")
-                if p.name.endswith((".json", ".json.gz")) and not re.search(r"manifest|expected|record_summary", p.name))
+TRACES = sorted(
+    p
+    for root in (REPO / "tests" / "corpus", REPO / "sample_traces")
+    for p in root.rglob("*")
+    if p.name.endswith((".json", ".json.gz"))
+    and not re.search(r"manifest|expected|record_summary", p.name)
+)
 
 
 def _kineto(p: Path) -> bool:
@@ -32,8 +38,11 @@ KINETO = [p for p in TRACES if _kineto(p)]
 
 
 def _whole(frames: dict) -> dict:
-    return {k: pl.concat(v, how="diagonal_relaxed").with_columns(pl.col("name").cast(pl.String))
-            for k, v in frames.items() if v}
+    return {
+        k: pl.concat(v, how="diagonal_relaxed").with_columns(pl.col("name").cast(pl.String))
+        for k, v in frames.items()
+        if v
+    }
 
 
 def _same(a, b) -> None:
@@ -41,7 +50,7 @@ def _same(a, b) -> None:
     fa, fb = _whole(a[1]), _whole(b[1])
     assert fa.keys() == fb.keys()
     for k in fa:
-        assert_frame_equal(fa[k], fb[k], check_column_order=False)   # tier 2 puts tid later
+        assert_frame_equal(fa[k], fb[k], check_column_order=False)  # tier 2 puts tid later
 
 
 def _doc(p: Path) -> bytes:
@@ -49,7 +58,8 @@ def _doc(p: Path) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
-# ------------------------------------------------------------------------- variants of a real trace (ffn_M1_eager)
+# ------------------------------------------------------------------------- variants of a real trace
+# (ffn_M1_eager)
 SAMPLE = H200_TORCH / "ffn_M1_eager.json.gz"
 
 
@@ -59,7 +69,7 @@ def _sample() -> dict:
 
 def _dump(doc: dict) -> bytes:
     """Kineto's layout: one event per line (the separator the readers split at)."""
-    unmark = lambda x: json.dumps(_with_decimals(x)).replace('"<D>', "").replace('<D>"', "")  # noqa: E731
+    unmark = lambda x: json.dumps(_with_decimals(x)).replace('"<D>', "").replace('<D>"', "")
     events = doc.pop("traceEvents")
     body = ",\n  ".join(unmark(e) for e in events)
     return f'{unmark(doc)[:-1]}, "traceEvents": [\n  {body}\n]}}'.encode()

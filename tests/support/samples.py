@@ -1,4 +1,5 @@
 """Recorded sample files several test modules read."""
+
 from __future__ import annotations
 
 from tests.conftest import SAMPLES

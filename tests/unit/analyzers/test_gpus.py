@@ -1,4 +1,5 @@
 """GPU registry: datasheet entries, name lookup, specs from a report's device attributes."""
+
 from __future__ import annotations
 
 import csv
@@ -8,8 +9,16 @@ import json
 import pytest
 
 from analyzers import gpus
-from analyzers.gpus import (CC_LIMITS, PER_SM_FIELDS, all_gpus, find_gpu, from_device_attributes, get_gpu,
-                            gpu_rows, resolve_gpu)
+from analyzers.gpus import (
+    CC_LIMITS,
+    PER_SM_FIELDS,
+    all_gpus,
+    find_gpu,
+    from_device_attributes,
+    get_gpu,
+    gpu_rows,
+    resolve_gpu,
+)
 from analyzers.occupancy import max_blocks_per_sm_for_cc, smem_carveouts_bytes
 from tests.conftest import H200_KERNELS, SAMPLES
 
@@ -22,7 +31,9 @@ def h200_attrs() -> dict[str, str]:
     with gzip.open(RAW_BASE, "rt", newline="") as f:
         rows = list(csv.reader(f))
     header, first = rows[0], rows[2]
-    return {name[len(PREFIX):]: value for name, value in zip(header, first) if name.startswith(PREFIX)}
+    return {
+        name[len(PREFIX) :]: value for name, value in zip(header, first) if name.startswith(PREFIX)
+    }
 
 
 def device_env() -> dict:
@@ -43,7 +54,8 @@ REQUIRED_NAMES = {
     "NVIDIA L40S": "NVIDIA L40S",
     "nvidia l40s": "NVIDIA L40S",
     "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090",
-    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": "NVIDIA RTX PRO 6000 Blackwell "
+    "Workstation Edition",
     "NVIDIA B200": "NVIDIA B200",
 }
 
@@ -55,8 +67,19 @@ def test_find_gpu_resolves_device_names(query, canonical):
     assert get_gpu(query) is gpu
 
 
-@pytest.mark.parametrize("query", ["NVIDIA H100 NVL", "NVIDIA A100-SXM4-40GB", "H20", "L40", "Tesla V100-DGXS-32GB",
-                                   "RTX 4090 Laptop GPU", "", "h2000"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "NVIDIA H100 NVL",
+        "NVIDIA A100-SXM4-40GB",
+        "H20",
+        "L40",
+        "Tesla V100-DGXS-32GB",
+        "RTX 4090 Laptop GPU",
+        "",
+        "h2000",
+    ],
+)
 def test_unknown_or_other_variants_do_not_match(query):
     assert find_gpu(query) is None
 
@@ -80,10 +103,22 @@ def test_registry_covers_the_ten_parts_and_the_corpus_parts():
     names = {g.name for g in all_gpus()}
     assert set(REQUIRED_NAMES.values()) <= names
     # the parts whose files in tests/corpus may not name the GPU
-    assert {find_gpu(n).name for n in ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB", "Tesla V100-PCIE-16GB",
-                                       "Tesla T4", "NVIDIA GeForce RTX 5090")} == {
-        "NVIDIA Tesla V100 SXM2 16GB", "NVIDIA Tesla V100 SXM2 32GB", "NVIDIA Tesla V100 PCIe 16GB", "NVIDIA T4",
-        "NVIDIA GeForce RTX 5090"}
+    assert {
+        find_gpu(n).name
+        for n in (
+            "Tesla V100-SXM2-16GB",
+            "Tesla V100-SXM2-32GB",
+            "Tesla V100-PCIE-16GB",
+            "Tesla T4",
+            "NVIDIA GeForce RTX 5090",
+        )
+    } == {
+        "NVIDIA Tesla V100 SXM2 16GB",
+        "NVIDIA Tesla V100 SXM2 32GB",
+        "NVIDIA Tesla V100 PCIe 16GB",
+        "NVIDIA T4",
+        "NVIDIA GeForce RTX 5090",
+    }
     assert len(all_gpus()) == 15
 
 
@@ -95,7 +130,9 @@ def test_h200_datasheet_entry():
     assert g.l2_bytes == 62_914_560
     assert g.bf16_dense_flop_per_s == 989e12 and g.fp32_flop_per_s == 67e12
     assert g.host_link == "PCIe Gen5 x16" and g.host_link_bytes_per_s == 64e9
-    assert "64 GB/s" in g.source_of("host_link_bytes_per_s") and "63" in g.source_of("host_link_bytes_per_s")
+    assert "64 GB/s" in g.source_of("host_link_bytes_per_s") and "63" in g.source_of(
+        "host_link_bytes_per_s"
+    )
     assert g.from_registry
 
 
@@ -117,19 +154,37 @@ def test_h200_per_sm_limits_equal_the_device_query():
 
 def test_host_links_gen4_32_gen5_64():
     for name in ("A100", "A10G", "L4", "L40S", "RTX 4090"):
-        assert get_gpu(name).host_link == "PCIe Gen4 x16" and get_gpu(name).host_link_bytes_per_s == 32e9
+        assert (
+            get_gpu(name).host_link == "PCIe Gen4 x16"
+            and get_gpu(name).host_link_bytes_per_s == 32e9
+        )
         assert "31.5" in get_gpu(name).source_of("host_link_bytes_per_s")
     for name in ("H200", "H100", "H100 PCIe", "RTX PRO 6000", "B200"):
-        assert get_gpu(name).host_link == "PCIe Gen5 x16" and get_gpu(name).host_link_bytes_per_s == 64e9
+        assert (
+            get_gpu(name).host_link == "PCIe Gen5 x16"
+            and get_gpu(name).host_link_bytes_per_s == 64e9
+        )
 
 
 @pytest.mark.parametrize("gpu", all_gpus(), ids=lambda g: g.name)
 def test_every_registry_value_has_a_source_and_per_cc_limits(gpu):
     assert gpu.sources.get("*")
-    for f in ("sm_count", "l2_bytes", "memory_bytes", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s",
-              "fp32_flop_per_s", "boost_clock_mhz", "host_link_bytes_per_s", *PER_SM_FIELDS):
-        if f == "bf16_dense_flop_per_s" and getattr(gpu, f) is None:   # no BF16 tensor cores, or not published
-            assert "sources" and ("no BF16" in gpu.sources[f] or "not listed" in gpu.sources[f]), gpu.sources.get(f)
+    for f in (
+        "sm_count",
+        "l2_bytes",
+        "memory_bytes",
+        "dram_bandwidth_bytes_per_s",
+        "bf16_dense_flop_per_s",
+        "fp32_flop_per_s",
+        "boost_clock_mhz",
+        "host_link_bytes_per_s",
+        *PER_SM_FIELDS,
+    ):
+        # no BF16 tensor cores, or not published
+        if f == "bf16_dense_flop_per_s" and getattr(gpu, f) is None:
+            assert "sources" and ("no BF16" in gpu.sources[f] or "not listed" in gpu.sources[f]), (
+                gpu.sources.get(f)
+            )
             continue
         assert getattr(gpu, f) is not None, f
         assert gpu.source_of(f) != "unknown source"
@@ -138,15 +193,29 @@ def test_every_registry_value_has_a_source_and_per_cc_limits(gpu):
     # the registry and the occupancy calculator's per-CC tables agree
     assert gpu.max_blocks_per_sm == max_blocks_per_sm_for_cc(gpu.cc)
     assert gpu.smem_per_sm_bytes == max(smem_carveouts_bytes(gpu.cc))
-    assert gpu.smem_per_block_optin_bytes == gpu.smem_per_sm_bytes - gpu.reserved_smem_per_block_bytes
+    assert (
+        gpu.smem_per_block_optin_bytes == gpu.smem_per_sm_bytes - gpu.reserved_smem_per_block_bytes
+    )
     assert gpu.max_warps_per_sm * 32 == gpu.max_threads_per_sm
 
 
 def test_per_cc_table_values():
-    assert CC_LIMITS[(8, 0)]["smem_per_sm_bytes"] == 167936 and CC_LIMITS[(8, 0)]["smem_per_block_optin_bytes"] == 166912
-    assert CC_LIMITS[(8, 6)]["max_threads_per_sm"] == 1536 and CC_LIMITS[(8, 6)]["max_blocks_per_sm"] == 16
-    assert CC_LIMITS[(8, 9)]["max_blocks_per_sm"] == 24 and CC_LIMITS[(8, 9)]["smem_per_sm_bytes"] == 102400
-    assert CC_LIMITS[(12, 0)]["max_threads_per_sm"] == 1536 and CC_LIMITS[(12, 0)]["smem_per_block_optin_bytes"] == 101376
+    assert (
+        CC_LIMITS[(8, 0)]["smem_per_sm_bytes"] == 167936
+        and CC_LIMITS[(8, 0)]["smem_per_block_optin_bytes"] == 166912
+    )
+    assert (
+        CC_LIMITS[(8, 6)]["max_threads_per_sm"] == 1536
+        and CC_LIMITS[(8, 6)]["max_blocks_per_sm"] == 16
+    )
+    assert (
+        CC_LIMITS[(8, 9)]["max_blocks_per_sm"] == 24
+        and CC_LIMITS[(8, 9)]["smem_per_sm_bytes"] == 102400
+    )
+    assert (
+        CC_LIMITS[(12, 0)]["max_threads_per_sm"] == 1536
+        and CC_LIMITS[(12, 0)]["smem_per_block_optin_bytes"] == 101376
+    )
 
 
 def test_from_device_attributes_on_the_real_h200_export():
@@ -156,7 +225,11 @@ def test_from_device_attributes_on_the_real_h200_export():
     assert g.sm_count == 132
     assert (g.max_threads_per_sm, g.max_warps_per_sm, g.max_blocks_per_sm) == (2048, 64, 32)
     assert (g.regs_per_sm, g.max_regs_per_block, g.max_regs_per_thread) == (65536, 65536, 255)
-    assert (g.smem_per_sm_bytes, g.smem_per_block_bytes, g.smem_per_block_optin_bytes) == (233472, 49152, 232448)
+    assert (g.smem_per_sm_bytes, g.smem_per_block_bytes, g.smem_per_block_optin_bytes) == (
+        233472,
+        49152,
+        232448,
+    )
     assert g.reserved_smem_per_block_bytes == 1024 and g.max_threads_per_block == 1024
     assert g.l2_bytes == 62_914_560 and g.memory_bytes == 150_109_880_320
     # 3,201,000 kHz x 2 x 6016 bit / 8 = 4.814304 TB/s (the datasheet says 4.8)
@@ -164,14 +237,23 @@ def test_from_device_attributes_on_the_real_h200_export():
     assert "derived from device attributes" in g.source_of("dram_bandwidth_bytes_per_s")
     assert g.boost_clock_mhz == 1980
     assert g.bf16_dense_flop_per_s is None and g.fp32_flop_per_s is None and g.host_link is None
-    assert g.source_of("smem_per_sm_bytes") == "device attribute max_shared_memory_per_multiprocessor (report)"
+    assert (
+        g.source_of("smem_per_sm_bytes")
+        == "device attribute max_shared_memory_per_multiprocessor (report)"
+    )
 
 
 def test_from_device_attributes_accepts_prefixed_keys_and_numbers():
     attrs = {PREFIX + k: v for k, v in h200_attrs().items()}
     assert from_device_attributes(attrs).smem_per_block_optin_bytes == 232448
-    g = from_device_attributes({"display_name": "Mystery", "compute_capability_major": 8,
-                                "compute_capability_minor": 6, "multiprocessor_count": 28})
+    g = from_device_attributes(
+        {
+            "display_name": "Mystery",
+            "compute_capability_major": 8,
+            "compute_capability_minor": 6,
+            "multiprocessor_count": 28,
+        }
+    )
     assert g.cc == (8, 6) and g.sm_count == 28
     assert g.max_threads_per_sm == 1536 and g.max_blocks_per_sm == 16  # per-CC table fills the gaps
     assert "absent" in g.source_of("max_blocks_per_sm")
@@ -188,23 +270,27 @@ def test_resolve_gpu_registry_entry_with_report_overrides():
     attrs = h200_attrs()
     g = resolve_gpu("NVIDIA H200", attrs)
     assert g.from_registry and g.name == "NVIDIA H200"
-    assert g.dram_bandwidth_bytes_per_s == 4.8e12          # datasheet peak stays
+    assert g.dram_bandwidth_bytes_per_s == 4.8e12  # datasheet peak stays
     assert g.bf16_dense_flop_per_s == 989e12
     assert g.smem_per_sm_bytes == 233472
-    assert g.source_of("smem_per_sm_bytes") == "device attribute max_shared_memory_per_multiprocessor (report)"
-    assert g.memory_bytes == 150_109_880_320              # the device's real total memory
+    assert (
+        g.source_of("smem_per_sm_bytes")
+        == "device attribute max_shared_memory_per_multiprocessor (report)"
+    )
+    assert g.memory_bytes == 150_109_880_320  # the device's real total memory
     assert "registry had 141000000000" in g.source_of("memory_bytes")
-    # a device that differs from the registry (e.g. fewer SMs visible): the report wins, the source says so
+    # a device that differs from the registry (e.g. fewer SMs visible): the report wins, the source
+    # says so
     attrs2 = dict(attrs, multiprocessor_count="114", max_shared_memory_per_block_optin="101,376")
     g2 = resolve_gpu("H200", attrs2)
     assert g2.sm_count == 114 and "registry had 132" in g2.source_of("sm_count")
     assert g2.smem_per_block_optin_bytes == 101376
-    assert get_gpu("H200").sm_count == 132                # registry untouched
+    assert get_gpu("H200").sm_count == 132  # registry untouched
 
 
 def test_resolve_gpu_by_display_name_and_fallbacks():
     attrs = h200_attrs()
-    assert resolve_gpu(None, attrs).from_registry          # display_name in the attributes
+    assert resolve_gpu(None, attrs).from_registry  # display_name in the attributes
     assert resolve_gpu("NVIDIA H200", None) is get_gpu("H200")
     unknown = dict(attrs, display_name="NVIDIA H200 NVL")
     g = resolve_gpu("NVIDIA H200 NVL", unknown)
@@ -220,13 +306,32 @@ def test_resolve_gpu_by_display_name_and_fallbacks():
 def test_gpu_rows_are_flat_and_json_ready():
     rows = gpu_rows()
     assert len(rows) == len(all_gpus())
-    keys = {"name", "cc", "sm_count", "dram_bandwidth_bytes_per_s", "bf16_dense_flop_per_s", "fp32_flop_per_s",
-            "l2_bytes", "memory_bytes", "smem_per_sm_bytes", "smem_per_block_optin_bytes", "max_threads_per_sm",
-            "max_blocks_per_sm", "host_link", "host_link_bytes_per_s", "sources"}
+    keys = {
+        "name",
+        "cc",
+        "sm_count",
+        "dram_bandwidth_bytes_per_s",
+        "bf16_dense_flop_per_s",
+        "fp32_flop_per_s",
+        "l2_bytes",
+        "memory_bytes",
+        "smem_per_sm_bytes",
+        "smem_per_block_optin_bytes",
+        "max_threads_per_sm",
+        "max_blocks_per_sm",
+        "host_link",
+        "host_link_bytes_per_s",
+        "sources",
+    }
     for r in rows:
         assert keys <= set(r)
     h200 = next(r for r in rows if r["name"] == "NVIDIA H200")
     assert h200["cc"] == "9.0" and h200["sm_count"] == 132 and h200["l2_bytes"] == 62_914_560
-    assert next(r for r in rows if r["name"] == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition")["cc"] == "12.0"
+    assert (
+        next(r for r in rows if r["name"] == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition")[
+            "cc"
+        ]
+        == "12.0"
+    )
     assert json.loads(json.dumps(rows)) == rows
     assert gpus.REGISTRY[0].sources is not h200["sources"]  # a copy, not the registry's dict

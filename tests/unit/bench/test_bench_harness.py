@@ -1,5 +1,6 @@
-"""The bench harness's pure logic: statistics, noise and throttle flags, records, byte/FLOP accounting,
-launch counting on recorded traces, the ncu counter maths on recorded H200 counters."""
+"""The bench harness's pure logic: statistics, noise and throttle flags, records, byte/FLOP
+accounting, launch counting on recorded traces, the ncu counter maths on recorded H200 counters."""
+
 from __future__ import annotations
 
 import gzip
@@ -23,6 +24,7 @@ MIB = 1 << 20
 
 # ---- statistics -------------------------------------------------------------------------------
 
+
 def test_summarize_median_cv():
     s = H.summarize([1.0, 2.0, 3.0, 4.0])
     assert s.median == 2.5 and s.mean == 2.5 and s.n == 4 and (s.min, s.max) == (1.0, 4.0)
@@ -38,24 +40,42 @@ def test_summarize_single_and_bad():
         H.summarize([1.0, float("nan")])
 
 
-@pytest.mark.parametrize("dur,cv,noisy", [
-    (60e-6, 0.03, True),      # long and spread: noisy
-    (1e-3, 0.019, False),     # under 2 %
-    (40e-6, 0.5, False),      # too short to judge by the 2 % bar
-    (1e-3, None, False),      # one repetition
-])
+@pytest.mark.parametrize(
+    "dur,cv,noisy",
+    [
+        (60e-6, 0.03, True),  # long and spread: noisy
+        (1e-3, 0.019, False),  # under 2 %
+        (40e-6, 0.5, False),  # too short to judge by the 2 % bar
+        (1e-3, None, False),  # one repetition
+    ],
+)
 def test_is_noisy(dur, cv, noisy):
     assert H.is_noisy(dur, cv) is noisy
 
 
 # ---- records ----------------------------------------------------------------------------------
 
+
 def _rec(**kw):
-    base = dict(case="transpose.tile", metric="time", value=2.0e-4, unit="s", params={"tile": 32},
-                source="event timing", cv=0.01, n=50)
+    base = dict(
+        case="transpose.tile",
+        metric="time",
+        value=2.0e-4,
+        unit="s",
+        params={"tile": 32},
+        source="event timing",
+        cv=0.01,
+        n=50,
+    )
     base.update(kw)
-    return H.make_record(base.pop("case"), base.pop("metric"), base.pop("value"), base.pop("unit"),
-                         base.pop("params"), **base)
+    return H.make_record(
+        base.pop("case"),
+        base.pop("metric"),
+        base.pop("value"),
+        base.pop("unit"),
+        base.pop("params"),
+        **base,
+    )
 
 
 def test_make_record_fields():
@@ -64,16 +84,19 @@ def test_make_record_fields():
     assert r["flags"] == ["noisy"] and r["notes"] is None
 
 
-@pytest.mark.parametrize("bad,match", [
-    (dict(unit="ms"), "unit"),
-    (dict(value=float("nan")), "finite"),
-    (dict(value=True), "finite"),
-    (dict(source="stopwatch"), "source"),
-    (dict(cv=-0.1), "cv"),
-    (dict(n=0), "n must"),
-    (dict(params={"x": {1, 2}}), "JSON"),
-    (dict(case=""), "case"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (dict(unit="ms"), "unit"),
+        (dict(value=float("nan")), "finite"),
+        (dict(value=True), "finite"),
+        (dict(source="stopwatch"), "source"),
+        (dict(cv=-0.1), "cv"),
+        (dict(n=0), "n must"),
+        (dict(params={"x": {1, 2}}), "JSON"),
+        (dict(case=""), "case"),
+    ],
+)
 def test_make_record_rejects(bad, match):
     with pytest.raises(ValueError, match=match):
         _rec(**bad)
@@ -88,13 +111,27 @@ def test_validate_record_missing_key():
 
 def test_timing_records_derive_rates_and_flag_noise():
     s = H.Stats(median=2e-3, mean=2e-3, std=1e-4, cv=0.05, n=20, min=1.9e-3, max=2.2e-3)
-    recs = H.timing_records("littles_law", {"kernel": "ks_copy_u4"}, s, source="event timing",
-                            bytes_moved=4e9, flop=1e12, prefix="copy_")
+    recs = H.timing_records(
+        "littles_law",
+        {"kernel": "ks_copy_u4"},
+        s,
+        source="event timing",
+        bytes_moved=4e9,
+        flop=1e12,
+        prefix="copy_",
+    )
     by = {r["metric"]: r for r in recs}
     assert by["copy_time"]["value"] == 2e-3
-    assert by["copy_bandwidth"]["value"] == pytest.approx(2e12) and by["copy_bandwidth"]["unit"] == "B/s"
+    assert (
+        by["copy_bandwidth"]["value"] == pytest.approx(2e12)
+        and by["copy_bandwidth"]["unit"] == "B/s"
+    )
     assert by["copy_flop_rate"]["value"] == pytest.approx(5e14)
-    assert by["copy_bandwidth"]["params"] == by["copy_time"]["params"] == {"kernel": "ks_copy_u4", "bytes": 4e9, "flop": 1e12}
+    assert (
+        by["copy_bandwidth"]["params"]
+        == by["copy_time"]["params"]
+        == {"kernel": "ks_copy_u4", "bytes": 4e9, "flop": 1e12}
+    )
     assert all(r["flags"] == ["noisy"] and r["cv"] == 0.05 and r["n"] == 20 for r in recs)
 
 
@@ -107,9 +144,10 @@ def test_best_record():
 
 # ---- byte / FLOP accounting (the chapter's numbers) ------------------------------------------
 
+
 def test_accounting_matches_chapter():
     assert H.copy_bytes(2 << 30) == 4 << 30
-    assert H.matmul_flop(8192, 8192, 8192) == 2 * 8192 ** 3
+    assert H.matmul_flop(8192, 8192, 8192) == 2 * 8192**3
     assert H.transpose_bytes(8192) == 512 * MIB
     # Example 5-4: 120 MiB unfused vs 72 MiB fused at M = 1024, F = 12288, BF16
     assert H.silu_mul_bytes(1024, 12288, 2, fused=False) == 120 * MIB
@@ -125,15 +163,19 @@ def test_accounting_matches_chapter():
 
 # ---- naming -----------------------------------------------------------------------------------
 
+
 def test_result_file_name():
     assert H.gpu_slug("NVIDIA H200") == "nvidia-h200"
     assert H.gpu_slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
     assert H.uuid8("GPU-2ab1ed74-3a4e-0e1f-9b63-cb9a3a59abcd") == "2ab1ed74"
     assert H.uuid8(None) == "00000000"
-    assert H.result_file_name("NVIDIA H200", "GPU-2ab1ed74-3a4e") == "bench_nvidia-h200_2ab1ed74.json"
+    assert (
+        H.result_file_name("NVIDIA H200", "GPU-2ab1ed74-3a4e") == "bench_nvidia-h200_2ab1ed74.json"
+    )
 
 
 # ---- NVML summaries -----------------------------------------------------------------------------
+
 
 def _s(clk, reasons, t=0.0):
     return H.NvmlSample(t, clk, 650.0, 60.0, reasons)
@@ -206,7 +248,7 @@ class _FakeCuda:
 
     def _sleep(self, cycles):
         self.spins.append(cycles)
-        self.now += cycles / 2e9                       # the spin kernel takes device time too
+        self.now += cycles / 2e9  # the spin kernel takes device time too
         self.log.append("spin")
 
     def current_device(self):
@@ -224,21 +266,35 @@ def _fake_torch(monkeypatch, durations):
 
 def test_time_gpu_batches_holds_and_divides(monkeypatch):
     cuda = _fake_torch(monkeypatch, [100e-6])
-    t = H.time_gpu(cuda.fn, warmup=1, target_s=0.01, min_reps=5, max_reps=5, batch=4, allow_graph=False)
+    t = H.time_gpu(
+        cuda.fn, warmup=1, target_s=0.01, min_reps=5, max_reps=5, batch=4, allow_graph=False
+    )
     assert t.stats.n == 5 and t.batch == 4 and t.median == pytest.approx(100e-6)
-    assert cuda.calls == 1 + 3 + 5 * 4                  # warm-up, estimate, 5 repetitions of 4 calls
+    # warm-up, estimate, 5 repetitions of 4 calls
+    assert cuda.calls == 1 + 3 + 5 * 4
     assert t.held and len(cuda.spins) == 5 and all(c == cuda.spins[0] > 0 for c in cuda.spins)
-    assert "4 calls per event pair" in t.note() and "stream held" in t.note() and "L2 not flushed" in t.note()
+    assert (
+        "4 calls per event pair" in t.note()
+        and "stream held" in t.note()
+        and "L2 not flushed" in t.note()
+    )
     assert t.attempts and len(t.attempts) == 1 and "re-measured" not in t.note()
-    # each repetition: spin, start event, 4 calls, end event (the spin is outside the timed interval)
+    # each repetition: spin, start event, 4 calls, end event (the spin is outside the timed
+    # interval)
     assert cuda.log[-7:] == ["spin", "event", "fn", "fn", "fn", "fn", "event"]
 
 
 def test_time_gpu_flushes_then_holds_then_times(monkeypatch):
     cuda = _fake_torch(monkeypatch, [80e-6])
     t = H.time_gpu(cuda.fn, flush=cuda.flush, warmup=0, min_reps=3, max_reps=3, allow_graph=False)
-    assert cuda.log[-5:] == ["flush", "spin", "event", "fn", "event"] and cuda.log.count("flush") == 3
-    assert t.median == pytest.approx(80e-6) and t.flushed and "L2 flushed before each repetition" in t.note()
+    assert (
+        cuda.log[-5:] == ["flush", "spin", "event", "fn", "event"] and cuda.log.count("flush") == 3
+    )
+    assert (
+        t.median == pytest.approx(80e-6)
+        and t.flushed
+        and "L2 flushed before each repetition" in t.note()
+    )
 
 
 def test_time_gpu_does_not_hold_a_sync_each_measurement(monkeypatch):
@@ -252,31 +308,45 @@ def test_time_gpu_remeasures_a_disturbed_attempt_and_says_so(monkeypatch):
     durs = [200e-6] * 4 + [200e-6] * 9 + [290e-6] + [200e-6] * 10
     cuda = _fake_torch(monkeypatch, durs)
     t = H.time_gpu(cuda.fn, warmup=1, min_reps=10, max_reps=10, allow_graph=False)
-    assert len(t.attempts) == 2 and t.attempts[0][1] > H.NOISY_CV and t.attempts[1][1] == pytest.approx(0, abs=1e-9)
+    assert (
+        len(t.attempts) == 2
+        and t.attempts[0][1] > H.NOISY_CV
+        and t.attempts[1][1] == pytest.approx(0, abs=1e-9)
+    )
     assert t.stats.cv == pytest.approx(0, abs=1e-9) and "2 attempts" in t.note()
     # a measurement that stays noisy keeps the quietest attempt and stops after `attempts`
     cuda = _fake_torch(monkeypatch, [200e-6, 260e-6] * 100)
     t = H.time_gpu(cuda.fn, warmup=0, min_reps=10, max_reps=10, allow_graph=False, attempts=3)
-    assert len(t.attempts) == 3 and t.stats.cv == min(c for _, c in t.attempts) and H.is_noisy(t.median, t.stats.cv)
+    assert (
+        len(t.attempts) == 3
+        and t.stats.cv == min(c for _, c in t.attempts)
+        and H.is_noisy(t.median, t.stats.cv)
+    )
 
 
 def test_time_host_remeasures_a_disturbed_attempt(monkeypatch):
-    clock = iter([0.0, 100e-6, 100e-6, 400e-6] + [i * 100e-6 for i in range(4, 40)])   # 2nd sample 3x longer
+    # 2nd sample 3x longer
+    clock = iter([0.0, 100e-6, 100e-6, 400e-6] + [i * 100e-6 for i in range(4, 40)])
     monkeypatch.setattr(H.time, "perf_counter", lambda: next(clock))
     t = H.time_host(lambda: None, reps=3, warmup=0)
-    assert len(t.attempts) == 2 and t.attempts[0][1] > H.NOISY_CV and t.stats.cv == pytest.approx(0, abs=1e-9)
+    assert (
+        len(t.attempts) == 2
+        and t.attempts[0][1] > H.NOISY_CV
+        and t.stats.cv == pytest.approx(0, abs=1e-9)
+    )
     assert "re-measured after a disturbed attempt: 2 attempts" in t.attempts_note()
 
 
 def test_tma_copy_args_refuses_shapes_the_kernel_cannot_run():
     from collectors.bench.ceilings import TMA_COPY_CONFIGS, tma_copy_args
+
     assert tma_copy_args(4 << 30, 4096, 8) == ((4 << 30) // 4096, 64 + 8 * 4096)
     for chunk, stages, _ in TMA_COPY_CONFIGS:
         tma_copy_args(4 << 30, chunk, stages)
     with pytest.raises(ValueError, match="2..8 stages"):
-        tma_copy_args(4 << 30, 4096, 1)                  # one stage would wait forever
+        tma_copy_args(4 << 30, 4096, 1)  # one stage would wait forever
     with pytest.raises(ValueError, match="not a multiple"):
-        tma_copy_args(4 << 30, 48 * 1024, 4)             # the tail would stay uncopied
+        tma_copy_args(4 << 30, 48 * 1024, 4)  # the tail would stay uncopied
     with pytest.raises(ValueError, match="multiple of 16"):
         tma_copy_args(4 << 30, 1000, 4)
 
@@ -287,7 +357,9 @@ def test_hold_seconds_covers_the_enqueue_and_is_bounded():
     assert H.hold_seconds(1.0) == H.HOLD_MAX_S
 
 
-# ---- launch counting on recorded PyTorch traces ---------------------------------------------------
+# ---- launch counting on recorded PyTorch traces
+# ---------------------------------------------------
+
 
 def _events(name):
     with gzip.open(H200_TORCH / name, "rt") as f:
@@ -296,15 +368,24 @@ def _events(name):
 
 def test_count_launches_eager_ffn():
     # 20 FFN calls at M = 1, six kernels and six launch calls each
-    assert H.count_launches(_events("ffn_M1_eager.json.gz")) == {"kernels": 120, "kernel_launches": 120, "graph_launches": 0}
+    assert H.count_launches(_events("ffn_M1_eager.json.gz")) == {
+        "kernels": 120,
+        "kernel_launches": 120,
+        "graph_launches": 0,
+    }
 
 
 def test_count_launches_graph_ffn():
     # 10 replays of a graph of 3 FFN calls: 18 kernels per replay, one graph launch each
-    assert H.count_launches(_events("ffn_M1_graph.json.gz")) == {"kernels": 180, "kernel_launches": 0, "graph_launches": 10}
+    assert H.count_launches(_events("ffn_M1_graph.json.gz")) == {
+        "kernels": 180,
+        "kernel_launches": 0,
+        "graph_launches": 10,
+    }
 
 
 # ---- bank-conflict kernel reference and the ncu counter maths -----------------------------------
+
 
 def test_colread_reference_matches_sample_program():
     # ks_samples.cu: lane 0 at stride 32 or 33, 1024 iterations, reads word (it & 7): sum = 128 * 28
@@ -317,7 +398,11 @@ def test_colread_reference_brute_force():
         vw = width // 4
         ref = colread_reference(width, stride, iters)
         for lane in (0, 5, 31):
-            want = sum(((lane * stride + (it & 7) * vw + j) & 1023) for it in range(iters) for j in range(vw))
+            want = sum(
+                ((lane * stride + (it & 7) * vw + j) & 1023)
+                for it in range(iters)
+                for j in range(vw)
+            )
             assert ref[lane] == want
 
 
@@ -335,26 +420,43 @@ def _derived(case: str, kernel: str, params: dict, values: dict) -> dict:
     from analyzers.cases.bench_verdicts import attach
     from collectors.bench.results import _rows
     from collectors.schema import BENCH_SCHEMA
+
     recs = counter_records(case, {"kernel": kernel, "params": params}, values)
     res = attach(pl.DataFrame(_rows(recs, "test", "results"), schema=BENCH_SCHEMA), None)
     return {r["metric"]: r["value"] for r in res.iter_rows(named=True)}
 
 
 def test_degree_from_recorded_h200_counters():
-    # ks_colread4 at stride 32 and 33 on the project's H200 (sample_traces/h200/chapter5_kernels): only the
-    # counters are recorded; the degree is derived when the run is read
-    s32 = _derived("bank.column_read", "ks_colread4", {"stride_words": 32},
-                   {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 276824064.0,
-                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 268173312.0,
-                    "smsp__sass_inst_executed_op_shared_ld.sum": 8650752.0, "gpu__time_duration.sum": 1e6})
+    # ks_colread4 at stride 32 and 33 on the project's H200 (sample_traces/h200/chapter5_kernels):
+    # only the counters are recorded; the degree is derived when the run is read
+    s32 = _derived(
+        "bank.column_read",
+        "ks_colread4",
+        {"stride_words": 32},
+        {
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 276824064.0,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 268173312.0,
+            "smsp__sass_inst_executed_op_shared_ld.sum": 8650752.0,
+            "gpu__time_duration.sum": 1e6,
+        },
+    )
     assert s32["bank_conflict_degree"] == pytest.approx(32.0)
     assert s32["shared_wavefronts_per_request"] == pytest.approx(32.0)
-    s33 = _derived("bank.column_read", "ks_colread4", {"stride_words": 33},
-                   {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 8650752.0,
-                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,
-                    "smsp__sass_inst_executed_op_shared_ld.sum": 8650752.0, "gpu__time_duration.sum": 1e6})
+    s33 = _derived(
+        "bank.column_read",
+        "ks_colread4",
+        {"stride_words": 33},
+        {
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 8650752.0,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,
+            "smsp__sass_inst_executed_op_shared_ld.sum": 8650752.0,
+            "gpu__time_duration.sum": 1e6,
+        },
+    )
     assert s33["bank_conflict_degree"] == 1.0
-    assert "bank_conflict_degree" not in _derived("bank.column_read", "ks_colread4", {}, {"gpu__time_duration.sum": 1e6})
+    assert "bank_conflict_degree" not in _derived(
+        "bank.column_read", "ks_colread4", {}, {"gpu__time_duration.sum": 1e6}
+    )
 
 
 def _sample_rows():
@@ -365,7 +467,11 @@ def _sample_rows():
 def test_parse_raw_csv_on_recorded_report():
     rows = _sample_rows()
     names = [n for n, _ in rows]
-    assert names[0] == "ks_copy_u4" and names.count("ks_colread4") == 2 and names[-1] == "ks_matmul_128x128"
+    assert (
+        names[0] == "ks_copy_u4"
+        and names.count("ks_colread4") == 2
+        and names[-1] == "ks_matmul_128x128"
+    )
     mm64 = dict(rows)["ks_matmul_64x64"]
     assert mm64["lts__t_sectors_srcunit_tex_op_read.sum"] == 91894368.0
     assert mm64["gpu__time_duration.sum"] == 3373120.0
@@ -383,7 +489,8 @@ def test_counter_records_tiling_l2_reads_within_10pct_of_tile_model():
     assert by["kernel_duration"]["value"] == pytest.approx(3.37312e-3)
     assert by["theoretical_occupancy"]["value"] == 75.0
     assert "SM clock" in by["kernel_duration"]["notes"]
-    assert "dram_bandwidth" not in by and "bank_conflict_degree" not in by      # derived on read, not recorded
+    # derived on read, not recorded
+    assert "dram_bandwidth" not in by and "bank_conflict_degree" not in by
 
 
 def test_pair_actions_stops_at_mismatch():
@@ -402,6 +509,7 @@ def test_read_report_with_ncu_report_module():
     from pathlib import Path
 
     from collectors.bench.ncu_rerun import read_report
+
     with tempfile.TemporaryDirectory() as tmp:
         rep = Path(tmp) / "full.ncu-rep"
         with gzip.open(H200_KERNELS / "full.ncu-rep.gz", "rb") as f, open(rep, "wb") as g:
@@ -412,16 +520,22 @@ def test_read_report_with_ncu_report_module():
     assert dict(actions)["ks_matmul_128x128"]["lts__t_sectors_srcunit_tex_op_read.sum"] == 42586602
 
 
-# ---- device attributes -> spec -> occupancy, as the cases compute it -------------------------------
+# ---- device attributes -> spec -> occupancy, as the cases compute it
+# -------------------------------
+
 
 def test_occupancy_from_device_properties_matches_ncu():
     from analyzers.gpus import resolve_gpu
     from analyzers.occupancy import occupancy
+
     env = json.loads((SAMPLES / "h200" / "device_env.json").read_text())
     attrs = device_attributes(env["cupy_props"])
-    assert attrs["display_name"] == "NVIDIA H200" and attrs["reserved_shared_memory_per_block"] == 1024
+    assert (
+        attrs["display_name"] == "NVIDIA H200" and attrs["reserved_shared_memory_per_block"] == 1024
+    )
     spec = resolve_gpu(attrs["display_name"], attrs)
-    # ncu on the H200: ks_matmul_64x64 (40 regs, 16 KiB) 75 %, ks_matmul_128x128 (100 regs, 32 KiB) 25 %
+    # ncu on the H200: ks_matmul_64x64 (40 regs, 16 KiB) 75 %, ks_matmul_128x128 (100 regs, 32 KiB)
+    # 25 %
     assert occupancy(spec, 256, 40, 16384, 0).occupancy_pct == 75.0
     assert occupancy(spec, 256, 100, 32768, 0).occupancy_pct == 25.0
 
@@ -434,19 +548,25 @@ def test_select_cases():
         select_cases("no.such.case")
 
 
-# ---- the runner's robustness: failures, time limits, partial results (a fake context, no GPU) ----------
+# ---- the runner's robustness: failures, time limits, partial results (a fake context, no GPU)
+# ----------
+
 
 class _FakeCtx:
     """Just enough of cases.Context for run.run_case / run._run_cases."""
 
     def __init__(self):
         import types
+
         self.synced = 0
-        self.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=self.sync, empty_cache=lambda: None))
+        self.torch = types.SimpleNamespace(
+            cuda=types.SimpleNamespace(synchronize=self.sync, empty_cache=lambda: None)
+        )
         self.begin_case("")
 
     def begin_case(self, case_id):
         from collectors.bench.context import Context
+
         Context.begin_case(self, case_id)
 
     def emit(self, recs):
@@ -454,6 +574,7 @@ class _FakeCtx:
 
     def part(self, label):
         from collectors.bench.context import Context
+
         self.log = lambda m: None
         return Context.part(self, label)
 
@@ -467,34 +588,53 @@ def _doc():
 
 def test_run_case_keeps_records_of_a_failing_case():
     from collectors.bench.run import run_case
+
     ctx, doc = _FakeCtx(), _doc()
 
     def case(c):
-        c.emit(H.make_record("ceiling", "dram_copy_bandwidth", 4.4e12, "B/s", {}, source="event timing"))
+        c.emit(
+            H.make_record(
+                "ceiling", "dram_copy_bandwidth", 4.4e12, "B/s", {}, source="event timing"
+            )
+        )
         with c.part("variant A"):
             raise H.CheckFailed("variant A: relative error 0.5 > 0.01")
         c.emit(H.make_record("littles_law", "bandwidth", 1e12, "B/s", {}, source="event timing"))
         raise RuntimeError("boom")
+
     status = run_case(ctx, "littles_law", case, 10, doc, None, None)
     assert status.startswith("partial: RuntimeError: boom")
     assert [r["metric"] for r in doc["ceilings"]] == ["dram_copy_bandwidth"]
     assert [r["metric"] for r in doc["results"]] == ["bandwidth"]
     errs = [f["error"] for f in doc["failures"]]
     assert errs[0].startswith("variant A: CheckFailed") and errs[1].startswith("RuntimeError: boom")
-    assert doc["cases"]["littles_law"]["status"] == "partial" and doc["cases"]["littles_law"]["records"] == 2
+    assert (
+        doc["cases"]["littles_law"]["status"] == "partial"
+        and doc["cases"]["littles_law"]["records"] == 2
+    )
 
 
 def test_run_case_time_limit_keeps_what_was_measured():
     import time as _t
 
     from collectors.bench.run import run_case
+
     ctx, doc = _FakeCtx(), _doc()
 
     def slow(c):
-        c.emit(H.make_record("bank.column_read", "time", 1e-3, "s", {"stride_words": 1}, source="event timing"))
-        with c.part("stride 2"):          # the time limit is not swallowed by a part
+        c.emit(
+            H.make_record(
+                "bank.column_read", "time", 1e-3, "s", {"stride_words": 1}, source="event timing"
+            )
+        )
+        with c.part("stride 2"):  # the time limit is not swallowed by a part
             _t.sleep(5)
-        c.emit(H.make_record("bank.column_read", "time", 1e-3, "s", {"stride_words": 2}, source="event timing"))
+        c.emit(
+            H.make_record(
+                "bank.column_read", "time", 1e-3, "s", {"stride_words": 2}, source="event timing"
+            )
+        )
+
     t0 = _t.monotonic()
     status = run_case(ctx, "bank.column_read", slow, 0.3, doc, None, None)
     assert _t.monotonic() - t0 < 3
@@ -507,20 +647,46 @@ def test_run_cases_skips_after_budget(monkeypatch):
 
     from collectors.bench import cases as C
     from collectors.bench import run as R
+
     calls = []
-    monkeypatch.setattr(C, "CASES", {"a": (lambda c: calls.append("a"), 5, 5), "b": (lambda c: calls.append("b"), 5, 5)})
+    monkeypatch.setattr(
+        C,
+        "CASES",
+        {"a": (lambda c: calls.append("a"), 5, 5), "b": (lambda c: calls.append("b"), 5, 5)},
+    )
     ctx, doc = _FakeCtx(), _doc()
     saves = []
-    dead = R._run_cases(ctx, ["a", "b"], doc, lambda: saves.append(1), lambda m: None,
-                        _t.monotonic() - 100, 50, False, None, None)
+    dead = R._run_cases(
+        ctx,
+        ["a", "b"],
+        doc,
+        lambda: saves.append(1),
+        lambda m: None,
+        _t.monotonic() - 100,
+        50,
+        False,
+        None,
+        None,
+    )
     assert dead is None and calls == [] and len(doc["failures"]) == 2
     assert "budget" in doc["failures"][0]["error"]
-    dead = R._run_cases(ctx, ["a", "b"], doc, lambda: saves.append(1), lambda m: None,
-                        _t.monotonic(), 50, False, None, None)
+    dead = R._run_cases(
+        ctx,
+        ["a", "b"],
+        doc,
+        lambda: saves.append(1),
+        lambda m: None,
+        _t.monotonic(),
+        50,
+        False,
+        None,
+        None,
+    )
     assert calls == ["a", "b"] and len(saves) == 2
 
 
-# ---- the --ncu stage end to end, with a stand-in for ncu that returns the recorded H200 report ----------
+# ---- the --ncu stage end to end, with a stand-in for ncu that returns the recorded H200 report
+# ----------
 
 
 def test_ncu_stage_attaches_counters(tmp_path, monkeypatch):
@@ -528,23 +694,46 @@ def test_ncu_stage_attaches_counters(tmp_path, monkeypatch):
     import time as _t
 
     from collectors.bench import ncu_rerun
+
     monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: _fake_ncu(tmp_path))
     doc = {"results": [], "failures": []}
-    ncu_rerun.run_stage(doc, ["transpose.tile", "bank.column_read"], device=0, quick=True, out_dir=tmp_path,
-                        file_stem="bench_x", deadline=_t.monotonic() + 120, save=lambda: None, log=lambda m: None)
+    ncu_rerun.run_stage(
+        doc,
+        ["transpose.tile", "bank.column_read"],
+        device=0,
+        quick=True,
+        out_dir=tmp_path,
+        file_stem="bench_x",
+        deadline=_t.monotonic() + 120,
+        save=lambda: None,
+        log=lambda m: None,
+    )
     assert doc["failures"] == []
     assert doc["ncu"]["status"] == "ok" and doc["ncu"]["version"] == "Version 2025.3.1.0 (fake)"
-    assert [r["file"] for r in doc["ncu"]["reports"]] == ["bench_x_bank-column_read.ncu-rep", "bench_x_transpose-tile.ncu-rep"]
+    assert [r["file"] for r in doc["ncu"]["reports"]] == [
+        "bench_x_bank-column_read.ncu-rep",
+        "bench_x_transpose-tile.ncu-rep",
+    ]
     import polars as pl
 
     from analyzers.cases.bench_verdicts import attach
     from collectors.bench.results import _rows
     from collectors.schema import BENCH_SCHEMA
+
     res = attach(pl.DataFrame(_rows(doc["results"], "t", "results"), schema=BENCH_SCHEMA), None)
-    deg = [r for r in res.iter_rows(named=True) if r["case"] == "bank.column_read" and r["metric"] == "bank_conflict_degree"]
-    assert [round(r["value"], 3) for r in deg if json.loads(r["params"])["kernel"] == "ks_colread4"] == [32.0, 1.0]
-    tr = {r["params"]["kernel"]: r["value"] for r in doc["results"]
-          if r["case"] == "transpose.tile" and r["metric"] == "dram_read_bytes"}
+    deg = [
+        r
+        for r in res.iter_rows(named=True)
+        if r["case"] == "bank.column_read" and r["metric"] == "bank_conflict_degree"
+    ]
+    assert [
+        round(r["value"], 3) for r in deg if json.loads(r["params"])["kernel"] == "ks_colread4"
+    ] == [32.0, 1.0]
+    tr = {
+        r["params"]["kernel"]: r["value"]
+        for r in doc["results"]
+        if r["case"] == "transpose.tile" and r["metric"] == "dram_read_bytes"
+    }
     assert tr["ks_transpose32"] == 268446720
     assert (tmp_path / "ncu" / "bench_x_transpose-tile.log").read_text().startswith("==PROF==")
 
@@ -553,11 +742,21 @@ def test_ncu_stage_counters_forbidden(tmp_path, monkeypatch):
     import time as _t
 
     from collectors.bench import ncu_rerun
+
     monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: _fake_ncu(tmp_path))
     monkeypatch.setenv("FAKE_NCU_PERM", "1")
     doc = {"results": [], "failures": []}
-    ncu_rerun.run_stage(doc, ["transpose.tile", "bank.column_read"], device=0, quick=True, out_dir=tmp_path,
-                        file_stem="bench_x", deadline=_t.monotonic() + 120, save=lambda: None, log=lambda m: None)
+    ncu_rerun.run_stage(
+        doc,
+        ["transpose.tile", "bank.column_read"],
+        device=0,
+        quick=True,
+        out_dir=tmp_path,
+        file_stem="bench_x",
+        deadline=_t.monotonic() + 120,
+        save=lambda: None,
+        log=lambda m: None,
+    )
     assert doc["results"] == []
     assert len(doc["failures"]) == 1 and doc["failures"][0]["error"].startswith("ERR_NVGPUCTRPERM")
     assert doc["ncu"]["status"].startswith("counters forbidden")
@@ -565,8 +764,17 @@ def test_ncu_stage_counters_forbidden(tmp_path, monkeypatch):
 
 def test_ncu_stage_without_ncu(tmp_path, monkeypatch):
     from collectors.bench import ncu_rerun
+
     monkeypatch.setattr(ncu_rerun, "find_ncu", lambda: None)
     doc = {"results": [], "failures": []}
-    ncu_rerun.run_stage(doc, ["transpose.tile"], device=0, quick=True, out_dir=tmp_path, file_stem="b",
-                        deadline=0, save=lambda: None)
+    ncu_rerun.run_stage(
+        doc,
+        ["transpose.tile"],
+        device=0,
+        quick=True,
+        out_dir=tmp_path,
+        file_stem="b",
+        deadline=0,
+        save=lambda: None,
+    )
     assert doc["ncu"]["status"] == "ncu not found" and "not found" in doc["failures"][0]["error"]

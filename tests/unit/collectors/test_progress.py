@@ -1,5 +1,6 @@
-"""Progress steps in words, the bar's line, and the child-process relay file (collectors/progress.py,
-dashboard/cli/progress.py), in memory."""
+"""Progress steps in words, the bar's line, and the child-process relay file
+(collectors/progress.py, dashboard/cli/progress.py), in memory."""
+
 from __future__ import annotations
 
 import io
@@ -31,13 +32,21 @@ def test_nobody_listening_costs_nothing_and_a_sink_sees_the_block_only():
 def test_the_bar_draws_stages_and_fractions_and_clears_its_line():
     out = io.StringIO()
     bar = Bar(out, every_s=0.0)
-    for step in (Step("inflating", 1e6, None, "B"), Step("reading launch", 1, 4), Step("reading launch", 4, 4),
-                 Step("storing")):
+    for step in (
+        Step("inflating", 1e6, None, "B"),
+        Step("reading launch", 1, 4),
+        Step("reading launch", 4, 4),
+        Step("storing"),
+    ):
         bar(step)
     bar.close()
     lines = [ln for ln in out.getvalue().split("\r\x1b[2K") if ln]
-    assert lines == ["inflating 1 MB", "reading launch 1 of 4 [######..................]  25 %",
-                     "reading launch 4 of 4 [########################] 100 %", "storing"]
+    assert lines == [
+        "inflating 1 MB",
+        "reading launch 1 of 4 [######..................]  25 %",
+        "reading launch 4 of 4 [########################] 100 %",
+        "storing",
+    ]
     assert out.getvalue().endswith("\r\x1b[2K")
 
 
