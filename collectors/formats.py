@@ -100,7 +100,7 @@ register(
         "ncu",
         "Nsight Compute report (.ncu-rep) or CSV export",
         "collectors.ncu:parse",
-        9,
+        10,
         "profiled launches",
         streamed="collectors.ncu:parse_file",
         check="collectors.validate:check_ncu",
@@ -227,7 +227,8 @@ class _LiveKinds(Sequence):
 
 
 #: stored kind -> version of its tables (bump a format's version when its parser's output changes:
-#: stored runs are re-derived from their kept artifact). ncu 9: enum casts in names (issue 39)
+#: stored runs are re-derived from their kept artifact). ncu 9: enum casts in names (issue 39); 10: a
+#: report's SASS text and source lines are read per launch when shown, not at ingest
 TABLE_VERSIONS: Mapping[str, int] = _Live(lambda f: f.table_version)
 #: stored kind -> what its item count counts
 ITEM_LABELS: Mapping[str, str] = _Live(lambda f: f.item_label)

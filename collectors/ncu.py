@@ -403,6 +403,24 @@ def short_name(name: str) -> str:
     return s.split("::")[-1] or name
 
 
+def source_text(data: bytes, name: str, launch_id: int) -> pl.DataFrame:
+    """The SASS text and source line of every address of one launch of an .ncu-rep (uncompressed bytes), read in
+    the sandbox's child process: what ingest leaves out of the stored `sass` table (the per-address reads are
+    most of a report's reading time)."""
+    from collectors.sandbox import run_reader
+
+    res = run_reader("ncu-rep-source", data, name, ".ncu-rep", (str(int(launch_id)),))
+    rows = res.get("sass") if isinstance(res, dict) else None
+    if not isinstance(rows, list):
+        raise ArtifactError(name, "the report reader returned no source for this launch")
+    return pl.DataFrame(rows, schema=SASS_SCHEMA)
+
+
+def with_source_text(sass: pl.DataFrame, data: bytes, name: str, launch_id: int) -> pl.DataFrame:
+    """A run's `sass` table with one launch's rows read again with their SASS text and source lines."""
+    return pl.concat([sass.filter(pl.col("id") != launch_id), source_text(data, name, launch_id)])
+
+
 def _source_frames(source: dict | None) -> dict[str, pl.DataFrame]:
     """The source-level tables (empty for CSV exports, which carry none)."""
     source = source or {}

@@ -75,10 +75,12 @@ def ncu_to_base(value: float, unit: str) -> tuple[float, str]:
     return value * f_num / f_den, f"{b_num}/{b_den}"
 
 
-def read_report_file(path: str, name: str) -> dict:
+def read_report_file(path: str, name: str, source_text: bool = False) -> dict:
     """Read an .ncu-rep file with NVIDIA's `ncu_report` module (in the sandbox's child process: it
     can abort): each launch's identity and metrics, the section that shows each metric, and the
-    source level (SASS and the Source Counters per address, the CUDA files the report holds)."""
+    source level (the Source Counters per address, the CUDA files the report holds; the SASS text and
+    source line of each address only with `source_text`: `read_source_text_file` reads them for one
+    launch when it is shown)."""
     from collectors.ncu_source import metric_value, sections_of, source_tables
 
     try:
@@ -153,7 +155,7 @@ def read_report_file(path: str, name: str) -> dict:
             }
             kid = len(out)
             out.append((ident, metrics))
-            sass, rows, files = source_tables(act)
+            sass, rows, files = source_tables(act, text=source_text)
             source["sass"] += [{"id": kid, **r} for r in sass]
             source["metrics"] += [(kid, *r) for r in rows]
             for f, content in files.items():
@@ -162,6 +164,28 @@ def read_report_file(path: str, name: str) -> dict:
     if not out:
         raise ArtifactError(name, "the report holds no profiled kernels")
     return {"launches": out, "sections": sections, "source": source}
+
+
+def read_source_text_file(path: str, name: str, launch_id: str) -> dict:
+    """The SASS text and source line of every address of one launch (its position in the report, as
+    read_report_file numbers them), and the CUDA files: {"sass": [...], "files": {...}}."""
+    from collectors.ncu_source import source_tables
+
+    import ncu_report
+
+    try:
+        ctx = ncu_report.load_report(path)
+    except Exception as e:  # noqa: BLE001 - the wheel raises plain exceptions for corrupt files
+        raise ArtifactError(name, f"not a readable Nsight Compute report ({e})") from None
+    want, kid = int(launch_id), 0
+    for ri in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(ri)
+        if kid + rng.num_actions() <= want:
+            kid += rng.num_actions()
+            continue
+        sass, _, files = source_tables(rng.action_by_idx(want - kid), text=True)
+        return {"sass": [{"id": want, **r} for r in sass], "files": files}
+    raise ArtifactError(name, f"the report has no launch {want}")
 
 
 def _nvtx_of(act) -> str | None:

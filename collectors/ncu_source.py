@@ -69,7 +69,12 @@ def _values(met) -> list[float] | None:
     return [met.as_double(i) for i in range(met.num_instances())]
 
 
-def source_tables(act) -> tuple[list[dict], list[tuple], dict[str, str]]:
+def source_tables(act, text: bool = True) -> tuple[list[dict], list[tuple], dict[str, str]]:
+    """(one row per SASS address, the Source Counters as (address, metric, value), the CUDA files). Without
+    `text`, the per-address SASS text and source line are left out (None) — reading them is most of a report's
+    reading time (9 of 21 s on a 122-launch decode): they are read for one launch when its hot spots are shown
+    (read_source_text) — except whether the report has line information at all (`line` of the first address:
+    -1 when it has, None when not)."""
     pcs: set[int] = set()
     for name in PC_METRICS:
         met = act.metric_by_name(name)
@@ -91,7 +96,20 @@ def source_tables(act) -> tuple[list[dict], list[tuple], dict[str, str]]:
         rows.extend((int(pc), name, v) for pc, v in zip(ids, vals))
     base = min(pcs)
     sass = []
-    for pc in sorted(pcs):
+    if not text:
+        info = act.source_info(base)
+        has_lines = info is not None and bool(info.file_name())
+        sass = [
+            {
+                "address": pc,
+                "offset": pc - base,
+                "sass": None,
+                "file": None,
+                "line": (-1 if has_lines and pc == base else None),
+            }
+            for pc in sorted(pcs)
+        ]
+    for pc in sorted(pcs) if text else ():
         info = act.source_info(pc)
         sass.append(
             {

@@ -40,7 +40,10 @@ _RESULT = "result.json"
 _ERROR = "error.json"
 #: task -> (module, function): the function takes (path, name) and returns a JSON-serialisable
 #: result, or raises ArtifactError
-TASKS = {"ncu-rep": ("collectors.ncu_rep", "read_report_file")}
+TASKS = {
+    "ncu-rep": ("collectors.ncu_rep", "read_report_file"),
+    "ncu-rep-source": ("collectors.ncu_rep", "read_source_text_file"),
+}
 
 
 def _limits(task: str, size: int) -> tuple[float, int]:
@@ -49,7 +52,9 @@ def _limits(task: str, size: int) -> tuple[float, int]:
     return seconds, memory
 
 
-def run_reader(task: str, data: bytes, name: str, suffix: str) -> object:
+def run_reader(
+    task: str, data: bytes, name: str, suffix: str, args: tuple[str, ...] = ()
+) -> object:
     """Run TASKS[task] on `data` (written as `artifact<suffix>`) in a child process; its result, or ArtifactError."""
     seconds, memory = _limits(task, len(data))
     folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{task}-{os.getpid()}-"))
@@ -74,7 +79,7 @@ def run_reader(task: str, data: bytes, name: str, suffix: str) -> object:
         if listening:
             # the child says which launch it reads; relayed below
             env[progress.CHILD_FILE] = pfile
-        cmd = [sys.executable, "-m", "collectors.sandbox", task, str(folder)]
+        cmd = [sys.executable, "-m", "collectors.sandbox", task, str(folder), *args]
         started = time.monotonic()
         err_path = (
             folder / "stderr.log"
@@ -213,7 +218,7 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _child(task: str, folder: str) -> int:
+def _child(task: str, folder: str, *args: str) -> int:
     import importlib
     import resource
 
@@ -234,7 +239,7 @@ def _child(task: str, folder: str) -> int:
     try:
         fn = getattr(importlib.import_module(module), func)
         with progress.reporting(progress.child_sink(pfile) if pfile else None):
-            result = fn(str(artifact), artifact.name)
+            result = fn(str(artifact), artifact.name, *args)
     except ArtifactError as e:
         (out / _ERROR).write_bytes(orjson.dumps({"problem": e.problem}))
         return 3
@@ -249,4 +254,4 @@ def _child(task: str, folder: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1], sys.argv[2]))
+    sys.exit(_child(sys.argv[1], sys.argv[2], *sys.argv[3:]))

@@ -399,13 +399,34 @@ class Source:
             from analyzers.source_hotspots import source_hotspots
 
             return source_hotspots(
-                self.table(run.run_id, "sass"),
+                self._sass_with_text(run, launch_id),
                 self.table(run.run_id, "source_metrics"),
                 self.table(run.run_id, "source_files"),
                 launch_id,
             )
 
         return self._cached(("hotspots", run.run_id, launch_id), make)
+
+    def _sass_with_text(self, run: Run, launch_id: int) -> pl.DataFrame:
+        """The run's `sass` table with one launch's SASS text and source lines, read from the kept .ncu-rep
+        when ingest left them out (collectors.ncu.source_text); without them (a reader failure) its addresses
+        stay, ranked by their counters, with no text and no line."""
+        sass = self.table(run.run_id, "sass")
+        mine = sass.filter(pl.col("id") == launch_id)
+        if not mine.height or mine["sass"].null_count() < mine.height:
+            return sass
+        rest = sass.filter(pl.col("id") != launch_id)
+        name = run.manifest.get("source_name", "report.ncu-rep")
+        try:
+            from collectors.decompress import gunzip_if_needed
+            from collectors.ncu import with_source_text
+
+            raw, inner = gunzip_if_needed(run.artifact_path.read_bytes(), name)
+            if inner.lower().endswith((".ncu-rep", ".nsight-cuprof-report")):
+                return with_source_text(sass, raw, inner, launch_id)
+        except (ArtifactError, OSError):
+            pass
+        return pl.concat([rest, mine.with_columns(pl.lit(None, pl.Int64).alias("line"))])
 
     def trace_devices(self, run: Run | str) -> list[tuple[int, int]]:
         """The (rank, device) pairs of a trace's GPU ops, sorted: without computing its summary."""
