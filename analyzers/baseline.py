@@ -1,29 +1,7 @@
 """Baselines: run B against run A beyond kernel durations, as Nsight Compute's baselines and a
 trace's statistics do.
 
-- `relatedness(names_a, names_b)`: how many distinct kernel names the runs share (Jaccard index);
-  two runs are *related* (worth comparing by default) when they share at least half of their kernels
-  (RELATED_MIN).
-- `metric_diff(a, b, ...)`: two Nsight Compute launches (or groups of launches of one kernel and
-  configuration) metric by metric, every metric both have a number for (but the profiler's own
-  bookkeeping, BOOKKEEPING). Each row states its own noise threshold, from the metric's kind
-  (NOISE_CLASSES: a launch parameter or device attribute must not move at all; a count of work done
-  moves only if the work changed; traffic and hit rates move with caching; times, rates and
-  utilisations with clocks and contention: the noise floor) or, when several launches were profiled,
-  from their spread (2 × the combined relative standard deviation), whichever is larger. Rows are
-  grouped by the Nsight Compute section that shows the metric (a raw counter in a section of its
-  hardware unit: "counters: DRAM", ...), sections and rows within them ordered by how far the metric
-  moved beyond its noise (|change| / threshold).
-- `trace_stats(summary_a, summary_b, ...)`: two traces by run time, GPU busy time, idle fraction,
-  kernel count and rate, launch delays and host waits (analyzers.timeline.summarize), each with its
-  noise threshold: counts are exact; a launch-delay median's noise is its standard error (≈ 1.2533 σ
-  / √n, 2×); a single-valued time or fraction gets the noise floor.
-
-A percentage that moved by less than PCT_POINTS percentage points is unchanged (a utilisation going
-from 0.0000 % to 0.0001 % is not a change). Statuses: "higher" / "lower" when |change| exceeds the
-threshold; "unchanged" when it does not and the threshold is at most `NOISY_LIMIT` × the noise
-floor; "too noisy to judge" when it does not and the threshold is larger (the measurements cannot
-resolve a change of that size); "new" / "gone" when one side has no value.
+More: docs/architecture.md, *analyzers.baseline*.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Measured ceilings per GPU (from `kernelscope bench` runs) and the launch floor.
 
-Pure functions over a ceilings frame (CEILING_SCHEMA: one row per measured ceiling of a bench run,
-newest run first), which dashboard.source builds from the store with `ceilings_frame`:
-
-- `classify_ceiling(name, unit)`: the resource a ceiling measures (dram, l2, smem, bf16, fp32, h2d,
-  host_memcpy, launch, launch_cxx, sync, kernel, graph);
-- `judge_ceilings(ceilings, pinned, excluded)`: each ceiling's status — *trusted* (physically
-  plausible for the GPU model it was measured on), *rejected* (with the reason: above the datasheet,
-  below 5 % of it, outside the bounds of its resource), *excluded* (its run is excluded) or *not
-  pinned* (another run is pinned for that GPU model);
-- `best_ceilings(ceilings, gpu_name, host)`: the best *trusted* value per resource measured on the
-  same GPU model (highest rate, lowest cost; host-side resources from one host: HOST_RESOURCES) with
-  its source text: what "% of the measured ceiling", the roofline's measured roofs and the findings'
-  peaks use — a poisoned bench result (1e30 B/s, a tiny or negative value, another GPU's run)
-  changes none of them;
-- `launch_floor_ns(ceilings, gpu_name)`: the back-to-back empty-kernel launch time of that GPU model
-  (newest trusted run);
-- `spec_peak(gpu, resource)`, `result_peak(gpu, case, metric, unit)`: the spec-sheet figure a
-  measurement is normalised to.
+More: docs/architecture.md, *analyzers.ceilings*.
 """
 
 from __future__ import annotations

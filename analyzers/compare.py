@@ -4,26 +4,7 @@ mind.
 Input: one row per launch with `name`, `config` (grid and block, as text) and `duration_ns`, plus
 any other numeric columns to carry (e.g. the fraction of the GPU's DRAM peak).
 
-- Nsight Compute runs (`per_launch=True`): each profiled launch is one measurement; the n-th launch
-  of a (name, config) in A is matched with the n-th in B. There is no spread per launch, so the
-  noise floor alone decides.
-- Traces (`per_launch=False`): launches are grouped by (name, config); the per-launch median is
-  compared and the spread (standard deviation of the launches) widens the threshold.
-
-Classification of a matched kernel with medians a, b and spreads s_a, s_b:
-    change    = b / a - 1
-    threshold = max(noise_floor, k x sqrt((s_a / a)^2 + (s_b / b)^2))      (k = 2)
-    faster if change < -threshold; slower if change > threshold; otherwise unchanged (inside the
-    spread) when the
-    threshold is at most NOISY_LIMIT x the noise floor, and "too noisy to judge" when it is larger
-    (the launches
-    spread so much that a change of that size could not be seen).
-Kernels only in B are "added", only in A "removed".
-
-`compare(...)` puts together everything Compare shows for two runs of one kind (the CLI and the page
-render it): the kernels, the totals, the runs' relatedness (analyzers.baseline.relatedness) and, for
-Nsight Compute runs, every matched launch's metric diff (analyzers.baseline.metric_diff), for traces
-their statistics (analyzers.baseline.trace_stats).
+More: docs/architecture.md, *analyzers.compare*.
 """
 
 from __future__ import annotations

@@ -6,42 +6,7 @@ Ray task) and returns a `RankSummary` of a few small frames; `analyzers.straggle
 summaries of all ranks together (stragglers, iteration-time distribution, collectives across ranks).
 Nothing here needs another rank.
 
-Definitions (per rank, on its primary device: the device with the most kernel time; times in ns):
-
-- iteration  an annotation range whose name matches the step pattern (PyTorch's `ProfilerStep#N`, or
-  NVTX /
-             record_function ranges named `step N`, `iteration N`, ...); N aligns iterations across
-             ranks. Its
-             window is the range itself on the rank's own clock, so no clock alignment between hosts
-             is needed.
-             Without such ranges the rank's whole GPU window is one iteration (step -1).
-- within a window [a, b), with U(x) the union of the intervals of x clipped to the window:
-    compute_ns          |U(kernels that are not collectives)|
-    comm_ns             |U(collective kernels)|                      (collective: name matches
-    `nccl`, as HTA)
-    exposed_comm_ns     |U(all kernels)| - |U(compute kernels)|      communication not overlapped
-    with compute
-    overlapped_comm_ns  comm_ns - exposed_comm_ns                    = |U(collectives) ∩ U(compute)|
-    memcpy_ns           |U(all GPU ops)| - |U(all kernels)|          copies and memsets not under a
-    kernel
-    host_wait_ns        idle time in gaps the host caused: the first op after the gap was launched
-    after the GPU
-                        had gone idle (its launch call started after the gap began), or no op
-                        followed
-    idle_ns             the rest of the idle time (work was submitted but waited: events, other
-    streams)
-  compute + exposed_comm + memcpy + host_wait + idle = b - a exactly.
-- own_ns = step_ns - exposed_comm_ns: the time the rank spent on its own work. In a job that
-  synchronises in collectives the other ranks wait inside their collective kernels for the one with
-  the largest own time.
-- collective instances: the collective kernels of each iteration, numbered per kind in start order
-  (the k-th all_reduce of step N); the same number on every rank is the same collective (ranks run
-  the same sequence in a process group), which analyzers.stragglers uses to find who the others
-  waited for, without clocks.
-- collectives: each collective kernel by kind (the profiler's 'Collective name', else the kernel's
-  name) and message size (max(in, out) elements x the dtype's size, when PyTorch >= 2.1 recorded
-  them); a kernel's exposed time is its duration not covered by compute kernels (collectives
-  overlapping each other each count).
+More: docs/architecture.md, *analyzers.distributed*.
 """
 
 from __future__ import annotations

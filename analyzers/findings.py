@@ -3,39 +3,7 @@
 Pure functions: an analyzed kernel row (`analyzers.kernels.analyze_kernels`), the GPU spec and,
 where a microbenchmark run measured them, the GPU's measured ceilings in; a list of `Finding` out.
 
-The model is a set of throughput bounds. A kernel cannot finish faster than the busiest resource
-allows:
-
-    t_dram = DRAM bytes / DRAM peak                  (dram__bytes_read.sum + dram__bytes_write.sum)
-    t_fp32 = FP32 FLOP / FP32 peak                   (fadd + fmul + 2 x ffma thread instructions)
-    t_tensor = sum over types of tensor FLOP / (BF16 dense peak x rate)
-    (sm__ops_path_tensor_src_<type>.sum;
-               rate = analyzers.kernels.TENSOR_RATE: BF16, FP16 1, TF32 1/2, FP8 2)
-    t_smem = shared-memory wavefronts / (SMs x f_SM) (one wavefront per SM per cycle: 32 banks x 4
-    B)
-    t_bound = max(t_dram, t_fp32, t_tensor, t_smem)
-
-Peaks are the measured ceilings when a bench run of the same GPU has them (what the GPU really
-reaches), else the spec sheet's; each finding names which. Findings:
-
-- bank conflicts: the conflict wavefronts lengthen t_smem; estimated loss = the part of the
-  shared-memory time above every other bound: max(0, min(d, t_smem) - max(t_smem_ideal, t_dram,
-  t_fp32)), with t_smem_ideal = (wavefronts - conflicts) / (SMs x f_SM);
-- uncoalesced global loads: sectors per request above the ideal (ratio r); when DRAM is the limiter
-  the extra sectors cost at most t_dram x (1 - 1/r);
-- below the roofline (latency-bound): d - t_bound, the time no throughput bound explains: too few
-  bytes or instructions in flight (Little's law: in flight = throughput x latency); cites occupancy
-  and its limiter;
-- grid smaller than one wave: with w = blocks / (blocks per SM x SMs) < 1, only a fraction w of the
-  GPU's block slots is used; estimated loss d x (1 - w);
-- a short kernel (d < SHORT_KERNEL_NS): its own counters matter less than its launch. Its latency
-  and small-grid findings are replaced by one that says so: the same loss (d - t_bound), and the
-  remedy that helps a kernel of a few microseconds (fuse it with its neighbours, or launch the step
-  as a CUDA graph), since tuning its memory access or occupancy cannot win more than those
-  microseconds while a launch call costs the host about as much.
-
-Estimates overlap (a latency-bound kernel with a small grid counts both); they rank causes, they do
-not add.
+More: docs/architecture.md, *analyzers.findings*.
 """
 
 from __future__ import annotations

@@ -3,15 +3,7 @@ prediction (from its own specs and measured ceilings), its measurement and verdi
 between the GPUs next to the ratio the predictions give; first, a summary of what differs (the
 measured ceilings' ratios next to the spec sheets').
 
-Terms:
-- speed-up of B over A: a time's A / B, a rate's B / A (> 1: B is faster);
-- predicted speed-up: the same ratio of the two predictions, each made for its own GPU;
-- the ratio agrees when measured / predicted speed-up is within RATIO_TOLERANCE, else it differs;
-- each rate as a fraction of the ceiling that bounds it on its own GPU
-  (analyzers.ceilings.bounding_resource: a shared-memory column read or an unpadded transpose
-  against shared memory, never DRAM);
-- the summary's ceilings: each resource's best trusted ceiling per run
-  (analyzers.ceilings.judge_ceilings), with whether it was measured while the GPU throttled.
+More: docs/architecture.md, *analyzers.gpu_compare*.
 """
 
 from __future__ import annotations

@@ -2,26 +2,10 @@
 
     ident = identify_gpu(Evidence(name=..., attributes=..., cc=(7, 5), sm_count=40), override=None)
     ident.spec        the GPUSpec the analyses use
-    ident.how         how it was identified ("named by the file (device attributes): NVIDIA A10G",
-    ...)
-    ident.warning     None, or what the user should know (an inference, an ambiguity, a conflict
-    with --gpu)
+    ident.how         how it was identified ("named by the file (device attributes): NVIDIA A10G", ...)
+    ident.warning     None, or what the user should know (an inference, an ambiguity, a conflict with --gpu)
 
-In order:
-1. `override` (the user's `--gpu NAME`, a registry name): that entry, refined by the file's device
-   attributes (they are facts of the device); a compute capability that contradicts the file is said
-   in the warning.
-2. A name the file gives (ncu device attributes / NUMA table, Kineto deviceProperties or
-   computeProperties, nsys TARGET_INFO_GPU) that is in the registry: the entry, refined by the
-   attributes (analyzers.gpus.resolve_gpu).
-3. A name not in the registry with usable device attributes: the GPU described from the attributes.
-4. No usable name: the registry entries that fit everything the file does give (compute capability,
-   SM count, memory size within 15 %, memory clock within 3 % where the entry lists one). Exactly
-   one fits: that entry, marked as inferred. None or several: a GPU built from the per-CC table
-   (per-SM limits, no datasheet peaks), named "unknown GPU (CC x.y, N SMs)", with a warning naming
-   the candidates and `--gpu`.
-5. Nothing at all (no name, no compute capability): UnknownName, saying to give `--gpu NAME`.
-The same function serves `kernelscope ingest` and `analyze`, so they accept exactly the same files.
+More: docs/architecture.md, *analyzers.gpu_identify*.
 """
 
 from __future__ import annotations

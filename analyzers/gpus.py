@@ -5,15 +5,7 @@ registry entry names its source in `sources` (field name -> source text); a fiel
 in `sources` is sourced by `sources["*"]`. GPUs that are not in the registry are described from a
 report's device attributes (`from_device_attributes`), whose source is the report itself.
 
-Conventions of the registry:
-- L2 sizes: NVIDIA's "MB" for caches are binary (the H200's "60 MB" is 62,914,560 B in its device
-  query), so "N MB" is stored as N * 2**20 bytes.
-- Memory sizes and bandwidths are decimal, as on the datasheets (141 GB = 141e9 B, 4.8 TB/s = 4.8e12
-  B/s).
-- FLOP/s are dense (no 2:4 sparsity); BF16 is tensor-core BF16 with FP32 accumulation.
-- Host link bandwidth is one direction: PCIe Gen4 x16 = 32 GB/s, Gen5 x16 = 64 GB/s (the textbook's
-  round numbers; bench-anchors.md §2b quotes the effective 31.5 and 63 GB/s after 128b/130b
-  encoding).
+More: docs/architecture.md, *analyzers.gpus*.
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """HTA-comparable statistics of a trace (`kernelscope analyze TRACE --compat hta`), next to
 Kernelscope's own.
 
-Holistic Trace Analysis (HTA, facebookresearch/HolisticTraceAnalysis) computes launch delays and
-idle time from the same trace with three differences (formats.md §5.4; HTA's
-trace_parser.round_down_time_stamps, cuda_kernel_analysis.cuda_kernel_launch_stats,
-breakdown_analysis):
-
-1. Whole microseconds. For a trace with fractional-µs timestamps HTA rounds every event inward: ts =
-   ceil(ts_us), end = floor(ts_us + dur_us), dur = end - ts. Traces with whole-µs timestamps stay as
-   they are.
-2. Launch statistics join GPU ops to launch calls *named* cudaLaunchKernel, cudaLaunchKernelExC,
-   cudaMemcpyAsync or cudaMemsetAsync by correlation id, inner join: ops launched by
-   cuLaunchKernel(Ex) (Triton, cuBLAS), a graph launch, a HIP call, or without their launch call in
-   the trace are left out. launch_delay = ts_gpu - ts_cpu - dur_cpu (rounded values), clipped at 0.
-3. Idle time: the temporal breakdown's idle time = (last end - first start) - |union of the rank's
-   GPU ops|, all streams together; the idle time breakdown per stream takes each op's gap to the end
-   of the op before it on its stream (the previous op by start time, not the running maximum, so an
-   overlap counts negative) and calls it host wait if the op's launch call started after that end,
-   kernel wait if the gap is under 30 µs, else other.
-
-Kernelscope's own numbers (analyzers.timeline) keep every op (also those without a launch call: they
-count in busy time and the window), keep ns resolution, define the delay for every op with a launch
-call of its own (cuLaunchKernel included; graph-launched ops excluded) and sum positive gaps after
-the running maximum of ends. `compare` computes both and the difference, per rank, so a user can
-tell a definitional difference from a disagreement. HTA counts GPU-timeline events other than
-kernels, memcpy and memset (cuda_sync ...) in its temporal breakdown; they are not in the gpu_ops
-table, so where a trace has them HTA's idle time can differ by their extent.
+More: docs/architecture.md, *analyzers.hta_compat*.
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """A trace's integrity, checked before any verdict is given on it.
 
-`check_trace(gpu_ops, api_calls, cpu_ops, steps)` -> a list of checks, each a dict with `check` (its
-id), `label`, `status` ("pass", "warn", "fail" or "n/a"), `blocking` (a failure makes the
-where-the-time-goes verdict abstain), `count` and `detail` (what was found, in numbers, and what it
-means for the analysis). The checks:
-
-- kernels_without_launch_call: kernels whose launch call is not in the trace (launched before
-  profiling began, or replays of a graph captured before it): launch statistics cover only the
-  others.
-- launch_calls_without_gpu_ops: kernel and graph launch calls whose GPU work is not in the trace.
-- gpu_ops_before_launch_call (blocking): a GPU op that starts more than CLOCK_TOLERANCE_NS before
-  its own launch call began cannot happen: the host and GPU clocks are not aligned, so launch delays
-  and host waits are meaningless.
-- overlapping_ops_on_stream (blocking): a stream runs its ops in order, so an op that starts more
-  than OVERLAP_TOLERANCE_NS before the previous op on its stream ended (or the same record twice) is
-  impossible.
-- stream_busy_over_window (blocking): the ops of one stream add up to more than the stream's window
-  (> 100 %).
-- trace_cut_short: launch calls after the last GPU op ended whose work is missing: the profiler
-  stopped before the GPU finished, so the last step is incomplete.
-- graph_replays: graph launch calls whose kernels are missing (the replay was recorded as one opaque
-  op or not at all: Nsight Systems needs --cuda-graph-trace=node).
-- nccl_kernels: NCCL kernels under every naming (ncclKernel_*, ncclDevKernel_*, other nccl/rccl
-  names), and collectives on the host without any.
-- steps_without_gpu_work: steps that launched no GPU op.
+More: docs/architecture.md, *analyzers.integrity*.
 """
 
 from __future__ import annotations

@@ -1,35 +1,7 @@
 """One kernel, every view: the launches of an Nsight Compute run matched to the kernels of a
 timeline (PyTorch profiler or Nsight Systems) of the same program.
 
-Users profile a program twice: a timeline of several steps, and Nsight Compute on a window of it (an
-NVTX range with `--nvtx --nvtx-include`, `--launch-skip/--launch-count`, `--kernel-name`).
-`join(ncu, trace, steps)` finds where the ncu window sits in the timeline and pairs each profiled
-launch with its kernel:
-
-- A kernel's key is (base name, grid, block). The base name is the function with its namespaces but
-  without template arguments and parameters ("at::native::vectorized_elementwise_kernel"), with
-  anonymous namespaces written one way: ncu prints `<unnamed>` and `(int)8`, the profilers
-  `(anonymous namespace)` and `8`, so the full names of the same kernel differ while the key does
-  not.
-- Steps are the trace's iterations: ProfilerStep#N annotations (Kineto), NVTX ranges named like
-  `step_N` (nsys), else the whole trace is one step. A kernel belongs to the step in which its
-  launch call started.
-- The ncu launches, in profiling order, are aligned with each step's kernels, in launch order, by
-  the longest common subsequence of keys; the step with the most matches is the window (ties: the
-  step whose number the ncu NVTX range names). A match is "high" confidence when it lies on that
-  alignment, "medium" when only the base name and the position agree (the launch configuration
-  differs).
-- Unmatched ncu launches and the window step's unmatched trace kernels are listed with a reason
-  (e.g. launched from another host thread: NVTX push/pop ranges, which ncu filters on, belong to one
-  thread).
-
-For each matched launch: how often its key runs per step (median over steps), its share of the
-step's GPU busy time (this launch: the n-th of its key in the step); the median launch delay (HTA's
-definition) and duration of that launch (the n-th of its key in the step) over the steps, with their
-spread; the ncu duration next to it (agreeing when within the trace's spread, see
-`durations_agree`); and the ncu finding's estimated time lost per launch times the step's launches
-it stands for (its key's launches per step / the key's launches in the ncu window) = time lost per
-step, the ranking key.
+More: docs/architecture.md, *analyzers.join*.
 """
 
 from __future__ import annotations

@@ -1,38 +1,7 @@
 """What a real kernel does, and the work it must do: its class, its parameters and the minimum
 traffic and FLOP of that work, for the chapter's models (analyzers.kernel_models).
 
-A launch's class comes from what it does: its counters (tensor-pipe or FP32 FLOP, DRAM bytes) and,
-when the Nsight Compute run is joined with a trace of the same program (analyzers.join), the aten op
-that launched it and that op's input shapes and types (collectors.kineto_shapes,
-`record_shapes=True`). The op names the operation; the counters must agree (a launch of `aten::mm`
-that counts no FLOP is a copy or a split-K reduction, not the GEMM; a launch of anything that counts
-tensor FLOP is a matrix multiply). A kernel's name may support the class (an Inductor
-`triton_red_fused_..._rsqrt` kernel is a norm), never decide it: where neither the op nor the
-counters say more, the class is the generic memory-bound operator.
-
-Classes and their chapter cases (CLASSES): matmul (`tiling.traffic`), attention
-(`flash.attention_traffic`), norm (`rmsnorm.split`), elementwise (`fusion.activation_chain`),
-reduction, copy, optimizer (memory-bound operators: the chapter's traffic ÷ bandwidth),
-communication (not modelled here).
-
-Minimum traffic ("each operand read once, the result written once", the chapter's X 8 + W 96 + C 24
-= 128 MiB) from the shapes, per class (`work_of`):
-- matmul: e_A·M·K + e_B·K·N + e_C·M·N (+ a bias), FLOP 2·M·N·K per batch: `aten::mm`/`addmm` ([M,K],
-  [K,N]), `bmm`/`baddbmm` ([b,M,K], [b,K,N]), `linear` ([..., K], [N, K]: M = the product of the
-  leading dims), `mv`;
-- attention (SDPA and its cuDNN / flash / efficient forms): Q [B,H,Lq,d], K and V [B,Hk,Lk,d]: Q + K
-  + V + O read or written once, FLOP 2·B·H·Lq·Lk·(d + d_v) (4·B·H·Lq·Lk·d; causal masking not known
-  from the trace, so the dense figure); backward: its inputs read once, dQ dK dV written once, 2.5×
-  the forward FLOP;
-- elementwise, norm, reduction, optimizer, copy: every tensor input read once and the result written
-  once: the
-  result is the broadcast of the inputs for an out-of-place op, the first input for an in-place one
-  (`mul_`), none
-  for a reduction to a small result; embedding / index ops read only the rows they index; fill
-  writes only.
-Without shapes (no joined trace, a launch the join did not match, an op whose shapes are not
-recorded), the
-traffic is the launch's own DRAM bytes: the time is still judged against it, the traffic is not.
+More: docs/architecture.md, *analyzers.kernel_classes*.
 """
 
 from __future__ import annotations

@@ -5,15 +5,7 @@ launches, and the per-launch quantities as time-weighted means. The Kernels page
 opportunities, `kernelscope analyze --by kernel` and the export show this one table; launches stay
 one click away (`launch_ids`).
 
-Terms:
-- total_ns = Σ gpu__time_duration.sum over the kernel's launches; share = total_ns / Σ over the run
-  (the profiled launches only: ncu profiles what it was asked to, not necessarily a whole step);
-- top_finding / lost_total_ns: the finding (analyzers.findings) whose estimated losses, summed over
-  the launches where it is the biggest, are the largest; lost_total_ns sums each launch's biggest
-  finding (they rank causes, they do not add across findings of one launch);
-- a rate or fraction column (DRAM of spec, occupancy, SM / DRAM throughput, …) is the time-weighted
-  mean over the launches that have it: Σ(x · duration) / Σ duration;
-- a text column (tensor type, occupancy limiter, bound) is the value of the kernel's longest launch.
+More: docs/architecture.md, *analyzers.kernel_groups*.
 """
 
 from __future__ import annotations

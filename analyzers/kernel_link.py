@@ -1,17 +1,7 @@
 """The same kernel in another run: a launch of a timeline (PyTorch profiler / Nsight Systems) found
 among the launches of the store's Nsight Compute runs, so the Timeline page can open its counters.
 
-The Timeline page first asks analyzers.join (an ncu run of the same program: steps, order, launch
-windows); when no
-join covers the kernel, any ncu run of the store may still have profiled it, and `match_launches`
-finds those:
-    "same name and launch configuration"   the kernel's signature (analyzers.join.signature: its
-    name with template
-                                           arguments, written one way whatever tool demangled it)
-                                           and its grid and
-                                           block dimensions are equal
-    "same name"                            the signature is equal, the configuration differs or is
-    unknown
+More: docs/architecture.md, *analyzers.kernel_link*.
 """
 
 from __future__ import annotations

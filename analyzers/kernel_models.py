@@ -7,30 +7,7 @@ the fixed cost of a launch — Experiment 5-2's "5 µs more fixed overhead and 1
 
     t_pred = n · t0 + max(bytes / B_dram, FLOP / P_pipe)
 
-- bytes: the minimum traffic of the work (each operand read once, the result written once) where the
-  joined trace gives the shapes; else the launch's own DRAM bytes (then only the time is judged, not
-  the traffic);
-- FLOP: 2·M·N·K (matmul), the attention FLOP, from the shapes; else the launch's counted FLOP;
-- B_dram, P_pipe: the GPU's measured ceilings (kernelscope bench: DRAM copy, BF16 matmul, FP32 FMA)
-  where the store has them, else the spec sheet (`Roofs`, each with its source);
-- t0: the fixed cost of one kernel as ncu times it: the shortest profiled launch of the run, at most
-  FLOOR_CAP_NS (a launch that does almost nothing: 2.6 µs on the H100 with ncu's cache flush); n:
-  the op's launches.
-
-Verdicts (each able to fail; tests/analyzers/test_kernel_models.py flips each):
-- time: r = measured ÷ predicted; "agrees" when 1/(1 + TIME_TOL) ≤ r ≤ 1 + TIME_TOL, "slower than
-  the model" above (win = measured − predicted: the time a kernel at the ceilings would save),
-  "faster than the model" below (the model's traffic or FLOP is wrong for this launch: data served
-  from L2, or an inference to correct);
-- traffic (shapes known, at least TRAFFIC_MIN_BYTES): q = DRAM bytes ÷ minimum; "at the minimum"
-  within TRAFFIC_TOL, "moves q× the minimum" above, "below the minimum" under it (part of the data
-  stayed in L2: ncu flushes caches only with its default --cache-control all).
-
-An aten op that launches several kernels (a split-K GEMM and its reduction, a LayerNorm backward) is
-judged once, on the sum of its launches; the op's first FLOP-counting (else longest) launch carries
-the model, the others point to it. Chains of elementwise ops on one tensor in the joined step
-(`chains`): the fused prediction of `fusion.activation_chain` — the chain's traffic without the
-intermediates written and read back — and the time it would save per step.
+More: docs/architecture.md, *analyzers.kernel_models*.
 """
 
 from __future__ import annotations

@@ -56,14 +56,11 @@ def conflict_degree_of(wavefronts: float, conflicts: float) -> float | None:
 def memory_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     """DRAM, L2 and L1 traffic of each launch.
 
-    dram_bandwidth_gbps = (dram__bytes_read.sum + dram__bytes_write.sum) / gpu__time_duration.sum
-    [bytes/ns = GB/s]
+    dram_bandwidth_gbps = (dram__bytes_read.sum + dram__bytes_write.sum) / gpu__time_duration.sum  [bytes/ns = GB/s]
     dram_peak_fraction  = achieved / the GPU's spec-sheet peak (GPUSpec.dram_bandwidth_bytes_per_s)
-    dram_counter_peak_gbps = dram__bytes.sum.peak_sustained [B/cycle] x
-    dram__cycles_elapsed.avg.per_second
+    dram_counter_peak_gbps = dram__bytes.sum.peak_sustained [B/cycle] x dram__cycles_elapsed.avg.per_second
                           (the peak Nsight Compute's roofline uses; from counters)
-    l2_bytes = lts__t_sectors.sum x 32 B;  l2_read_from_l1_bytes =
-    lts__t_sectors_srcunit_tex_op_read.sum x 32 B
+    l2_bytes = lts__t_sectors.sum x 32 B;  l2_read_from_l1_bytes = lts__t_sectors_srcunit_tex_op_read.sum x 32 B
     flop_fp32 = (fadd + fmul + 2 x ffma thread instructions per cycle) x SMSP cycles/s x duration
     """
     spec = gpu.dram_bandwidth_bytes_per_s
@@ -91,15 +88,11 @@ def tensor_metrics(k: pl.DataFrame, gpu: GPUSpec) -> pl.DataFrame:
     """Tensor-core work of each launch from the ops-path counters
     (sm__ops_path_tensor_src_<type>.sum, in FLOP).
 
-    flop_tensor = sum over types of tensor_flop_<type> (bf16, fp16, tf32, fp8 dense, fp64)
-    [FLOP]
+    flop_tensor = sum over types of tensor_flop_<type> (bf16, fp16, tf32, fp8 dense, fp64)       [FLOP]
     tensor_type = the type with the most FLOP (null when the launch has none)
-    tensor_tflops = flop_tensor / duration
-    [TFLOP/s]
-    tensor_peak_fraction = sum over types of (FLOP / TENSOR_RATE[type]) / duration / the GPU's dense
-    BF16 spec:
-        the fraction of the tensor peak for the types the launch used (FP64 tensor work is left out:
-        null for
+    tensor_tflops = flop_tensor / duration                                                      [TFLOP/s]
+    tensor_peak_fraction = sum over types of (FLOP / TENSOR_RATE[type]) / duration / the GPU's dense BF16 spec:
+        the fraction of the tensor peak for the types the launch used (FP64 tensor work is left out: null for
         a launch whose only tensor work is FP64)
     Reports stored before these columns existed, or collected without them, give nulls.
     """
@@ -136,8 +129,7 @@ def bank_conflicts(k: pl.DataFrame) -> pl.DataFrame:
 
     A conflict is a wavefront beyond the minimum the instruction needs, so
         ideal wavefronts = wavefronts - conflicts
-        degree (average ways) = wavefronts / ideal wavefronts     (1 = conflict-free; 32 = every
-        lane serialised)
+        degree (average ways) = wavefronts / ideal wavefronts     (1 = conflict-free; 32 = every lane serialised)
         n-way per request (ncu's rule) = wavefronts / shared-memory instructions
     """
     w = pl.col("smem_ld_wavefronts") + pl.col("smem_st_wavefronts")

@@ -1,31 +1,7 @@
 """One Nsight Compute run analysed: the object every surface renders (CLI table / JSON / CSV,
 Kernels page, export).
 
-    analysis = analyze_ncu(kernels_table, gpu, measured)    # measured:
-    analyzers.ceilings.best_ceilings(...)
-    analysis.kernels    one row per launch: the kernel table, every analyzer's columns
-    (analyzers.kernels), the
-                        rates against the measured ceilings and each launch's biggest finding
-                        (analyzers.findings)
-    analysis.missing    quantities no launch has, with the counters they need and the ncu option
-    collecting them
-    analysis.over_peak  every share of a peak above 100 %, with why (`over_peak_notes`): a share of
-    a ceiling is
-                        never shown above 100 % without a reason
-
-Columns added here (units in the names):
-    dram_measured_fraction  achieved DRAM bandwidth / the GPU's measured copy ceiling (null without
-    one)
-    fp32_tflops             FP32 FLOP / duration
-    [TFLOP/s]
-    fp32_peak_fraction      FP32 FLOP / duration / the GPU's spec FP32 peak
-    flop_total              FP32 + tensor-core FLOP (null when neither is counted)            [FLOP]
-    arithmetic_intensity    flop_total / DRAM bytes
-    [FLOP/B]
-    top_finding_key, top_finding, lost_ns, lost_share   the biggest finding
-    (analyzers.findings.top_findings)
-    flags                   what is physically implausible for this GPU (analyzers.plausibility),
-    one text each
+More: docs/architecture.md, *analyzers.ncu_run*.
 """
 
 from __future__ import annotations

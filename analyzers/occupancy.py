@@ -1,22 +1,6 @@
 """Theoretical occupancy: a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor`.
 
-Rules are those of `cuda_occupancy.h` (CUDA 13.0 copy, `__CUDA_OCC_MAJOR__ 12`, minor 1; summarised
-in formats.md §3), for compute capabilities 7.0 to 12.x. Blocks per SM = min over five limits:
-
-- warps:      floor((maxThreadsPerSM / 32) / warpsPerBlock), warpsPerBlock = ceil(blockSize / 32)
-- blocks:     the per-CC table `max_blocks_per_sm_for_cc`
-- registers:  regsPerWarp = roundup(regsPerThread * 32, 256); 0 blocks if
-              regsPerWarp * roundup(warpsPerBlock, 4) > regsPerBlock (hardware check) or
-              regsPerWarp * warpsPerBlock > regsPerBlock; else
-              floor(floor((regsPerSM / 4) / regsPerWarp) * 4 / warpsPerBlock)   (4 sub-partitions);
-              unlimited when regsPerThread == 0
-- shared_mem: alloc = roundup(static + reserved + dynamic, granularity) (128 B on CC >= 8, 256 B on
-  7.x); 0 blocks if alloc > per-block cap (+ reserved on CC >= 8); else floor(smemPerSM / alloc),
-  smemPerSM = the carve-out (see `occupancy`); unlimited when alloc == 0
-- barriers:   CC >= 9 and barriers > 0 only: floor(blockLimit * k / barriersPerBlock), k = 2 on
-              CC 9.x, 10.0/10.3, 11.x except 11.0, 8.0; k = 1 on other 8.x, 10.1, 11.0, 12.x
-
-Occupancy % = blocks * warpsPerBlock / maxWarpsPerSM * 100.
+More: docs/architecture.md, *analyzers.occupancy*.
 """
 
 from __future__ import annotations

@@ -4,15 +4,7 @@ finding.
 
     launch_flags(analyzed, gpu) -> frame (id, flags: list of one-line texts)
 
-A launch is flagged when a rate it implies passes the GPU's spec-sheet peak by more than `TOLERANCE`
-(DRAM bandwidth, FP32 and tensor-core FLOP rates), when its launch configuration cannot run on that
-GPU (threads per block, registers per thread or per block, shared memory per block above the GPU's
-limits), when it reports DRAM traffic in zero time, or when a derived ratio leaves its physical
-range (a bank-conflict degree above 32 ways, more than 32 sectors per request). collectors.validate
-has already refused what no GPU allows (negative, non-finite, beyond CUDA's limits); these checks
-depend on the identified GPU, so they run when the run is read and follow registry fixes. The CLI
-prints the flags under its table and in the JSON (`flags` per kernel); the Kernels page shows them
-above the table and in a column; the Home page marks flagged findings.
+More: docs/architecture.md, *analyzers.plausibility*.
 """
 
 from __future__ import annotations

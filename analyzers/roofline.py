@@ -1,31 +1,7 @@
 """Hierarchical rooflines of one Nsight Compute run: every launch at each memory level (L1/shared,
 L2, DRAM), against that level's bandwidth roof and the compute roofs.
 
-Two views of the same launches:
-- FLOP roofline (launches that do floating-point work): y = (FP32 + tensor FLOP) / duration, x =
-  FLOP / bytes moved at the level; compute roofs FP32 and dense BF16 tensor (spec sheet; the
-  measured ceilings when a bench run has them).
-- Instruction roofline (every launch, also those with no FLOP such as copies and transposes; after
-  Ding & Williams, "An Instruction Roofline Model for GPUs", 2019): y = warp instructions / duration
-  (smsp__inst_executed.sum), x = warp instructions / bytes moved at the level; the compute roof is
-  the issue rate, SMs × 4 warp schedulers × one instruction per cycle × SM clock.
-
-Bytes per level (ncu counters, base units):
-    L1/shared  32 B × (l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum) + 128 B × shared-memory
-    wavefronts
-               (l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum): what the L1 data pipe
-               moved
-    L2         32 B × lts__t_sectors.sum
-    DRAM       dram__bytes_read.sum + dram__bytes_write.sum
-Bandwidth roofs:
-    L1/shared  SMs × 128 B per cycle × SM clock (one 128-byte wavefront per SM per cycle)
-    L2         derived__lts__lts2xbar_bytes.sum.peak_sustained × lts__cycles_elapsed.avg.per_second
-    (ncu's own L2
-               peak), else the measured L2 ceiling of a bench run
-    DRAM       the spec sheet, and the measured copy ceiling of a bench run
-The clocks are the run's median SM / L2 clock as ncu measured them. A point is left out at a level
-whose bytes are
-zero or not counted; a launch with neither FLOP nor instructions counted is listed as not drawn.
+More: docs/architecture.md, *analyzers.roofline*.
 """
 
 from __future__ import annotations

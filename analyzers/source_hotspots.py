@@ -1,21 +1,7 @@
 """Source hot spots of one profiled launch: which SASS instructions (and CUDA source lines, when the
 binary had `-lineinfo`) the warps spent their time on, and why.
 
-Inputs are the `.ncu-rep` source tables (collectors.schema SASS_SCHEMA, SOURCE_METRIC_SCHEMA,
-SOURCE_FILES_SCHEMA)
-of one launch. Per instruction address:
-    samples        smsp__pcsamp_sample_count: warp-state samples whose warp was at this address
-    (Nsight Compute
-                   samples every active warp's PC at a fixed interval, so samples are proportional
-                   to warp time)
-    sample_share   samples / all samples of the launch
-    stall_<r>      smsp__pcsamp_warps_issue_stalled_<r>: samples at this address whose warp was
-    stalled for
-                   reason r ("selected" is the sample of a warp that issued, not a stall)
-    inst_executed  warp-level instructions executed at this address (inst_executed)
-    thread_inst_executed  thread-level (inst_executed × active threads)
-Per CUDA line (file, line): the sums over its addresses. Rows are ranked by samples, then
-instructions executed.
+More: docs/architecture.md, *analyzers.source_hotspots*.
 """
 
 from __future__ import annotations

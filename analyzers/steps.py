@@ -1,34 +1,7 @@
 """Steps of a trace (iterations, or tokens of a decode): what one costs, from the GPU work it
 launched.
 
-`trace_steps(gpu_ops, api_calls, cpu_ops, nvtx, pattern=None)` -> `TraceSteps`: one row per step and
-a summary per rank. Definitions (README, *Definitions*):
-
-- finding steps, per rank, first that gives any: ranges named by `pattern` (a regex with one group,
-  the step number); PyTorch's `ProfilerStep#N`; annotation or NVTX ranges named `step N`, `iteration
-  N`, `token N` ... (analyzers.distributed.STEP_PATTERNS); else, when >= 90 % of the primary
-  device's kernels are graph replays, one step per replay; else a repeated kernel sequence on the
-  rank's primary device: a kernel that runs once every p kernels, the p names repeating (>= 90 % of
-  positions), each step starting at it. Steps of the last two kinds are ranges of the GPU clock: an
-  op belongs to the one it starts in.
-- a step's GPU ops: the ops whose launch call started inside the step's host range (all the kernels
-  of a graph replay follow its cudaGraphLaunch), and ops without a launch call in the trace that
-  start inside it.
-- gpu_ns, the step time: first start to last end of those ops (GPU clock). The host returns from a
-  graph launch in microseconds, so a step's CPU range says little of its time; its GPU work says it.
-  busy_ns: the union of the step's op intervals; host_ns: the range; launches: kernel, graph, copy
-  and memset calls in the range; graph_launches; kernels; period_ns: the next step's first GPU start
-  minus this one's.
-- warm-up: leading steps (at most half) whose time or host time exceeds WARMUP_FACTOR x the median
-  of the later half, or that hold one-time work: compilation (Dynamo / Inductor / AOT events on the
-  host), CUDA-graph capture (cudaStreamBeginCapture, cudaGraphInstantiate), allocator growth
-  (cudaMalloc), kernels no later step runs (autotuning, one-time setup). Each is named. Steps
-  without GPU work and a last step whose launches have no GPU work (the trace cut short) are kept
-  apart too. The rest are steady: median and p90 are over them.
-- profiler overhead, an estimate: the profiler records every CPU op and runtime call; each costs the
-  host about PROFILER_NS_PER_EVENT (calibrated on our recordings, see the constant). Per step:
-  events in the host range x that cost. Where the host is the bottleneck this is time the
-  un-profiled program does not spend.
+More: docs/architecture.md, *analyzers.steps*.
 """
 
 from __future__ import annotations

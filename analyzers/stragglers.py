@@ -6,27 +6,7 @@ cause, collectives with their exposed time, from the ranks' small summaries
 number; only durations on each rank's own clock are compared, so ranks recorded on different hosts
 need no clock alignment.
 
-The straggler of an iteration is the rank the others waited for, found without comparing clocks:
-  - a collective instance is the k-th collective of a kind in an iteration (analyzers.distributed);
-    ranks exit a blocking collective together, so a rank's wait at an instance is its kernel's
-    duration minus the shortest duration of that instance over the ranks, and the rank with the
-    shortest is the last to arrive. Only instances that the ranks leave together count
-    ("synchronising": exit times within 20 µs or 5 % of the duration, after removing each rank's
-    clock offset, the median of its exit-time differences); point-to-point transfers with ranks
-    outside the set do not;
-  - each instance blames its last arriver for the others' mean wait (sum of waits / (ranks − 1));
-    the rank with the most blame in the iteration is its straggler when that blame exceeds the
-    tolerance (threshold × the median step time), "lateness" being the blame;
-  - without collective instances on two ranks or more (no communication, or ranks that do not share
-    one), the rank with the longest step is the straggler when its step exceeds the median by more
-    than the tolerance;
-  - otherwise there is none ("balanced").
-The cause is the component of the straggler's iteration that exceeds that component's median over
-the ranks by
-most: compute, host/launch, idle or memcpy (and exposed communication, when the slowest step
-decides); "unclear"
-when none exceeds its median (the rank was late before the iteration began). Ties go to the lowest
-rank.
+More: docs/architecture.md, *analyzers.stragglers*.
 """
 
 from __future__ import annotations

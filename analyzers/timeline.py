@@ -5,29 +5,7 @@ Inputs are the `gpu_ops` table (kernels, memcpy, memset with their launch calls)
 what-if, the `api_calls` table. All times are Int64 ns; results carry the unit in every column name.
 Groups are (rank, device) for device-level results and (rank, device, stream) for stream-level ones.
 
-Definitions (stated again in the dashboard):
-- launch delay = max(0, op start - end of its launch call)                         [HTA's "launch
-  delay"]
-- queue time   = op start - end of its launch call, null when the op starts before the call returns
-                                                                                    [Nsight Systems'
-                                                                                    "Queue Dur"]
-- busy time    = length of the union of the op intervals (never a sum of durations; overlaps count
-  once)
-- window       = last op end - first op start;  idle = window - busy;  idle fraction = idle / window
-- gaps         = the holes between the merged busy intervals, each with its size
-- idle categories, per stream, for each gap before an op (HTA `get_idle_time_breakdown`):
-    host wait   the op's launch call started after the previous op on the stream had ended
-                (the host had not submitted it yet);
-    kernel wait otherwise, when the gap is shorter than `kernel_wait_threshold_ns` (default 30,000
-    ns:
-                HTA's `consecutive_kernel_delay=30` is compared with its µs times, formats.md §5.4);
-    other       the remaining gaps (GPU-side waits on other streams, events, ...).
-- launch-bound: share of kernels shorter than their launch call, the kernel rate against the rate a
-  measured launch floor allows (1e9 / launch_floor_ns kernels per second), and the share of the
-  window the device sat idle waiting for the host; see `launch_bound`.
-- temporal breakdown: compute (non-NCCL kernels), communication (NCCL kernels not overlapping
-  compute), memcpy (memcpy + memset not overlapping kernels), idle; they add up to the window.
-- what-if: analyzers.whatif.
+More: docs/architecture.md, *analyzers.timeline*.
 """
 
 from __future__ import annotations
@@ -542,10 +520,8 @@ def launch_bound(
     `device_idle`, never a sum over streams), host_wait_fraction = host_wait_ns / window_ns (at most
     idle_fraction), and the verdict
 
-        "launch-bound"        short_kernel_share >= short_share_min and host_wait_fraction >=
-        host_wait_min
-        "partly launch-bound" short_kernel_share >= short_share_min and host_wait_fraction >=
-        host_wait_partial
+        "launch-bound"        short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_min
+        "partly launch-bound" short_kernel_share >= short_share_min and host_wait_fraction >= host_wait_partial
         "not launch-bound"    otherwise;  launch_bound = (verdict == "launch-bound")
 
     i.e. most launch calls take longer than the GPU work they submit, and the device spends a large

@@ -1,23 +1,7 @@
 """The zoomable timeline of a trace: its tracks, and what to draw of them in a time window (level of
 detail).
 
-Tracks, per rank and device (Perfetto's layout):
-    gpu   one per CUDA stream (rank, device, stream): kernels, memcpy, memset (one row: a stream
-    runs its ops in
-          order, so an overlap of their timestamps is clock skew)
-    cpu   one per host thread (rank, pid, tid): CUDA API calls and CPU ops (aten::…), nested by time
-    nvtx  one per host thread with NVTX / user annotation ranges, nested by time
-Each event gets a `depth` (its nesting level on the track: the number of events of the track still
-open when
-it starts; 0 on streams) and keeps the row it came from (`src`, `row`) so a click can show its
-detail.
-
-`window(view, start_ns, end_ns, width_px)` says what to draw between two times (relative to the
-trace's first event): every event when at most `max_events` overlap the window; otherwise, per track
-row, events at least `min_px` pixels wide one by one and the narrower ones merged per pixel column
-into one mark with their count and busy time (so a million-event trace costs at most about rows ×
-width marks per view). A merged mark is drawn as wide as its column, with the share of that column
-its events were busy.
+More: docs/architecture.md, *analyzers.timeline_view*.
 """
 
 from __future__ import annotations

@@ -6,13 +6,7 @@ FLOP/s, FLOP/B, % (percent), × (ratio), count, way (bank-conflict degree), ULP,
 and "text" (a word, not a number). Measurements may come in any listed unit. "MiB" = 2^20 B, "MB" =
 10^6 B, "GB/s" = 10^9 B/s (the datasheet convention).
 
-Formatters:
-- `fmt(value, unit)`: a model's value as the chapter writes it (up to 4 significant digits, whole
-  numbers exact: fmt(3246391296, "B") == "3096 MiB"); used for predictions and verdict sentences;
-- `fmt_short(value, unit)` and its shorthands `fmt_ns`, `fmt_bytes`, `fmt_rate`, `fmt_pct`: a
-  measured value for reading (3 significant digits, thousands separators, "—" when missing); used in
-  tables and metric cards;
-- `fmt_cell(value, scale)`: a table cell of the command line (a number times a display scale).
+More: docs/architecture.md, *analyzers.units*.
 """
 
 from __future__ import annotations

@@ -2,37 +2,7 @@
 Parquet files, so cross-run questions (`kernelscope runs`, `kernelscope query`, the History page)
 never open every run.
 
-Layout under <store>/index/:
-
-    CURRENT                        "<base folder> <INDEX_VERSION>": the current base (absent: none
-    yet)
-    base-<gen>/{runs,kernels,ceilings}.parquet     the runs indexed at the last full compaction
-    parts/<ns>-<pid>/...           COMPACT_AT segments merged into one folder
-    segments/<run_id>-<ns>-<pid>/...               one ingest each
-    .lock                          held (flock) while compacting
-
-No file is ever modified: an ingest writes its segment into a temporary folder and renames it into
-place (atomic, so eight concurrent writers each add exactly their run). Compaction runs under the
-lock, like an LSM tree: more than COMPACT_AT segments are merged into one part; COMPACT_AT parts (or
-`kernelscope reindex`) into a new base, switched in by an atomic rename of CURRENT; what was merged
-is deleted only after its copy is in place. Readers take CURRENT's base, the parts and the segments
-present (at most 1 + 2 × COMPACT_AT folders) and keep each run's newest row from one folder; one
-that loses a race with a compaction (a file deleted under it) reads again.
-
-Queries are polars lazy scans over these files (predicate and projection pushdown, no server):
-polars is already the engine of every table here, so the index adds no dependency, and over 1,000
-runs it answered as fast as DuckDB did (0.38 s vs 0.40 s). The index is a cache of what the stored
-tables say: `kernelscope reindex` rebuilds it from the runs, and a run indexed with an older table
-version or index version is indexed again when read.
-
-Rows:
-    runs      RUN_SCHEMA: identity, GPU, item count, ranks, partial (bench), the table version
-    indexed
-    kernels   one per (run, kernel name, launch configuration): n, total / median / mean / std / min
-    / max ns
-              (ncu: each profiled launch; traces: every kernel), with the run's GPU, source and time
-              beside it
-    ceilings  one per measured ceiling of a bench run: metric, value, unit, cv, source
+More: docs/architecture.md, *collectors.index*.
 """
 
 from __future__ import annotations

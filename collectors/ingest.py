@@ -1,13 +1,10 @@
 """Input in, parsed run out: the one path from a file, a folder of rank traces or uploaded bytes to
 `Parsed`.
 
-    read_path(path)          -> (bytes, name)    a file's bytes, or a folder of rank traces packed
-    as one tar
-    parse_bytes(data, name)  -> Parsed           decompress, recognise the kind from the content,
-    parse
+    read_path(path)          -> (bytes, name)    a file's bytes, or a folder of rank traces packed as one tar
+    parse_bytes(data, name)  -> Parsed           decompress, recognise the kind from the content, parse
     parse_path(path)         -> Parsed           both
-    expand_paths(paths)      -> [Path]           files and folders (walked) as `kernelscope ingest`
-    takes them
+    expand_paths(paths)      -> [Path]           files and folders (walked) as `kernelscope ingest` takes them
 
 The command line, the run store and the dashboard's upload all go through these, so they accept and
 refuse exactly the same inputs. Every refusal is an ArtifactError naming the file and the problem.

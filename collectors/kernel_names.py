@@ -1,23 +1,7 @@
 """Kernel names: one canonical name per kernel whatever demangler wrote it, and a short display name
 per run.
 
-The same launch gets different demangled names from different tools: NVIDIA's `ncu-report` wheel
-reading a `.ncu-rep`, and the `ncu` command line exporting the same report to CSV, write `(int)8` or
-`8`, `false` or `0`, `(anonymous namespace)` or `<unnamed>`, `float *` or `float*`, qualify nested
-names fully (`at::native::<unnamed>::f`) or not (`at::<unnamed>::f`), and print parameter lists in
-full or as template-parameter references (`(int, T2, T3)`). `canonical_name` maps all of them to one
-form:
-
-    the function name with its template arguments, without its return type and parameter list, every
-    namespace / class qualifier removed (also inside template arguments), integer and enum casts and
-    suffixes and true/false written as numbers, no spaces except one after each comma.
-
-    "void at::native::(anonymous namespace)::f<(int)8, true>(float *, int)"  ->  "f<8, 1>"
-
-Kernels compare (Compare page, `kernelscope` JSON key `name`) by this name; the file's own name is
-kept as `raw_name` and shown as the full name. `display_names` gives each canonical name the
-shortest label that tells it apart from the run's other kernels: the function name alone, else the
-canonical name.
+More: docs/architecture.md, *collectors.kernel_names*.
 """
 
 from __future__ import annotations

@@ -4,27 +4,7 @@ The timeline tables (collectors.schema.TIMELINE_SCHEMAS) are shared with the Nsi
 so every analyzer works on both sources. All times are Int64 nanoseconds on the trace's own clock
 (Kineto: Unix epoch; nsys: the session clock), durations are `*_ns`, sizes `*_bytes`.
 
-Tables (checked with `conform` where data enters):
-- `gpu_ops`   one row per kernel / memcpy / memset on a GPU, joined to its launch call (by
-  correlation id
-              within a rank / process) and to the CPU op that issued it (by External id).
-- `api_calls` CUDA runtime and driver API calls (launches, copies, synchronisations ...).
-- `cpu_ops`   Kineto `cpu_op` events (aten operators); empty for nsys.
-- `nvtx`      annotation ranges: NVTX push/pop and start/end ranges (nsys), `user_annotation`
-              (record_function) ranges (Kineto).
-
-The launch columns of `gpu_ops` (launch delay, queue time, graph launch) come from
-collectors.launches.
-
-Kineto timestamps (formats.md §5.1): `ts`/`dur` are microseconds with ns decimals; with
-`baseTimeNanoseconds` the `ts` are relative to it (unix_ns = base + ts*1000), without it they are
-absolute epoch microseconds. They are converted to integer ns from the digits the writer printed
-(collectors.kineto_events.exact_ns), never through a float64, which holds an epoch µs value only to
-0.25 µs.
-
-A folder of rank traces is one run: collectors.ingest.pack_rank_folder makes a deterministic tar of
-them ("<folder>.kineto.tar") and `parse` reads such a tar as one multi-rank run (`rank` column =
-`distributedInfo.rank`, 0 when absent).
+More: docs/architecture.md, *collectors.kineto*.
 """
 
 from __future__ import annotations

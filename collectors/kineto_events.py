@@ -232,15 +232,11 @@ def ndjson_stream(
     the document's bytes given as a stream of chunks (a file read piece by piece, or a gzip stream
     decompressed piece by piece), so a large trace is never held whole in memory.
 
-    JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by
-    turning the
+    JSON text cannot hold a raw newline inside a string, so the events array becomes NDJSON by turning the
     separator between events (the bytes of the first `}, {` found, e.g. Kineto's "},\n  {") into a
-    newline once every newline has become a space. polars then reads each piece of about
-    NDJSON_CHUNK_BYTES
-    with a fixed schema. The top-level object is what remains with an empty events array (it must
-    parse).
-    Anything unexpected (another separator layout, a split inside a string, a value of the wrong
-    type, a
+    newline once every newline has become a space. polars then reads each piece of about NDJSON_CHUNK_BYTES
+    with a fixed schema. The top-level object is what remains with an empty events array (it must parse).
+    Anything unexpected (another separator layout, a split inside a string, a value of the wrong type, a
     missing ts / dur / name) raises FastPathFailed, and the exact Python readers take over."""
     frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "cpu": [], "ann": []}
     n_events = 0
@@ -268,10 +264,8 @@ def ndjson_stream(
 
 def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dict:
     """The events array of a Chrome-trace document, given as a stream of byte chunks, handed to `read(piece, sep)`
-    in pieces of whole events of about `step` bytes (`piece`: the events' text joined by `sep`, the
-    bytes
-    between the first two events, e.g. Kineto's "},\n  {"); returns the top-level object without
-    traceEvents (what
+    in pieces of whole events of about `step` bytes (`piece`: the events' text joined by `sep`, the bytes
+    between the first two events, e.g. Kineto's "},\n  {"); returns the top-level object without traceEvents (what
     remains with an empty events array; it must parse). FastPathFailed when the layout is not found.
 
     A piece is a memoryview of one reading buffer, valid only during the call: the chunks are copied

@@ -2,36 +2,7 @@
 the fields the timeline tables use, in pieces of whole events
 (collectors.kineto_events.split_events).
 
-msgspec skips every other field (a `cpu_op`'s input shapes and strides, a flow event's binding
-point) without building Python objects for it: a complete event ("ph": "X") becomes a struct of the
-fields the tables use, any other event (flow arrows, metadata: a third of a training trace) one of
-its category only, told apart by "ph" as a tagged union. Every key of an event's arguments is
-compared with each declared field (a `cpu_op` has a dozen keys the tables do not use), so of NCCL's
-collective arguments only "Collective name" is declared, and a piece whose kernels have one is
-decoded again with the others. Categories are decoded as Literal values (KNOWN_CATEGORIES: one
-shared string each, not one per event); a piece with another category is decoded again with
-categories as text. A piece is decoded where it lies (in the reading buffer, or in the file's memory
-map), framed as a JSON array in place (split_events(framed=True)), never copied. A piece's events
-become Python lists column by column, by list comprehensions (each group's events picked in file
-order by their categories' codes), and polars Series; the Series of all pieces are joined and
-converted (µs to ns, the External id of either spelling) once per category at the end. The cyclic
-garbage collector is paused while the pieces are decoded: the events hold no reference cycles, and
-its passes over millions of short-lived objects cost about a tenth of the reader's time.
-
-Where it was built at install time (hatch_build.py), the compiled scanner collectors/_kineto_scan.c
-reads each piece first, straight into Arrow columns without a Python object per event (polars
-imports them through the Arrow PyCapsule interface). It takes a piece only where it gives exactly
-what the structs below give, and hands any other piece back for them to decode (a pid written as
-"+7", an integer beyond 64 bits, epoch timestamps with fractions, invalid JSON ...): the rows of
-both stay in file order, and tests/collectors/test_kineto_scan.py holds the two to the same frames.
-On the 304 MB trace of perf/traces.py it takes `analyze` from about 3.0 to 2.0 s of CPU.
-KERNELSCOPE_KINETO_SCAN=0 turns it off.
-
-This reads a Kineto trace several times faster than polars' NDJSON reader with a nested schema (tier
-1), with the same frames: `typed_stream` returns exactly what `kineto_events.ndjson_stream` returns,
-which tests/collectors/test_kineto_typed.py checks on every real trace of the corpus. Anything the
-structs do not describe (a value of another type, a missing ts / dur / name, a separator inside a
-string) raises FastPathFailed and tier 1 reads the file.
+More: docs/architecture.md, *collectors.kineto_typed*.
 """
 
 from __future__ import annotations

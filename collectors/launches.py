@@ -8,12 +8,7 @@ nsys).
   it) and to the CPU op with its External id, with the derived launch delay (HTA) and queue time
   (Nsight Systems) -> the `gpu_ops` table.
 
-A graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`) starts many ops with one call,
-all sharing its correlation id: they are matched to it (`launch_api`, `graph_launch_correlation`)
-and keep Nsight Systems' queue time, but have no launch delay: HTA defines the delay only for ops
-launched by a call of their own (its launch statistics join cudaLaunchKernel / cudaLaunchKernelExC /
-memcpy and memset calls, never a graph launch), and the 400th kernel of a replay is not "delayed" by
-the time since the replay's call returned.
+More: docs/architecture.md, *collectors.launches*.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The bounds every reader keeps, so that one hostile or broken file costs bounded time and memory.
 
-    max_artifact_bytes()    one artifact after decompression (and a plain file as read); a gzip
-    stream is inflated
-                            into a spooled temporary file, so a bomb is refused at this size without
-                            holding it
-    MAX_ROWS                rows of any one table (launches, events, database rows, bench records)
-    MAX_JSON_DEPTH          nesting of a bench result document (orjson itself stops at 1,024)
-    MAX_STRING_CHARS        one kernel, op or metric name
-    MAX_SOURCE_CHARS        one CUDA source file a report holds (ncu --import-source yes)
-    sqlite_seconds()        the time all queries on one SQLite export may take together
-    ncu_child_seconds(), ncu_child_memory_bytes()   the child process that runs NVIDIA's .ncu-rep
-    reader
-
-The artifact size is set per process: `kernelscope ingest|analyze|whatif --max-decompressed-mb N`
-and `kernelscope dashboard` (where it defaults to the upload cap, `--max-upload-mb`) put it in
-KERNELSCOPE_MAX_DECOMPRESSED_MB, which the readers (and the .ncu-rep child) read. Every refusal
-names the limit and how to raise it.
+More: docs/architecture.md, *collectors.limits*.
 """
 
 from __future__ import annotations

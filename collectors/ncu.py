@@ -1,23 +1,6 @@
 """Nsight Compute ingestion: `.ncu-rep` (through NVIDIA's `ncu-report` wheel) and CSV exports.
 
-Accepted CSV exports (plain or .gz):
-  * raw page    `ncu --import r.ncu-rep --page raw --csv [--print-units base]`: a wide table, a
-    header row,
-    a units row, then one row per profiled launch;
-  * details page `ncu --import r.ncu-rep --page details --csv [--print-details all] [--print-units
-    base]
-    [--print-metric-name name]`: a long table, one row per (launch, section, metric).
-With ncu's default auto-scaled units (`ms`, `Gbyte`, `Kbyte/block`...), thousands separators, `n/a`
-values
-and `==PROF==` noise lines. Every value is converted to base units (ns, bytes, hz, per second).
-
-Output tables (`Parsed.tables`):
-  * `kernels`: KERNEL_SCHEMA, one row per profiled launch, the metrics the analyzers use;
-  * `metrics`: METRIC_SCHEMA, every metric of every launch (long form, names categorical) for the
-    detail view.
-`Parsed.meta` has `gpu_name`, `cc`, `device_attributes` (ncu `device__attribute_*` without the
-prefix),
-`source_format` and `metric_set` hints.
+More: docs/architecture.md, *collectors.ncu*.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The block structure of an `.ncu-rep`, checked before NVIDIA's library sees the file.
 
-As observed in the reports of Nsight Compute 2025.3 (sample_traces/h200/chapter5_kernels, the bench
-suite's reports): the magic b"NVR\\x00", then length-prefixed blocks (little-endian uint32 size +
-bytes) that end exactly at EOF. Block 0 is the format version, block 1 the file header; from block 2
-on, blocks come as a *block header* (a protobuf message: field 1 = number of sources, field 2 =
-number of results, field 5 = payload size, which counts the payload's own 4-byte length prefix)
-followed, when the payload size is not 0, by exactly one payload block of that size. Headers without
-payload carry the session details (CUDA version, device attributes, host); Nsight Compute writes
-them after the first kernel's result.
-
-`walk(data)` returns the number of kernel results, or raises ArtifactError for a file whose blocks
-do not pair up (a block deleted, duplicated or swapped), that ends inside a block, or that has
-results but none of the session blocks (a report cut right after its first kernel). A cut between
-two complete kernel results is not detectable from the file: the format has no count of results (ncu
-appends them as it profiles), so such a report reads as one that profiled fewer kernels. A report
-cut inside its session blocks (a strict beginning of the sequence Nsight Compute 2025.3 writes,
-SESSION_KINDS) or after a source block is refused. When block 2 is not a block header of this layout
-(another vintage), only the length framing is checked and None is returned.
+More: docs/architecture.md, *collectors.ncu_container*.
 """
 
 from __future__ import annotations

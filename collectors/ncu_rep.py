@@ -5,11 +5,9 @@ This module imports neither polars nor the CSV parser, so the child that reads a
 (collectors.sandbox, task "ncu-rep") starts in a fraction of a second; collectors.ncu builds the
 tables from what it returns.
 
-    read_report_file(path, name) -> {"launches": [(identity, {metric: (value, text, unit)})],  one
-    per launch
+    read_report_file(path, name) -> {"launches": [(identity, {metric: (value, text, unit)})],  one per launch
                                      "sections": {metric: the first section showing it},
-                                     "source": {"sass": [...], "metrics": [...], "files": {...}}}
-                                     (collectors.ncu_source)
+                                     "source": {"sass": [...], "metrics": [...], "files": {...}}}  (collectors.ncu_source)
     ncu_to_base(value, unit) -> (value in base units, base unit)
 """
 

@@ -1,24 +1,7 @@
 """Source-level data of one `.ncu-rep` action, read through NVIDIA's `ncu_report` module (no other
 format has it).
 
-Nsight Compute's *Source Counters* section (in `--set full`, or `--section SourceCounters`) stores
-instanced metrics whose correlation ids are program counters: `inst_executed` (warp-level
-instructions executed at that address), `thread_inst_executed`, the warp-state samples
-`smsp__pcsamp_sample_count` and `smsp__pcsamp_warps_issue_stalled_<reason>` (samples of warps at
-that address stalled for that reason; the `_not_issued` variants count only samples where no
-instruction issued), per-instruction memory metrics, ... `IAction.sass_by_pc(pc)` gives the SASS
-instruction at an address and `IAction.source_info(pc)` its CUDA file and line when the binary was
-compiled with `-lineinfo`; `IAction.source_files()` the file contents when the report was made with
-`--import-source yes`.
-
-`source_tables(action)` returns, for one action:
-    sass     one row per address: address, offset (address - the lowest address seen), sass, file,
-    line
-    metrics  long form: address, metric, value (every PC-correlated numeric metric)
-    files    {file name: content} ('' when the report holds no content for the file)
-Addresses are those of `inst_executed` and `smsp__pcsamp_sample_count`; a metric counts as
-PC-correlated when its
-correlation ids are among them.
+More: docs/architecture.md, *collectors.ncu_source*.
 """
 
 from __future__ import annotations

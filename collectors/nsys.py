@@ -7,19 +7,7 @@ CUPTI_ACTIVITY_KIND_RUNTIME (+ _DRIVER) -> api_calls; NVTX_EVENTS ranges -> nvtx
 names; TARGET_INFO_GPU, META_DATA_EXPORT, TARGET_INFO_SESSION_START_TIME, PROCESSES -> meta. Columns
 that an older or trimmed schema lacks read as null.
 
-IDs and joins (NVIDIA's own, formats.md §4.3): process key = globalPid >> 24 (= globalTid >> 24),
-pid = key & 0xFFFFFF, tid = globalTid & 0xFFFFFF. A GPU op is joined to the API call with the same
-correlationId *in the same process* (correlation ids are per process). `rank` is the index of the
-process: processes with GPU ops first, in process-key order. Times stay on the export's session
-clock (ns); meta["utc_offset_ns"] (utcEpochNs - systemClockNs of TARGET_INFO_SESSION_START_TIME)
-converts them to UTC where the export has it.
-
-Reading: the large tables (kernels, copies, API calls, NVTX) are read straight into Arrow by the
-ADBC SQLite driver (`adbc-driver-sqlite`, the Apache Arrow project's driver, which bundles SQLite:
-no Python object per row, nothing downloaded at run time) and joined in polars; the small ones
-(strings, metadata) through Python's sqlite3. The file is opened read-only where it lies
-(`parse_file`); bytes in memory (an upload) are written to a temporary file first. Without the
-driver, Python's sqlite3 reads everything (slower, the same tables).
+More: docs/architecture.md, *collectors.nsys*.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Progress of long work: the code doing it says where it is, whoever asked shows it.
 
-    report(stage, done, total, unit)    said by a reader, the store, the analysis ("reading launch",
-    12, 89, "launches")
-    with reporting(sink): ...           sink(Step) receives every report made inside the block (this
-    thread/context)
+    report(stage, done, total, unit)    said by a reader, the store, the analysis ("reading launch", 12, 89, "launches")
+    with reporting(sink): ...           sink(Step) receives every report made inside the block (this thread/context)
 
 Nothing is shown unless a caller installed a sink: the command line draws a bar on a terminal
 (dashboard.cli.progress), the Upload page a progress bar with the stage. A reader in a child process

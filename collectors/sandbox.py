@@ -1,20 +1,9 @@
 """Third-party readers in a child process: a reader that aborts, hangs or eats memory costs one
 refusal, never the process that asked (the dashboard's server, a long `kernelscope ingest`).
 
-    run_reader(task, data, name, suffix) -> object     the task's JSON result, or an ArtifactError
-    in one line
+    run_reader(task, data, name, suffix) -> object     the task's JSON result, or an ArtifactError in one line
 
-The artifact is written into a private temporary folder (`ks-<task>-<pid>-…`, mode 0700) that the
-parent removes whatever happens to the child; folders left by a parent that was itself killed are
-removed by `sweep_stale()` (called when a store is opened for writing). The child (`python -m
-collectors.sandbox TASK FOLDER`) runs with an address-space limit, a CPU-time limit, no core dumps
-and its own session; the parent waits at most a wall-clock limit and then kills it. Its stderr
-(NVIDIA's log lines) is kept from the user; only the outcome is said, in one line. The result
-travels back as JSON on stdout, never as pickle, so a child subverted by a hostile file can return
-at worst wrong data, which the parsers and collectors.validate then check like any other input.
-
-Used for `.ncu-rep` (NVIDIA's ncu-report library, which aborts the process on some corrupt reports);
-the same isolation gives the memory of a large report back to the system when the child exits.
+More: docs/architecture.md, *collectors.sandbox*.
 """
 
 from __future__ import annotations

@@ -6,24 +6,7 @@ column name (`duration_ns`, `dram_read_bytes`), each checked against its schema 
 and a small JSON metadata dict whose common keys are declared in `CommonMeta` and checked by
 `finish_meta`. After this boundary the code trusts the columns.
 
-Kinds and their tables:
-    ncu     kernels (KERNEL_SCHEMA, one row per profiled launch), metrics (METRIC_SCHEMA, every
-    metric, long form),
-            metric_sections (METRIC_SECTION_SCHEMA: the Nsight Compute section that shows each
-            metric), and from
-            `.ncu-rep` files the source level: sass (SASS_SCHEMA, one row per instruction address),
-            source_metrics
-            (SOURCE_METRIC_SCHEMA: the Source Counters per address) and source_files
-            (SOURCE_FILES_SCHEMA); empty
-            for CSV exports
-    kineto  gpu_ops, api_calls, cpu_ops, nvtx (TIMELINE_SCHEMAS; shared with nsys)
-    nsys    the same timeline tables
-    bench   ceilings, results (BENCH_SCHEMA); predictions and verdicts are added when a run is read
-            (analyzers.cases.bench_verdicts), never stored
-
-`TABLE_VERSIONS` (collectors.formats, the format registry) is the version of each kind's tables: the
-store keeps the tables of one version in a folder of their own and rebuilds them from the kept
-artifact when a reader expects a newer one.
+More: docs/architecture.md, *collectors.schema*.
 """
 
 from __future__ import annotations

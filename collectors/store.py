@@ -1,31 +1,7 @@
 """The run store: immutable, content-addressed runs on disk, whose tables are re-derived when their
 version changes.
 
-Layout (one folder per run, so several processes and shared folders are safe):
-
-    <store>/runs/<run_id>/manifest.json            identity: run id, kind, source name, sha256,
-    size, created
-    <store>/runs/<run_id>/artifact/<name>          the original artifact, byte for byte
-    <store>/runs/<run_id>/tables-v<N>/meta.json    the parser's metadata for table version N
-    <store>/runs/<run_id>/tables-v<N>/<t>.parquet  the normalized tables of version N
-
-run_id = the first 16 hex digits of sha256(artifact bytes), so the same upload twice is one run and
-a URL can name it. A run is written into a temporary folder beside the runs and renamed into place
-in one step; a crash leaves no half run, and two processes ingesting the same file both end with the
-same complete run.
-
-Deleting a run (`Store.delete`, `kernelscope rm`, the Runs page) renames its folder out of the
-listing in one step, then removes it: the one change to the store a user makes. Listing is cached by
-change time: a process keeps the listing of a runs folder, and each run's manifest and metadata,
-while neither the runs folder's nor the run folder's modification and change times move (a listing
-taken within RACY_S seconds of a change is taken again next time, since file times are coarse).
-
-Only what the parser derives from the artifact is stored; metrics, predictions and verdicts are
-computed when a run is read, so a model fix reaches every stored run. When a reader expects a newer
-table version (collectors.schema.TABLE_VERSIONS) than a run has, the run's tables are parsed again
-from its kept artifact and written beside the old ones (atomically, the same way); runs of the first
-store format (tables at the top of the run folder) are read the same way. A store that cannot be
-written keeps the re-derived tables in memory.
+More: docs/architecture.md, *collectors.store*.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """Checks after parsing: what no real profiler writes is refused before it reaches the store.
 
-    validate(parsed, name)   raises ArtifactError naming the first problem (the table, the row, the
-    value); returns
+    validate(parsed, name)   raises ArtifactError naming the first problem (the table, the row, the value); returns
                              the Parsed otherwise
 
-Every parser's output passes here (collectors.ingest.parse_bytes), so the store, `analyze` and the
-pages only see tables a real profiler could have written:
-
-- every number finite; times, sizes, counts, rates and percentages not negative; occupancy at most
-  100 % (+1), other percentages at most 200 % (ncu's L2 hit rate reads 101.24 % on a bundled H200
-  launch); times within ±2^62 ns so that sums cannot overflow;
-- Nsight Compute launches: unique ids; block dimensions 1..1024 (z ≤ 64) with at most 1,024 threads,
-  grid dimensions 1..2^31−1 (y, z ≤ 65,535), `launch__block_size` / `launch__grid_size` equal to the
-  dimensions' product, at most 255 registers per thread, shared memory per block within the report's
-  own device limit (`max_shared_memory_per_block_optin`, else 256 KiB) — the CUDA limits of every
-  architecture;
-- timelines: every GPU op with a device, a start and an end not before its start (an nsys kernel
-  that ends before it starts gave busy −998 s); API calls, CPU ops and annotations end ≥ start;
-- bench results: values of physical units not negative and below what any single GPU can reach (1
-  PB/s, 100 PFLOP/s, 10^6 s), occupancy ≤ 100 %; their parameters finite, not negative, within the
-  CUDA limits where the key has one (registers, threads, shared memory per block, occupancy %) and
-  below 10^15 B or 10^18 otherwise;
-- names (kernels, ops, metrics) at most collectors.limits.MAX_STRING_CHARS characters; tables at
-  most MAX_ROWS rows.
-
-Plausibility against the identified GPU's own specs (DRAM bandwidth above its peak, a ceiling above
-the datasheet) depends on the GPU registry and is judged when a run is read (analyzers.plausibility,
-analyzers.ceilings), so a registry fix reaches stored runs.
+More: docs/architecture.md, *collectors.validate*.
 """
 
 from __future__ import annotations

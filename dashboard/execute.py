@@ -2,24 +2,11 @@
 cluster.
 
     ex = make_executor(ray=None | "auto" | "local" | "HOST:PORT", workers=None, mode="auto")
-    for index, result in ex.run(fn, items):      # results as they complete; an exception is
-    returned, not raised
+    for index, result in ex.run(fn, items):      # results as they complete; an exception is returned, not raised
         ...
     ex.close()
 
-The task functions are plain module-level functions of this package (importable by a spawned worker
-or a Ray worker), their arguments and results small and picklable: each task reads its input itself
-(a rank file on a shared path, or a run of the shared store), so only the summaries travel back to
-the driver.
-
-- serial: in this process (small inputs: no start-up cost).
-- pool: `concurrent.futures.ProcessPoolExecutor` with spawned workers (no fork of a threaded
-  process), one per core by default; each worker's polars uses cores / workers threads, at most
-  dashboard.threads.CAP.
-- ray: the same function as a Ray task (`ray.remote(num_cpus=1)`), on the cluster at the address:
-  "auto" (the cluster of RAY_ADDRESS or the one `ray start` runs on this machine), "local" (a
-  private local instance), or HOST:PORT. Ray is the optional extra `pip install 'kernelscope[ray]'`
-  and is imported only here.
+More: docs/architecture.md, *dashboard.execute*.
 """
 
 from __future__ import annotations

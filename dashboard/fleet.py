@@ -1,21 +1,11 @@
 """The microbenchmark suite on every GPU of a Ray cluster (`kernelscope bench --ray [ADDRESS]`), and
 the per-GPU suite run that `kernelscope bench` uses on one host.
 
-    run_suite(index, args, out_dir, on_line)    one GPU: `python -m collectors.bench.run --device
-    index ...` in a
-                                                subprocess, progress lines handed to on_line; ->
-                                                (result file, log)
+    run_suite(index, args, out_dir, on_line)    one GPU: `python -m collectors.bench.run --device index ...` in a
+                                                subprocess, progress lines handed to on_line; -> (result file, log)
     fleet_bench(address, ...)                   one Ray task per GPU of the cluster -> [SlotResult]
 
-Scheduling is Ray's: each node's GPUs are found from its `GPU` resource; the task for GPU k of a
-node asks for all of that node's GPUs and is pinned to the node (NodeAffinitySchedulingStrategy), so
-the GPUs of one node are measured one after the other (as `kernelscope bench` does on one host: a
-suite never shares the machine with another) while nodes run in parallel. A task runs the same
-per-GPU path as `kernelscope bench` (run_suite) when its node has a GPU and the bench extra; a node
-without them runs the suite's CPU cases instead. Progress and a snapshot of the results after every
-case go through a Ray queue held on the driver's node, so when a node is lost mid-suite the cases it
-finished are kept and stored as a partial run (its "finished" stays null), and the other GPUs' runs
-are not affected.
+More: docs/architecture.md, *dashboard.fleet*.
 """
 
 from __future__ import annotations

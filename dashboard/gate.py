@@ -3,29 +3,7 @@ and websocket.
 
     Gate(app, hosts=HostPolicy(...), token=..., max_upload_bytes=...)
 
-1. **Host check on every bind** (DNS rebinding): a request whose `Host` is neither an IP address
-   literal, `localhost`, this machine's own name, nor a name given with `--allowed-host` (or
-   KERNELSCOPE_ALLOWED_HOSTS, `*.example.com` wildcards) is refused with 403 before anything else
-   runs; a websocket from another origin than its Host too. A page on evil.example whose name was
-   rebound to 127.0.0.1 therefore reaches nothing: its requests carry `Host: evil.example:PORT`.
-2. **Token before any work** (`--token` / KERNELSCOPE_TOKEN): every request but the health check
-   needs the access cookie, which a correct token in the login form or in `?token=` sets (HttpOnly,
-   SameSite=Lax; its value is an HMAC of the token, never the token). Without it a page request gets
-   the login form, a websocket is closed before it is accepted (no Streamlit session exists), an
-   upload (`PUT /_stcore/upload_file/...`) gets 401 without its body being read.
-3. **Token attempts rate-limited per address**: after 5 failures from one client address in a
-   minute, that address's wrong attempts are answered 429 after a delay (TARPIT_S) for a minute. A
-   correct token is never refused: wrong attempts from other addresses cannot lock anyone out (a
-   long random token cannot be guessed; the limit only slows guessing from one address).
-4. **Upload size** checked from Content-Length before the body is read (413 above the cap).
-5. **One connection probe per page load**: Streamlit's frontend, opened at a page's own path
-   (`/kernels?run=…`), first probes `/kernels/_stcore/health`, gets 404, waits and retries at the
-   root: 0.1–0.2 s of every page load. The HTML of a page gets one line that names the server's base
-   URL (`window.__streamlit.BACKEND_BASE_URL`, the frontend's own setting for where its server is),
-   so it probes the right place first.
-
-The middleware is plain ASGI (no Streamlit), so it is tested on its own and wraps `st.App`
-(dashboard.serve) through Streamlit's public `middleware=` parameter.
+More: docs/architecture.md, *dashboard.gate*.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Multi-rank analysis of a distributed job: one task per rank source, run where the data is,
 summaries back.
 
-    sources = path_sources("traces/")            # a folder, or a glob ('traces/rank*.json.gz'), of
-    rank traces
+    sources = path_sources("traces/")            # a folder, or a glob ('traces/rank*.json.gz'), of rank traces
     sources = run_sources(run)                   # the ranks of a stored multi-rank run
     mr, info = analyze_sources(sources, executor)   # analyzers.stragglers.MultiRank + how it ran
 
-A rank source is a Kineto trace (one rank: `distributedInfo.rank`), an Nsight Systems export (each
-process with GPU work is a rank) or one rank of a stored run. `rank_task` parses it and reduces each
-of its ranks with analyzers.distributed.rank_summary in the worker (a spawned process or a Ray
-task); the driver only receives the summaries (kB per rank) and combines them
-(analyzers.stragglers.combine), so its memory does not grow with the traces. Bad rank files are
-reported by name and left out.
+More: docs/architecture.md, *dashboard.ranks*.
 """
 
 from __future__ import annotations

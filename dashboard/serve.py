@@ -1,17 +1,7 @@
 """The dashboard's server process: Streamlit's ASGI app (`st.App`, public API) behind
 dashboard.gate.Gate.
 
-`kernelscope dashboard` execs `python -m dashboard.serve --host H --port P [--allowed-host NAME]...
---max-upload-mb N` with the store, the token and the artifact limit in its environment. What this
-adds to a plain `streamlit run`:
-
-- the Gate on every request and websocket: Host check on every bind, the access token before any
-  work, token attempts rate-limited, upload size checked before the body is read (dashboard.gate);
-- an error on a page is shown as a short error id (`on_script_error`), never a stack trace; the
-  traceback goes to the server's log with the same id; Streamlit's own error display is off
-  (`client.showErrorDetails = none`);
-- `KERNELSCOPE_GATE=asgi` in the environment tells the app that the token was checked here
-  (dashboard/app.py keeps its own token form for `streamlit run dashboard/app.py`).
+More: docs/architecture.md, *dashboard.serve*.
 """
 
 from __future__ import annotations

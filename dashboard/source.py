@@ -1,34 +1,7 @@
 """The store plus the analyses, for every surface (command line, Streamlit pages, HTML export); no
 Streamlit here.
 
-A `Source` reads runs from a `collectors.store.Store` and hands out the analysis objects the
-analyzers compute:
-
-    src.ncu(run)            analyzers.ncu_run.NcuAnalysis (with the store's measured ceilings of
-    that GPU)
-    src.trace(run)          TraceAnalysis: the timeline tables and
-    analyzers.timeline.TimelineSummary
-    src.bench(run)          BenchAnalysis: results with today's derived records, predictions and
-    verdicts
-    src.ceilings()          every measured ceiling of the store's bench runs
-    (analyzers.ceilings.CEILING_SCHEMA)
-    src.best_ceilings(gpu), src.launch_floor_ns(gpu)   the best measured value per resource; the
-    launch floor
-    src.identify(run)       analyzers.gpu_identify.Identified: the GPU and how it was identified
-    src.ingest_bytes(data, name, gpu=None) / src.ingest_path(path, gpu=None)
-                            parse, check that the run can be analysed, then store it: `kernelscope
-                            ingest`, the
-                            Upload page and the bundled samples all go through here, so ingest and
-                            analyze accept
-                            exactly the same files (a file whose GPU cannot be identified is
-                            refused, not stored)
-
-`Source(store, gpu="NAME")` analyses every run as if recorded on that GPU (`--gpu`; `ingest --gpu`
-keeps it).
-
-A run is a stored `Run`, a run id, or a `Parsed` file (analysed with the store's ceilings, not
-stored). Analyses are cached by run id and the set of bench runs (a new one changes the ceilings); a
-Parsed file's only with keep_parsed.
+More: docs/architecture.md, *dashboard.source*.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """How many threads polars' pool gets in a Kernelscope command, and in the workers it starts.
 
-polars reads POLARS_MAX_THREADS once, when it is imported, and by default starts one pool thread per
-CPU. A Kernelscope command calls polars hundreds of times on tables of 10^3-10^6 rows, and each call
-gives the pool too little work for many threads: after each call the idle threads also wait actively
-for a while, on CPUs the Python thread could use. Measured with `kernelscope analyze --format json`
-in alternated fresh processes, the JSON identical for every pool size
-(docs/findings-kineto-reader.md, "polars' pool"):
-
-- with 16 CPUs, four pool threads instead of sixteen took 16-35 % less CPU on the 304 MB Kineto
-  trace, the 10,000-kernel Nsight Compute page and a 216 KB trace, in less wall time, and eight
-  threads were no faster than four; on the 1,000,000-kernel Nsight Systems export 16 % less CPU and
-  954 instead of 1,098 MiB at its peak, for 10 % more wall time;
-- with 2 CPUs, one thread instead of two took 5-10 % less CPU on the Kineto trace but 20 % more wall
-  time on the Nsight Systems export (its joins and sorts run in parallel): both are kept.
-
-Hence DEFAULT: a thread per CPU, at most CAP. A POLARS_MAX_THREADS the user set is always kept.
+More: docs/architecture.md, *dashboard.threads*.
 """
 
 from __future__ import annotations

@@ -11,10 +11,8 @@ traces, 1 in 10 bench runs). Each run is stored under its job's file name (ci_jo
 consecutive runs of the same source can be compared.
 
 Timed, each a fresh process (median of --repeat), against the baselines in the same run:
-  runs         `kernelscope runs` (table) and `--format json`      vs Store.runs() + each run's info
-  (the old listing)
-  kernel       `kernelscope query kernel nvjet_sm90_tst_64x8`         vs reading every trace run's
-  kernels and filtering
+  runs         `kernelscope runs` (table) and `--format json`      vs Store.runs() + each run's info (the old listing)
+  kernel       `kernelscope query kernel nvjet_sm90_tst_64x8`         vs reading every trace run's kernels and filtering
   regressions  `kernelscope query regressions`
   ceilings     `kernelscope query ceilings --resource dram`
 

@@ -1,20 +1,7 @@
 """The textbook chapter "Operators and runtime" as executable models, per GPU, with verdicts and
 claim checks.
 
-What other code calls:
-- `all_cases()`, `get_case(id)`, `CASE_IDS`: the catalog (ids of chapter5-cases.md);
-  `Case.to_json()`.
-- `evaluate(case_id, gpu=None, params=None) -> Evaluation`: predictions
-  (`Evaluation.predictions[key]`: `Prediction(value, unit, label, kind, …)` in base units) for a GPU
-  name/GPUSpec and parameter overrides (values or strings: "64", "2/3", "ln4"). KeyError: unknown
-  case/GPU; CaseError (ValueError): bad parameter.
-- `Measurement(value, unit, source, spread=None, quantity=KEY, gpu=None)` and `compare(evaluation,
-  [measurements]) -> [Comparison]` / `verdict(prediction, measurement) -> Verdict`.
-  `measurements_from_ncu(case_id, {metric: value})` turns Nsight Compute metrics into Measurements.
-- `sweep(evaluation)`: chart rows {x, series, value, unit}.
-- `figure_checks()`, `chapter_checks()`: the chapter's own figures reproduced / judged.
-- `claims(measured=None)`: the second seed's claims with computed verdicts.
-- `numerics`: the CPU-run experiments (non-associativity, segment-sum ULP, online softmax).
+More: docs/architecture.md, *analyzers.cases.__init__*.
 """
 
 from analyzers.cases.catalog import (

@@ -1,29 +1,7 @@
 """Bench results read with today's models: derived records and a prediction and verdict for every
 record.
 
-`attach(results, gpu, ceilings=None)` takes a bench run's results table
-(collectors.schema.BENCH_SCHEMA, as stored), the run's GPUSpec (None for a CPU-only run) and the
-GPU's measured ceilings (resource -> analyzers.ceilings.Ceiling: the run's own, then the store's;
-the caller looks them up) and returns the table the CLI and the pages show:
-
-- derived records are computed from the stored ones, with the analyzers' single functions (never
-  stored, so a stored run always shows today's definitions): from Nsight Compute counter records the
-  bank-conflict degree (analyzers.kernels.conflict_degree), wavefronts per request and DRAM
-  bandwidth (analyzers.kernels.dram_bandwidth_gbps); from the launch parameters of the occupancy and
-  tiling kernels the occupancy our calculator gives (analyzers.occupancy); from pairs of timed
-  kernels the time ratios the chapter's claims are about (tiling: bigger tile ÷ 64×64; transpose:
-  16×16 tile ÷ larger tile at the same block size). Derived or calculated records an older
-  kernelscope stored are dropped first;
-- `predicted`, `predicted_unit`, `predicted_kind` (estimate, exact, lower_bound, ...), `verdict`,
-  `verdict_explanation`: the case's model (analyzers.cases) for this GPU at the record's parameters,
-  with the measured ceilings in place of the spec-derived rates (`MAPPERS[case](metric, params,
-  siblings) -> (prediction key, case parameters, unit)`), and its verdict (analyzers.cases.verdict).
-  The measurement carries the counters Nsight Compute recorded for the same kernel and parameters
-  (`Measurement.counters`), which the prediction's mechanisms read. One measurement gets one
-  verdict: a bandwidth or FLOP rate computed from a timed record's median is the same measurement as
-  its time and is not judged again. Records without a mapping keep null (the explanation says why
-  when a model could not answer). The occupancy case compares Nsight Compute's and the driver's
-  occupancy with the calculator's for the same launch.
+More: docs/architecture.md, *analyzers.cases.bench_verdicts*.
 """
 
 from __future__ import annotations

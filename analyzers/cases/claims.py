@@ -2,16 +2,7 @@
 A10G), each checked with the generic checks of claim_checks.py against the GPU registry, the case
 models and cited evidence.
 
-A claim is data: a short quotation, what it says, where, and the facts it states (numbers, names,
-code as written), each under the generic checks that apply (`Claim.facts`: check name -> facts). Its
-verdict is the most severe finding of those checks, never written down: change a stated figure to
-the true one and the verdict follows (the tests do). Verdicts: above-peak, unit-error, refuted (a
-stated fact, name or piece of code that the registry, a model, the ISA, a compiler builtin's
-semantics or a cited source contradicts; code that cannot run is refuted), self- contradictory (the
-text's own numbers disagree), implausible (beyond what real kernels reach, under the physical peak),
-unverifiable (nothing names a metric, method, data or source), plausible. Where a microbenchmark can
-measure the quantity, `measurement` names it; pass measured values to `claims(measured={claim_id:
-Measurement})` to see them next to the claim.
+More: docs/architecture.md, *analyzers.cases.claims*.
 """
 
 from __future__ import annotations

@@ -2,27 +2,7 @@
 launch), never by its name; the case's parameters inferred from the launch itself, so a launch is
 only ever compared with the prediction for its own configuration.
 
-Recognised cases, the evidence and the parameters inferred (`infer`):
-- `bank.column_read` (shared-memory reads whose conflict pattern is a column read): the shared-load
-  pipe needs at least a quarter of the launch (t = wavefronts / (SMs × SM clock)), its loads take a
-  whole number of phases per instruction and the measured conflict degree is a power of two (within
-  2 %). Inferred: the access width from the ideal wavefronts per instruction ((wavefronts −
-  conflicts) / shared load instructions: 1, 2, 4 phases = 4, 8, 16 bytes) and a row stride of that
-  degree (degree = gcd(stride / q, 32 / q) for q-word accesses; degree 1 = padded, e.g. 33). Checked
-  against the model: wavefronts per instruction (from the instruction counter, which the inference
-  does not use). The conflict counters fix the parameters here, so this check is one of consistency:
-  it fails when the shared loads are not all the same column read (a share of other loads moves the
-  passes per instruction off the model's value; a mix that leaves no power-of-two degree is not
-  recognised at all).
-- `transpose.tile`: a square t × t block (t = 8, 16, 32), static shared memory t·(t + pad)·4 bytes
-  for a whole pad, no FLOP, as many DRAM bytes written as read. Inferred: t from the block, pad from
-  the shared memory, n from the grid (n = grid × t). Checked: the transposed read's conflict degree
-  and the DRAM traffic 2·n²·4.
-- `tiling.traffic`: a 2-D grid whose launch does FLOP with shared memory S = stage·k·(m + n) +
-  acc·m·n for tile sizes m, n in 16..256. Inferred: m, n, k, stage, acc from S (one tile shape must
-  fit), M = grid_y·m, N = grid_x·n, K = FLOP / (2·M·N) (a multiple of k), the element size from the
-  DRAM writes (C written once: e = DRAM write bytes / (M·N)), threads and registers from the launch.
-  Checked: the reads reaching L2 from L1 and the DRAM reads (counters the inference does not use).
+More: docs/architecture.md, *analyzers.cases.kernel_match*.
 """
 
 from __future__ import annotations

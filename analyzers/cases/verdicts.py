@@ -1,18 +1,6 @@
 """Verdicts: a prediction next to a measurement, in one readable sentence.
 
-kinds:
-- "agrees": within the tolerance the prediction states (widened by the measurement's spread);
-  against a lower bound only from the bound up to `bound_factor` × it (2× unless the model says
-  otherwise), against an upper bound only down to 1/`bound_factor` of it: far from a bound, the
-  bound says nothing and nothing "agrees";
-- "differs-explained": outside it, but a named mechanism computed from the measurement's own
-  counters brings the prediction to the measurement (the sentence says how much of the gap it
-  accounts for), or a narrow range the model states (an `Explanation`) contains the ratio;
-- "differs-unexplained": outside it and no mechanism or stated range applies (mechanisms that
-  account for part of the gap, or lack their counters, are named);
-- "implausible": beyond a physical limit of the GPU (above its peak, or faster than even the L2
-  allows).
-A prediction of kind "info" is shown, never compared: `verdict` raises ValueError for it.
+More: docs/architecture.md, *analyzers.cases.verdicts*.
 """
 
 from __future__ import annotations

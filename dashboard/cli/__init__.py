@@ -2,21 +2,7 @@
 arguments, ask `dashboard.source.Source` (or the analyzers) for the analysis, render it as a table,
 JSON or CSV.
 
-`main(argv) -> int` maps outcomes to exit codes:
-    0   success
-    1   a user error, said in one line `kernelscope: <message>`: a bad file
-    (collectors.errors.ArtifactError), an
-        unknown run id (RunNotFound), a store that cannot be written (StoreError), an unknown GPU,
-        case or claim or
-        a bad model parameter (analyzers.errors)
-    2   a bad command line: an unknown command or option, or a value of the wrong type (Typer/Click
-    print the usage
-        line and the error), or a parameter value a model cannot take
-        (analyzers.errors.ParameterError, one line)
-    70  anything else: a bug, reported as one (a short traceback), never as a user error
-Typer runs in its standalone mode, so usage errors are printed by Typer/Click's own public handling
-whatever Click
-it bundles; this module only adds the typed errors around it.
+More: docs/architecture.md, *dashboard.cli.__init__*.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Page builders: URL query parameters + the run store -> a `Report` (tables, charts, text).
 
-One module per page; each has `build(src, params) -> Report`. The Streamlit views draw these reports
-(and add the widgets), `kernelscope export` and the download button write the same reports to one
-HTML file (dashboard.render_html). A page's whole state is in its query parameters:
-
-    home                      (none)
-    runs      ?kind=ncu&gpu=NVIDIA+H200
-    kernels   ?run=RUN&kernel=LAUNCH_ID&sort=COLUMN&desc=1&q=METRIC_FILTER
-    compare   ?a=RUN&b=RUN&noise=5
-    gpus      ?gpu=NAME,NAME
-    timeline  ?run=RUN&device=RANK:DEVICE&kernel=REGEX&speedup=S
-    ranks     ?run=RUN&metric=COLUMN&threshold=FRACTION&step=REGEX
-    history   ?kernel=REGEX&gpu=NAME&source=FILE&noise=5
-    cases     ?case=ID&gpu=NAME&<param>=VALUE…&meas=QUANTITY:VALUE:UNIT (repeatable)
-    claims    ?verdict=V (repeatable)&claim=ID
-
-`build_target(src, url_or_run_id)` is what an export does: the page a link names (a run id opens the
-page for its kind), built strictly — a link naming an unknown run, case, GPU, claim or device raises
-the typed error naming it instead of showing a different view than the link does.
+More: docs/architecture.md, *dashboard.reports.__init__*.
 """
 
 from __future__ import annotations

@@ -2,16 +2,7 @@
 (?run=RUN&by=kernel|launch&kernel=LAUNCH_ID&sort=COLUMN&desc=1&cols=GROUP
 &find=TEXT&q=METRIC&show=detail|charts|metrics).
 
-The run's story first (its kernel time, how much of it the findings say can be won, the
-Speed-of-Light split and the kernels that cost the most), then one row per kernel
-(analyzers.kernel_groups: launches grouped by name and launch configuration; ?by=launch lists every
-launch) in column groups that fit a laptop screen (a click on a row selects it, on a header sorts by
-it; both go into the URL), a search over the full kernel names, the launch's detail
-(dashboard.reports .kernel_detail), and the run's charts: hierarchical FLOP and instruction
-rooflines, bandwidth and occupancy. Every number comes from `Source.ncu(run)` (analyzers.ncu_run)
-and analyzers.roofline; this module only chooses, scales for display and lays out. A quantity the
-report lacks is shown as missing ("—"), never as zero, with one warning per missing counter group
-naming the ncu option that collects it.
+More: docs/architecture.md, *dashboard.reports.kernels*.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """A writer process for the store tests: `python -m tests.collectors.store_writer STORE MODE [N]`.
 
-    loop   ingest a new bench document every iteration (a new run each time) until killed; prints
-    "ready" first
-    rounds ingest, N rounds, the shared files (the same runs as every other writer) and one document
-    of its own
+    loop   ingest a new bench document every iteration (a new run each time) until killed; prints "ready" first
+    rounds ingest, N rounds, the shared files (the same runs as every other writer) and one document of its own
            per round; prints one line per stored run: "<run id> <created>"
 
 Everything goes through dashboard.source.Source.ingest_bytes, the path `kernelscope ingest` and the

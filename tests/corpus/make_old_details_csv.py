@@ -1,8 +1,7 @@
 """Construct a details-page CSV in the layout of Nsight Compute 2019.5-2021.1 from a public report
 of that era.
 
-    python tests/corpus/make_old_details_csv.py REPORT OUT.csv     (needs NVIDIA's ncu_report
-    module)
+    python tests/corpus/make_old_details_csv.py REPORT OUT.csv     (needs NVIDIA's ncu_report module)
 
 Why: no public details CSV of those versions with a license that allows redistribution was found.
 One real export exists (AndrewXu22/optimal_unified_memory,

@@ -3,33 +3,23 @@ csv, gzip, decimal), no Kernelscope code, so a bug in a Kernelscope parser canno
 reference.
 
     python tests/corpus/reference.py FILE [FILE ...]      # one JSON object per file
-    python tests/corpus/reference.py --manifest            # every manifest entry, compared with its
-    `expected`
+    python tests/corpus/reference.py --manifest            # every manifest entry, compared with its `expected`
 
 Definitions (the same quantities `kernelscope analyze` reports, computed the plain way):
 
 Traces (Kineto JSON, nsys SQLite), per (rank, device):
-  kernels              kernel events (Kineto cat kernel/Kernel; nsys CUPTI_ACTIVITY_KIND_KERNEL
-  rows)
-  kernels_with_launch  kernels whose correlation id appears on a CUDA/HIP API event of the same rank
-  / process
-                       (Kineto cats cuda_runtime, cuda_driver, Runtime; nsys RUNTIME and DRIVER
-                       tables)
-  launch delay         max(0, kernel start - end of that API call) [ns]; the call that starts first
-  when several
-                       share the id; none for a graph launch (cuda/cu/hipGraphLaunch); median over
-                       kernels
+  kernels              kernel events (Kineto cat kernel/Kernel; nsys CUPTI_ACTIVITY_KIND_KERNEL rows)
+  kernels_with_launch  kernels whose correlation id appears on a CUDA/HIP API event of the same rank / process
+                       (Kineto cats cuda_runtime, cuda_driver, Runtime; nsys RUNTIME and DRIVER tables)
+  launch delay         max(0, kernel start - end of that API call) [ns]; the call that starts first when several
+                       share the id; none for a graph launch (cuda/cu/hipGraphLaunch); median over kernels
   busy, window         |union of kernel, memcpy and memset intervals|, last end - first start [ns];
                        idle fraction = 1 - sum(busy) / sum(window)
   Kineto times are decimal µs: converted exactly to ns with decimal arithmetic.
-Nsight Compute: launches and each launch's duration [ns] (gpu__time_duration.sum, or "Duration" in a
-details page's
-  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is
-  importable, which
-  also gives the duration metric the report has (`gpu__time_duration.sum`, the bare 2019.x
-  `gpu__time_duration`,
-  or none) and, for the first three launches, the kernel name and the duration and DRAM byte metrics
-  it carries.
+Nsight Compute: launches and each launch's duration [ns] (gpu__time_duration.sum, or "Duration" in a details page's
+  Speed Of Light section, in its unit); .ncu-rep through NVIDIA's ncu_report module when it is importable, which
+  also gives the duration metric the report has (`gpu__time_duration.sum`, the bare 2019.x `gpu__time_duration`,
+  or none) and, for the first three launches, the kernel name and the duration and DRAM byte metrics it carries.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A real dashboard server for tests, and a websocket client that speaks Streamlit's protocol.
 
-    with running_dashboard(store, token=..., host=...) as srv:     # `kernelscope dashboard` on a
-    free port
-        srv.url, srv.pid, srv.rss()                                  # the server process (after
-        exec) and its RSS
-        page = open_page(srv, "kernels", "run=/etc")                 # one script run over the
-        websocket
+    with running_dashboard(store, token=..., host=...) as srv:     # `kernelscope dashboard` on a free port
+        srv.url, srv.pid, srv.rss()                                  # the server process (after exec) and its RSS
+        page = open_page(srv, "kernels", "run=/etc")                 # one script run over the websocket
         page.texts, page.alerts, page.exceptions                     # what the browser would draw
 
 `open_page` connects to /_stcore/stream with the `websockets` client (as the browser does:

@@ -1,6 +1,5 @@
 """`kernelscope analyze FOLDER | GLOB | RUN` on multi-rank inputs: Kineto rank traces (the real 8-rank DLRM set),
-Nsight Systems exports (one per rank, or one with several processes, built from the documented
-schema), the
+Nsight Systems exports (one per rank, or one with several processes, built from the documented schema), the
 `ranks` / `iterations` sections, bad rank files, and a stored run giving the folder's numbers."""
 
 from __future__ import annotations
