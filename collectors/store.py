@@ -24,9 +24,9 @@ from collectors import index as run_index
 from collectors.errors import ArtifactError, RunNotFound, StoreError
 from collectors.ingest import companion_warnings, parse_bytes, read_path
 from collectors.schema import ITEM_LABELS, TABLE_VERSIONS, Parsed, RunInfo
-from collectors.stamps import RACY_S, default_store_dir  # noqa: F401  (RACY_S: the store's rule)
-from collectors.stamps import settled as _settled
-from collectors.stamps import stamp as _stamp
+from collectors.freshness import RACY_S, default_store_dir  # noqa: F401  (RACY_S: the store's rule)
+from collectors.freshness import settled as _settled
+from collectors.freshness import stamp as _stamp
 
 MANIFEST = "manifest.json"
 META = "meta.json"

@@ -19,7 +19,7 @@ import os
 
 import streamlit as st
 
-from dashboard import auth, data, ui
+from dashboard import auth, data, widgets
 from dashboard import pages as registry
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
@@ -82,5 +82,5 @@ if "samples_checked" not in st.session_state:
 # the page's layout at any width: less empty space above the title, a narrower sidebar on a
 # laptop-sized window (at 900 px Streamlit's 300-px sidebar left the page 520 px), and room for a
 # table's full width
-st.html(f"<style>{ui.PAGE_CSS}</style>")
+st.html(f"<style>{widgets.PAGE_CSS}</style>")
 st.navigation(pages).run()

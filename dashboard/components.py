@@ -67,7 +67,7 @@ def table_rows_wanted(key: str) -> int | None:
 
 
 def table(data: dict, key: str, on_sort=None, on_select=None):
-    """An HTML table of pre-formatted cells (dashboard.reports.blocks.Table.cells): header clicks
+    """An HTML table of pre-formatted cells (dashboard.reports.report_blocks.Table.cells): header clicks
     send `sort` ({key, desc}), row clicks `select` (the row's id); both as trigger values in
     st.session_state[key]. "Show all rows" on a table sent in part (data["total"] > its rows) sets
     st.session_state[key + ":all"] and reruns."""

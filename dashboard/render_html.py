@@ -18,7 +18,7 @@ import html
 import json
 import re
 
-from dashboard.reports.blocks import (
+from dashboard.reports.report_blocks import (
     Chart,
     Heading,
     Metrics,

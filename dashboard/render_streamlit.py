@@ -1,4 +1,4 @@
-"""The Streamlit renderer of a Report (dashboard.reports.blocks): text, headings, tables with units
+"""The Streamlit renderer of a Report (dashboard.reports.report_blocks): text, headings, tables with units
 and help, charts (altair, drawn with the kernelscope theme) and metric cards."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.render_html import CARDS_CSS, cards_html
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
+from dashboard.reports.report_blocks import Chart, Heading, Metrics, Report, Table, Text, Timeline
 from dashboard.theme import ensure_theme
 
 # ---------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Every chart goes through `CHART_THEME` (registered as the altair theme "kernelscope" and enabled on
 import), and the app draws charts with `theme=None` so Streamlit does not restyle them: the HTML
 export then looks the same as the page. (Numbers are formatted by analyzers.units; table columns are
-dashboard.reports.blocks.Col.)
+dashboard.reports.report_blocks.Col.)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ PACKAGES = ("collectors", "analyzers", "dashboard")
 STREAMLIT_MODULES = (
     "dashboard.app",
     "dashboard.data",
-    "dashboard.ui",
+    "dashboard.widgets",
     "dashboard.render_streamlit",
     "dashboard.components",
     "dashboard.serve",
@@ -151,7 +151,7 @@ def test_cli_imports_no_page_or_view_modules():
     forbidden = (
         "dashboard.views",
         "dashboard.render_streamlit",
-        "dashboard.ui",
+        "dashboard.widgets",
         "dashboard.data",
         "dashboard.app",
     )

@@ -15,7 +15,7 @@ from tests.conftest import REAL_HOME
 def test_home_is_a_temporary_folder_and_the_default_store_follows_it():
     home = Path(os.environ["HOME"]).resolve()
     assert home != REAL_HOME and home.name.startswith("ks-test-home-")
-    from collectors.stamps import default_store_dir
+    from collectors.freshness import default_store_dir
 
     assert Path(default_store_dir()).resolve().is_relative_to(home)
     before = (

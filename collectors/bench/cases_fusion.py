@@ -23,7 +23,7 @@ def case_fusion_activation_chain(ctx: Context) -> None:
     torch = ctx.torch
     import torch.nn.functional as F
 
-    from collectors.bench import tkernels as tk
+    from collectors.bench import triton_kernels as tk
 
     f = 12288
     for m in ctx.pick((1, 16, 128, 1024, 4096), (1, 64)):
@@ -144,7 +144,7 @@ def case_graph_replay(ctx: Context) -> None:
     torch = ctx.torch
     import torch.nn.functional as F
 
-    from collectors.bench import tkernels as tk
+    from collectors.bench import triton_kernels as tk
 
     hdim, fdim = ctx.pick((4096, 12288), (1024, 3072))
     per = 3

@@ -245,7 +245,7 @@ def case_rmsnorm_split(ctx: Context) -> None:
     """RMSNorm over [rows, 4096] BF16 (Triton): one program per row (segments = 1, one pass) vs each
     row split into s segments (partial sums of squares, then merge + scale: two kernels)."""
     torch = ctx.torch
-    from collectors.bench import tkernels as tk
+    from collectors.bench import triton_kernels as tk
 
     h = 4096
     w = torch.randn(h, device=ctx.dev, dtype=torch.bfloat16)

@@ -245,7 +245,7 @@ def case_compile_amortization(ctx: Context) -> None:
     import torch._dynamo  # noqa: F811 - the submodule (ctx.torch is the same package)
     import torch.nn.functional as F
 
-    from collectors.bench import tkernels as tk
+    from collectors.bench import triton_kernels as tk
 
     f = ctx.pick(12288, 4096)
     ms = ctx.pick([1024, 1], [1])
@@ -372,7 +372,7 @@ def case_launch_overhead(ctx: Context) -> None:
     (the device-side floor of a kernel). Emits the launch ceilings too (best launcher, C++, one
     kernel between events)."""
     torch, np = ctx.torch, ctx.np
-    from collectors.bench import tkernels as tk
+    from collectors.bench import triton_kernels as tk
 
     n = ctx.pick(2000, 200)
     rounds = ctx.pick(5, 2)

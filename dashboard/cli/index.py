@@ -101,12 +101,12 @@ def _code_stamp() -> str:
 
 
 def listing_key(root: Path) -> list | None:
-    """What the listing of the store at root is made from: the stamps (collectors.stamps) of the
+    """What the listing of the store at root is made from: the stamps (collectors.freshness) of the
     runs folder (a run stored or deleted), of the index's CURRENT, parts and segments (an ingest's
     segment, a compaction, a reindex), of the store's settings, and the code. None when the store
     has no runs folder or when any of them changed within RACY_S seconds (a file time too recent to
     tell a later change from this one)."""
-    from collectors.stamps import settled, stamp
+    from collectors.freshness import settled, stamp
 
     ix = root / "index"
     stamps = [
@@ -183,7 +183,7 @@ def runs(
 ) -> None:
     """List the runs in the store, newest first: id, kind, file, GPU, item count (launches, kernels
     or results), warnings. Read from the run index (kernelscope reindex rebuilds it)."""
-    from collectors.stamps import default_store_dir
+    from collectors.freshness import default_store_dir
 
     root = Path(store).expanduser() if store else default_store_dir()
     variant = f"{format.value}-{limit or 'all'}"

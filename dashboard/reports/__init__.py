@@ -9,8 +9,8 @@ import importlib
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from analyzers.errors import UnknownName
-from dashboard.reports.blocks import Report
-from dashboard.reports.common import REPEATABLE
+from dashboard.reports.report_blocks import Report
+from dashboard.reports.run_links import REPEATABLE
 from dashboard.pages import EXPORTABLE, PAGE_FOR_KIND, PAGES
 from dashboard.source import Source
 

@@ -17,8 +17,8 @@ import polars as pl
 from analyzers.errors import UnknownName
 from analyzers.gpus import GPUSpec, all_gpus, find_gpu
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Report, Table, Text, code, text
-from dashboard.reports.common import param_list, plain_cols
+from dashboard.reports.report_blocks import Chart, Heading, Report, Table, Text, code, text
+from dashboard.reports.run_links import param_list, plain_cols
 from dashboard.source import Source
 
 DEFAULT_CASE = "tiling.traffic"

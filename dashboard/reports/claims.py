@@ -7,8 +7,8 @@ from __future__ import annotations
 import polars as pl
 
 from analyzers.errors import UnknownName
-from dashboard.reports.blocks import Heading, Report, Table, Text, text
-from dashboard.reports.common import param_list, plain_cols
+from dashboard.reports.report_blocks import Heading, Report, Table, Text, text
+from dashboard.reports.run_links import param_list, plain_cols
 from dashboard.source import Source
 
 CLAIMS_INTRO = (

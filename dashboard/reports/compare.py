@@ -23,8 +23,18 @@ from analyzers.units import fmt_ns
 from collectors.schema import KINDS, TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
-from dashboard.reports.common import pick_run
+from dashboard.reports.report_blocks import (
+    Chart,
+    Heading,
+    Metrics,
+    Report,
+    Table,
+    Text,
+    code,
+    num,
+    text,
+)
+from dashboard.reports.run_links import pick_run
 from dashboard.reports.gpus import gpu_pair_blocks
 from dashboard.source import Source
 

@@ -12,8 +12,8 @@ from analyzers.gpu_compare import compare_gpus
 from analyzers.gpus import find_gpu
 from analyzers.units import fmt_bytes, fmt_short
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Report, Table, Text, code, num, text
-from dashboard.reports.common import gpu_table, link, runs_table
+from dashboard.reports.report_blocks import Chart, Heading, Report, Table, Text, code, num, text
+from dashboard.reports.run_links import gpu_table, link, runs_table
 from dashboard.source import Source
 
 

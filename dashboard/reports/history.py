@@ -15,8 +15,18 @@ from analyzers.ceilings import RESOURCES
 from analyzers.compare import NOISE_FLOOR
 from analyzers.errors import ParameterError
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Col, Heading, Report, Table, Text, code, num, text
-from dashboard.reports.common import link
+from dashboard.reports.report_blocks import (
+    Chart,
+    Col,
+    Heading,
+    Report,
+    Table,
+    Text,
+    code,
+    num,
+    text,
+)
+from dashboard.reports.run_links import link
 from dashboard.pages import PAGE_FOR_KIND
 from dashboard.source import Source
 

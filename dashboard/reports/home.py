@@ -10,8 +10,8 @@ from analyzers.kernel_groups import kernel_groups
 from analyzers.remedy import main_verdict
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
-from dashboard.reports.blocks import Col, Heading, Report, Table, Text, code, num, text
-from dashboard.reports.common import gpu_table, runs_table
+from dashboard.reports.report_blocks import Col, Heading, Report, Table, Text, code, num, text
+from dashboard.reports.run_links import gpu_table, runs_table
 from dashboard.source import Source
 
 

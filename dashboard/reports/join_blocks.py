@@ -17,8 +17,8 @@ from analyzers.units import fmt_ns, fmt_pct
 from collectors.errors import RunNotFound
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
-from dashboard.reports.blocks import Col, Heading, Metrics, Table, Text, code, num, text
-from dashboard.reports.common import link
+from dashboard.reports.report_blocks import Col, Heading, Metrics, Table, Text, code, num, text
+from dashboard.reports.run_links import link
 from dashboard.source import Source
 
 MIN_MATCHED = 0.5

@@ -16,7 +16,7 @@ from analyzers.gpus import GPUSpec
 from analyzers.units import MISSING, fmt_bytes, fmt_ns, fmt_pct, fmt_rate
 from collectors.ncu import metric_labels
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Metrics, Table, Text, code, num, text
+from dashboard.reports.report_blocks import Chart, Heading, Metrics, Table, Text, code, num, text
 from dashboard.source import Source
 
 HOT_ROWS = 25

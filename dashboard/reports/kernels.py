@@ -23,7 +23,7 @@ from analyzers.quantities import QUANTITIES
 from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard import charts
-from dashboard.reports.blocks import (
+from dashboard.reports.report_blocks import (
     Chart,
     Col,
     Heading,
@@ -36,7 +36,7 @@ from dashboard.reports.blocks import (
     text,
 )
 from dashboard.reports import join_blocks, textbook_blocks
-from dashboard.reports.common import notes_blocks, pick_run
+from dashboard.reports.run_links import notes_blocks, pick_run
 from dashboard.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.source import Source
 

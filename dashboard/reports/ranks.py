@@ -20,8 +20,18 @@ from collectors.errors import RunNotFound
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
-from dashboard.reports.common import link
+from dashboard.reports.report_blocks import (
+    Chart,
+    Heading,
+    Metrics,
+    Report,
+    Table,
+    Text,
+    code,
+    num,
+    text,
+)
+from dashboard.reports.run_links import link
 from dashboard.source import Source
 
 #: what the heat map can show: column -> label

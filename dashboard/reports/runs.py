@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collectors.schema import KINDS
-from dashboard.reports.blocks import Report, Text, code
-from dashboard.reports.common import runs_table
+from dashboard.reports.report_blocks import Report, Text, code
+from dashboard.reports.run_links import runs_table
 from dashboard.source import Source
 
 

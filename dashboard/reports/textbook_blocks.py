@@ -22,7 +22,7 @@ from analyzers.kernel_models import (
 from analyzers.units import fmt_bytes, fmt_ns
 from collectors.store import Run
 from dashboard.reports import join_blocks
-from dashboard.reports.blocks import Heading, Metrics, Table, Text, code, num, text
+from dashboard.reports.report_blocks import Heading, Metrics, Table, Text, code, num, text
 from dashboard.source import Source
 
 MODEL_TERMS = (

@@ -27,9 +27,19 @@ from collectors.errors import RunNotFound
 from collectors.schema import TRACE_KINDS
 from collectors.store import Run
 from dashboard import charts
-from dashboard.reports.blocks import Chart, Heading, Metrics, Report, Table, Text, code, num, text
+from dashboard.reports.report_blocks import (
+    Chart,
+    Heading,
+    Metrics,
+    Report,
+    Table,
+    Text,
+    code,
+    num,
+    text,
+)
 from dashboard.reports import join_blocks
-from dashboard.reports.common import notes_blocks
+from dashboard.reports.run_links import notes_blocks
 from dashboard.reports.timeline_detail import event_detail, timeline_block
 from dashboard.source import Source
 

@@ -14,7 +14,17 @@ import polars as pl
 from analyzers.timeline import LAUNCH_DELAY_CUTOFF_NS
 from analyzers.timeline_view import window, with_launches
 from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
-from dashboard.reports.blocks import Col, Heading, Metrics, Table, Text, Timeline, code, num, text
+from dashboard.reports.report_blocks import (
+    Col,
+    Heading,
+    Metrics,
+    Table,
+    Text,
+    Timeline,
+    code,
+    num,
+    text,
+)
 from dashboard.source import Source
 from dashboard.theme import FONT
 from dashboard.timeline_payload import SRCS, encode

@@ -16,10 +16,10 @@ import streamlit as st
 
 from analyzers.cases import Measurement, all_cases, get_case, to_base
 from analyzers.gpus import all_gpus, find_gpu
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import cases as pages
-from dashboard.reports.blocks import Heading, Report, Text, code
+from dashboard.reports.report_blocks import Heading, Report, Text, code
 
 CASES = all_cases()
 IDS = [c.id for c in CASES]
@@ -46,7 +46,7 @@ st.caption(
 )
 
 # ---- case and GPU -------------------------------------------------------------------------------
-params = ui.params()
+params = widgets.params()
 wanted = qp.get("case")
 if wanted and wanted not in IDS:
     st.warning(f"Unknown case {wanted!r}; showing {pages.DEFAULT_CASE}.")
@@ -198,4 +198,4 @@ if ev is not None:
                 else:
                     qp["meas"] = qp.get_all("meas") + [f"{qty}:{val:g}:{unit}"]
                     st.rerun()
-ui.share_panel("cases", state, [rep])
+widgets.share_panel("cases", state, [rep])

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import claims as pages
-from dashboard.reports.blocks import Report
+from dashboard.reports.report_blocks import Report
 
 qp = st.query_params
 st.title("Claims")
@@ -41,4 +41,4 @@ if ids:
     detail = pages.claim_detail(next(x for x in shown if x.id == cid))
     render_streamlit(detail)
     rep.add(*detail)
-ui.share_panel("claims", {"verdict": chosen, "claim": cid}, [rep])
+widgets.share_panel("claims", {"verdict": chosen, "claim": cid}, [rep])

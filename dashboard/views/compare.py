@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import compare as page
-from dashboard.reports.common import run_label
+from dashboard.reports.run_links import run_label
 
 src = data.source()
-view = page.resolve(src, ui.params())
+view = page.resolve(src, widgets.params())
 st.title("Compare")
 for p in view.problems:
     st.warning(p)
@@ -74,9 +74,9 @@ if (
         view.mq = d2.text_input(
             "Filter metrics", value=view.mq, placeholder="e.g. dram__ or Memory Workload"
         )
-ui.sync(view.params())
+widgets.sync(view.params())
 rep = page.build(src, view.params())
 if rep.subtitle:
     st.caption(rep.subtitle)
 render_streamlit(rep)
-ui.share_panel("compare", view.params(), [rep])
+widgets.share_panel("compare", view.params(), [rep])

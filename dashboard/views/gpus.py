@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import gpus as page
-from dashboard.reports.blocks import code
+from dashboard.reports.report_blocks import code
 
 src = data.source()
-qp = ui.params()
+qp = widgets.params()
 st.title("GPUs")
 res = src.bench_results()
 have = res["gpu"].unique(maintain_order=True).to_list()
@@ -23,8 +23,8 @@ wanted = [g for g in asked if g in have]
 if len(have) > 1:
     wanted = st.multiselect("GPUs to compare", have, default=wanted or have)
 state = {"gpu": wanted if wanted and len(wanted) < len(have) else None}
-ui.sync(state)
+widgets.sync(state)
 rep = page.build(src, state)
 st.caption(rep.subtitle)
 render_streamlit(rep)
-ui.share_panel("gpus", state, [rep])
+widgets.share_panel("gpus", state, [rep])

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import history as page
 
 src = data.source()
-p = page.params_of(ui.params(), strict=False)
+p = page.params_of(widgets.params(), strict=False)
 st.title("History")
 c1, c2, c3 = st.columns([4, 3, 3])
 kernel = c1.text_input("Kernel name (regex)", value=p["kernel"])
@@ -35,7 +35,7 @@ state = {
     "resource": None if resource == "dram" else resource,
     "noise": None if noise == 5.0 else f"{noise:g}",
 }
-ui.sync(state)
+widgets.sync(state)
 try:
     rep = page.report(src, page.params_of(state, strict=False))
 except Exception as e:  # noqa: BLE001 - a bad regex is the user's to fix, said in place
@@ -43,4 +43,4 @@ except Exception as e:  # noqa: BLE001 - a bad regex is the user's to fix, said 
     st.stop()
 st.caption(rep.subtitle)
 render_streamlit(rep)
-ui.share_panel("history", state, [rep])
+widgets.share_panel("history", state, [rep])

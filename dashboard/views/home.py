@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import home as page
 
@@ -13,4 +13,4 @@ rep = page.build(src, {})
 st.title(rep.title)
 st.caption(rep.subtitle)
 render_streamlit(rep)
-ui.share_panel("home", {}, [rep])
+widgets.share_panel("home", {}, [rep])

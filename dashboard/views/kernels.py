@@ -11,15 +11,15 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard import components, data, ui
+from dashboard import components, data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import kernel_detail
 from dashboard.reports import kernels as page
-from dashboard.reports.blocks import Report, Table, Text
-from dashboard.reports.common import run_label
+from dashboard.reports.report_blocks import Report, Table, Text
+from dashboard.reports.run_links import run_label
 
 src = data.source()
-view = page.resolve(src, ui.params())
+view = page.resolve(src, widgets.params())
 st.title("Kernels")
 runs = src.runs(("ncu",))
 if view.run is None:
@@ -109,7 +109,7 @@ with st.expander(
         )
         or None
     )
-ui.sync(view.params())
+widgets.sync(view.params())
 
 overview = page.overview(src, view)
 if overview.subtitle:
@@ -150,7 +150,7 @@ view.show = (
 )
 if view.show == "metrics":
     view.q = st.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
-ui.sync(view.params())
+widgets.sync(view.params())
 # one section at a time: the page stays light in the browser (the export has all three)
 if view.show == "detail":
     render_streamlit(kernel_detail.detail(src, view))
@@ -158,7 +158,7 @@ elif view.show == "metrics":
     render_streamlit(kernel_detail.metric_blocks(src, view))
 else:
     render_streamlit(page.chart_blocks(src, view))
-ui.share_panel(
+widgets.share_panel(
     "kernels",
     view.params(),
     lambda: [

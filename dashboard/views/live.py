@@ -13,13 +13,13 @@ from collections import deque
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, nvml, ui
+from dashboard import charts, nvml, widgets
 from dashboard.render_streamlit import render_streamlit
-from dashboard.reports.blocks import Table, num, text
+from dashboard.reports.report_blocks import Table, num, text
 from dashboard.theme import ensure_theme
 
 st.title("Live")
-qp = ui.params()
+qp = widgets.params()
 try:
     every = float(qp.get("every", 2))
     # at most one NVML read a second per viewer
@@ -35,7 +35,7 @@ every = c1.number_input(
     step=1.0,
 )
 every = 0.0 if every == 0 else max(1.0, every)
-ui.sync({"every": None if every == 2 else f"{every:g}"})
+widgets.sync({"every": None if every == 2 else f"{every:g}"})
 history: deque = st.session_state.setdefault("live_history", deque(maxlen=300))
 
 
@@ -142,4 +142,4 @@ def live() -> None:
 
 
 live()
-ui.share_panel("live", {"every": None if every == 2 else f"{every:g}"}, None)
+widgets.share_panel("live", {"every": None if every == 2 else f"{every:g}"}, None)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import ranks as page
-from dashboard.reports.common import run_label
+from dashboard.reports.run_links import run_label
 
 src = data.source()
-view = page.resolve(src, ui.params())
+view = page.resolve(src, widgets.params())
 st.title("Ranks")
 if view.run is None:
     render_streamlit(view.problems)
@@ -54,7 +54,7 @@ state = {
     "threshold": None if abs(threshold - 0.02) < 1e-12 else f"{threshold:g}",
     "step": step or None,
 }
-ui.sync(state)
+widgets.sync(state)
 first_problems = view.problems
 view = page.resolve(src, state)
 view.problems = first_problems + view.problems
@@ -62,4 +62,4 @@ with st.spinner("Reducing each rank ..."):
     rep = page.report(src, view)
 st.caption(rep.subtitle)
 render_streamlit(rep)
-ui.share_panel("ranks", state, [rep])
+widgets.share_panel("ranks", state, [rep])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, ui
+from dashboard import data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import runs as page
-from dashboard.reports.common import KIND_WORDS
+from dashboard.reports.run_links import KIND_WORDS
 
 src = data.source()
-qp = ui.params()
+qp = widgets.params()
 runs = src.runs()
 st.title("Runs")
 kinds = sorted({r.kind for r in runs} | ({qp["kind"]} if qp.get("kind") else set()))
@@ -32,14 +32,14 @@ gpu = c2.selectbox(
     format_func=lambda g: g or "all GPUs",
 )
 state = {"kind": kind, "gpu": gpu}
-ui.sync(state)
+widgets.sync(state)
 rep = page.build(src, state)
 st.caption(rep.subtitle)
 render_streamlit(rep)
 st.caption(
     "Add files on the [Upload](upload) page, or with `kernelscope ingest PATH` on the server."
 )
-ui.share_panel("runs", state, [rep])
+widgets.share_panel("runs", state, [rep])
 
 
 @st.dialog("Delete a run")

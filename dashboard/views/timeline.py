@@ -14,13 +14,13 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard import components, data, ui
+from dashboard import components, data, widgets
 from dashboard.render_streamlit import render_streamlit
 from dashboard.reports import timeline as page
 from dashboard.reports import timeline_detail as detail
 
 src = data.source()
-view = page.resolve(src, ui.params())
+view = page.resolve(src, widgets.params())
 st.title("Timeline")
 if view.run is None:
     st.info(
@@ -42,7 +42,7 @@ if len(view.devices) > 2:  # "all" and more than one device
     view.device = st.selectbox(
         "Device (rank:device)", view.devices, index=view.devices.index(view.device)
     )
-ui.sync(view.params())
+widgets.sync(view.params())
 
 render_streamlit(page.header(view, src.meta(view.run)))
 # the story first: where the time goes, the time per step, and whether the trace can be trusted
@@ -73,7 +73,7 @@ def _on_color():
 
 @st.fragment
 def timeline_view():
-    v = page.resolve(src, ui.params())
+    v = page.resolve(src, widgets.params())
     block = detail.timeline_block(src, v, st.session_state.get("timeline_width"))
     components.timeline(
         block.payload,
@@ -129,7 +129,7 @@ view.show = (
     )
     or "devices"
 )
-ui.sync(view.params())
+widgets.sync(view.params())
 SECTION = {
     "devices": page.device_blocks,
     "delays": page.delay_blocks,
@@ -151,7 +151,7 @@ elif page.device_ops(src, view).height:
         step=0.5,
         key="whatif_speedup",
     )
-    ui.sync(view.params())
+    widgets.sync(view.params())
     render_streamlit(page.whatif(src, view))
 
 
@@ -176,4 +176,4 @@ def _reports():
     ]
 
 
-ui.share_panel("timeline", view.params(), _reports)
+widgets.share_panel("timeline", view.params(), _reports)

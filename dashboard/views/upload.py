@@ -18,8 +18,8 @@ from analyzers.gpus import all_gpus
 from collectors.errors import ArtifactError, StoreError
 from collectors.progress import Step, reporting
 from dashboard import data
-from dashboard.reports.blocks import code
-from dashboard.reports.common import link
+from dashboard.reports.report_blocks import code
+from dashboard.reports.run_links import link
 from dashboard.pages import PAGE_FOR_KIND
 
 

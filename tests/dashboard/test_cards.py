@@ -5,7 +5,7 @@ change and its colour."""
 from __future__ import annotations
 
 from dashboard.render_html import CARDS_CSS, cards_html, render_html
-from dashboard.reports.blocks import Metrics, Report
+from dashboard.reports.report_blocks import Metrics, Report
 from tests.dashboard.helpers import parse_cards
 
 ITEMS = [
@@ -65,7 +65,7 @@ def test_the_app_draws_one_element_per_block_with_its_styles():
 
     def page():
         from dashboard.render_streamlit import render_streamlit
-        from dashboard.reports.blocks import Metrics
+        from dashboard.reports.report_blocks import Metrics
 
         render_streamlit(
             [Metrics([("a", "1", "h", "+1"), ("b", "2", None)]), Metrics([("c", "3", None)])]

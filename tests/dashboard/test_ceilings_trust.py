@@ -133,7 +133,7 @@ def test_plausibility_bounds_on_the_h200(value, unit, resource, ok):
 def test_rejected_ceilings_are_on_the_gpus_page_with_the_reason(store):
     from dashboard.reports import build
     from dashboard.source import Source
-    from dashboard.reports.blocks import Table
+    from dashboard.reports.report_blocks import Table
 
     src = Source(store)
     src.ingest_path(BENCH)
@@ -195,7 +195,7 @@ def test_a_flagged_launch_is_shown_on_every_page_it_appears(store):
     import csv
     import io
     from dashboard.reports import build
-    from dashboard.reports.blocks import Table, Text
+    from dashboard.reports.report_blocks import Table, Text
     from dashboard.source import Source
 
     raw = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).decode()

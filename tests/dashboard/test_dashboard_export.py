@@ -132,7 +132,7 @@ def test_export_run_id_and_errors(env, tmp_path):
 
 def test_markdown_subset_escapes():
     from dashboard.render_html import md_to_html
-    from dashboard.reports.blocks import code
+    from dashboard.reports.report_blocks import code
 
     assert (
         md_to_html("**a** <b> `x<y` [Runs](runs)")

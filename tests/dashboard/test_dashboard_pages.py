@@ -524,7 +524,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
 
 def test_a_long_table_is_sent_in_part_down_to_its_selected_row():
     import polars as pl
-    from dashboard.reports.blocks import Table, num
+    from dashboard.reports.report_blocks import Table, num
 
     t = Table(
         "t",

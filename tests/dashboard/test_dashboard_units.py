@@ -218,7 +218,7 @@ def test_ceiling_classification():
 def test_number_formatting():
     from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
     from analyzers.units import fmt_short as fmt_value
-    from dashboard.reports.blocks import num
+    from dashboard.reports.report_blocks import num
 
     assert (
         fmt_ns(283_680) == "284 µs" and fmt_ns(1_061_632) == "1.06 ms" and fmt_ns(850) == "850 ns"
@@ -375,7 +375,7 @@ def test_link_columns_follow_only_http_and_paths_on_this_server():
 
     from pathlib import Path
 
-    from dashboard.reports.blocks import Col, Table, safe_link
+    from dashboard.reports.report_blocks import Col, Table, safe_link
 
     assert safe_link("kernels?run=ab&kernel=3") == "kernels?run=ab&kernel=3"
     assert safe_link("/timeline?run=x") == "/timeline?run=x"

@@ -8,7 +8,7 @@ import polars as pl
 
 from collectors.errors import ArtifactError
 from collectors.schema import Parsed
-from dashboard.reports.blocks import Report, Text
+from dashboard.reports.report_blocks import Report, Text
 
 MAGIC = b"WIDGETS 1\n"
 

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.reports.common import REPEATABLE
+from dashboard.reports.run_links import REPEATABLE
 
 TOKEN_PARAM = "token"
 

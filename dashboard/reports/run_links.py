@@ -11,7 +11,7 @@ from analyzers.gpu_compare import gpu_label
 from analyzers.gpus import all_gpus, find_gpu
 from collectors.errors import RunNotFound
 from collectors.store import Run
-from dashboard.reports.blocks import Col, Table, Text, code, num, text
+from dashboard.reports.report_blocks import Col, Table, Text, code, num, text
 from dashboard.pages import PAGE_FOR_KIND
 from dashboard.source import Source
 
