@@ -460,7 +460,7 @@ def _dims(args: list, field: str) -> list[pl.Series]:
 
 def _frame(pieces: list[list[pl.Series]]) -> pl.DataFrame:
     """A category's columns of every piece -> one frame: ts (µs as Float64, or ns from a piece's
-    text) and dur as Int64 ns, name Categorical, external_id from either spelling of the key;
+    text) and dur as Int64 ns, external_id from either spelling of the key;
     FastPathFailed when a name, ts or dur is missing (the exact reader names the event)."""
     at = [s.name for s in pieces[0]].index("ts")
     if all(p[at].dtype == pl.Float64 for p in pieces):
@@ -477,9 +477,7 @@ def _frame(pieces: list[list[pl.Series]]) -> pl.DataFrame:
     extra = []
     if "external_id" in df.columns:
         extra = [pl.coalesce("external_id", "external_id_lc").alias("external_id")]
-    df = df.with_columns(
-        pl.col("name").cast(pl.Categorical), ts_ns.alias("ts"), float_ns("dur").alias("dur"), *extra
-    )
+    df = df.with_columns(ts_ns.alias("ts"), float_ns("dur").alias("dur"), *extra)
     if "external_id_lc" in df.columns:
         df = df.drop("external_id_lc")
     if df.select(pl.any_horizontal(pl.col("name", "ts", "dur").is_null().any())).item():
