@@ -23,6 +23,10 @@ from tests.fuzz.seeds import seeds  # noqa: E402
 #: mutants per format in CI (310 in all)
 CI_EXAMPLES = {"ncu-rep": 50, "ncu-csv": 60, "kineto": 70, "nsys": 60, "bench": 70}
 SEEN: dict[str, Counter] = {f: Counter() for f in CI_EXAMPLES}
+#: mutants of each format that must be accepted (read and sent through every command and page): the
+#: counts vary with the store the harness has filled before (2026-12-06: ncu-csv 17-28, kineto 26,
+#: nsys 21, ncu-rep 1, bench 2 accepted), so these floors sit well below them
+ACCEPTED_AT_LEAST = {"ncu-rep": 0, "ncu-csv": 10, "kineto": 15, "nsys": 10, "bench": 0}
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +62,18 @@ def _test_for(fmt: str):
         ],
     )
     @given(rng=st.randoms(use_true_random=False), pick=st.integers(0, 63))
-    def test(harness, rng, pick):
+    def run(harness, rng, pick):
         _fuzz(harness, fmt, rng, pick)
+
+    def test(harness):
+        """The format's mutants; then its share of the subset is not vacuous: every mutant was
+        checked, some were refused and (but for the most fragile formats) some accepted."""
+        SEEN[fmt].clear()
+        run(harness)
+        c = SEEN[fmt]
+        assert sum(c.values()) >= CI_EXAMPLES[fmt] and c["refused"] > 0, (fmt, c)
+        assert c["accepted"] >= ACCEPTED_AT_LEAST[fmt], (fmt, c)
+        print(f"fuzz CI subset, {fmt}:", dict(c))
 
     test.__name__ = f"test_fuzz_{fmt.replace('-', '_')}"
     return test
@@ -72,18 +86,11 @@ test_fuzz_nsys = _test_for("nsys")
 test_fuzz_bench = _test_for("bench")
 
 
-def test_the_ci_subset_ran_at_least_300_mutants_both_accepted_and_refused():
-    """Runs after the five above (file order): the subset is not vacuous — every format had mutants
-    that were refused and (but for the most fragile formats) some that were accepted and went
-    through every command."""
-    if sum(sum(c.values()) for c in SEEN.values()) == 0:
-        pytest.skip("the fuzz tests above did not run (selected alone)")
-    total = sum(sum(c.values()) for c in SEEN.values())
-    assert total >= 300, SEEN
-    for fmt, c in SEEN.items():
-        assert c["refused"] > 0, (fmt, c)
-    assert sum(c["accepted"] for c in SEEN.values()) >= 50, SEEN
-    print("fuzz CI subset:", {f: dict(c) for f, c in SEEN.items()})
+def test_the_ci_subset_is_at_least_300_mutants_with_35_accepted():
+    """The subset's size and its accepted floor, which each format's test checks for its own share
+    (each test counts its own mutants, so the tests may run in any worker of `pytest -n`)."""
+    assert sum(CI_EXAMPLES.values()) >= 300
+    assert sum(ACCEPTED_AT_LEAST.values()) >= 35
 
 
 @pytest.mark.parametrize(
