@@ -543,7 +543,7 @@ class Store:
         nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`),
         kept in the manifest (the tables stay what the file says, so a re-derived run keeps it). The
         same bytes are one run: a second ingest returns the stored run as it is.
-        dashboard.source.Source.ingest_bytes checks that the run can be analysed before it stores
+        dashboard.core.source.Source.ingest_bytes checks that the run can be analysed before it stores
         it; use that. The name is kept as a plain file name (`_safe_name`)."""
         name = _safe_name(name)
         rid = run_id_for(data)

@@ -48,9 +48,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from dashboard import pages as registry  # noqa: E402
+from dashboard.web import pages as registry  # noqa: E402
 
-#: the page registry's pages (dashboard.pages) with the query parameters each is timed with; the
+#: the page registry's pages (dashboard.web.pages) with the query parameters each is timed with; the
 #: Ranks and History pages are left out: the sample store has no multi-rank run and no history to
 #: draw
 PARAMS = {"kernels": {"kernel": "5"}}
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["KERNELSCOPE_FAKE_NVML"] = "1"
     os.environ.pop("KERNELSCOPE_TOKEN", None)
     from collectors.store import Store
-    from dashboard.data import ensure_samples
+    from dashboard.web.data import ensure_samples
 
     # after the dashboard package: perf/dashboard.py is this file
     sys.path.insert(0, str(REPO / "perf"))
@@ -221,10 +221,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def server_times(pages, repeat: int):
-    from dashboard.data import clear_caches
+    from dashboard.web.data import clear_caches
     from streamlit.testing.v1 import AppTest
 
-    app = str(REPO / "dashboard" / "app.py")
+    app = str(REPO / "dashboard" / "web" / "app.py")
     t0 = time.perf_counter()
     AppTest.from_file(app, default_timeout=120).run()
     start = time.perf_counter() - t0
@@ -297,8 +297,8 @@ def runs_times(root: Path, n: int, repeat: int) -> dict:
     of `repeat` more) and the Runs page in AppTest."""
     import gzip
     from collectors.store import Store
-    from dashboard.data import clear_caches
-    from dashboard.source import Source
+    from dashboard.web.data import clear_caches
+    from dashboard.core.source import Source
     from measure import Tool, run_once
     from streamlit.testing.v1 import AppTest
 
@@ -323,7 +323,7 @@ def runs_times(root: Path, n: int, repeat: int) -> dict:
     warm_runs = [run_once(tool) for _ in range(max(repeat, 5))]
     warm = [r["wall_s"] for r in warm_runs]
     warm_cpu = statistics.median(r["cpu_s"] for r in warm_runs)
-    app = str(REPO / "dashboard" / "app.py")
+    app = str(REPO / "dashboard" / "web" / "app.py")
     old = os.environ.get("KERNELSCOPE_STORE")
     os.environ["KERNELSCOPE_STORE"] = str(root / "store")
     try:

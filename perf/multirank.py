@@ -13,7 +13,7 @@ all-reduce kernels, so the collectives still synchronise.
 Timed (each a fresh process, `kernelscope analyze DIR --format json`, the user-facing command):
   pool     the default: one task per rank on a process pool (2 workers here)
   ray      --ray on a local cluster started here (`ray start --head` on 127.0.0.1, 2 CPUs)
-  serial   the same tasks run one after the other inside the driver (dashboard.execute.SerialExecutor)
+  serial   the same tasks run one after the other inside the driver (dashboard.core.execute.SerialExecutor)
   whole    the old path for a rank folder: every rank parsed into one run's tables in one process, then the
            same multi-rank analysis (on --whole-ranks 8 and 16 ranks: it holds every rank's tables at once)
 Reported: wall seconds, the driver's peak RSS (its own ru_maxrss), the largest worker's peak, and whether the
@@ -186,7 +186,7 @@ print(json.dumps({"rc": rc, "wall_s": wall, "cpu_s": ch.ru_utime + ch.ru_stime,
 SERIAL = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
-from dashboard import execute, ranks
+from dashboard.core import execute, ranks
 from dashboard.cli import ranks as R
 mr, info = ranks.analyze_sources(ranks.path_sources(sys.argv[1]), execute.SerialExecutor())
 print(json.dumps(R.folder_report(mr, info, sys.argv[1]), default=str))
@@ -198,7 +198,7 @@ sys.path.insert(0, sys.argv[2])
 t = time.perf_counter()
 from collectors.ingest import parse_path
 from analyzers.timeline import summarize
-from dashboard import ranks
+from dashboard.core import ranks
 from analyzers.stragglers import combine
 p = parse_path(sys.argv[1])                         # the folder as one run: a tar of every rank, parsed at once
 s = summarize(p.tables["gpu_ops"])

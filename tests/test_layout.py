@@ -20,16 +20,16 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("collectors", "analyzers", "dashboard")
 #: modules allowed to import streamlit: the app, its pages, their helpers and the Streamlit renderer
 STREAMLIT_MODULES = (
-    "dashboard.app",
-    "dashboard.data",
-    "dashboard.widgets",
-    "dashboard.render_streamlit",
-    "dashboard.components",
-    "dashboard.serve",
+    "dashboard.web.app",
+    "dashboard.web.data",
+    "dashboard.web.widgets",
+    "dashboard.web.render_streamlit",
+    "dashboard.web.components",
+    "dashboard.web.serve",
 )
 #: modules allowed to import altair: the chart builders, the theme, the HTML renderer (its Vega
 #: bundle)
-ALTAIR_MODULES = ("dashboard.charts", "dashboard.theme", "dashboard.render_html")
+ALTAIR_MODULES = ("dashboard.web.charts", "dashboard.web.theme", "dashboard.web.render_html")
 #: the one import from collectors into analyzers code: the CPU cases of the bench suite run the
 #: numerics experiments (pure functions that the textbook models also use); everything derived is
 #: computed on read
@@ -79,7 +79,7 @@ def _imports(name: str, path: Path) -> set[str]:
                 mod = node.module or ""
             names = [a.name for a in node.names]
             subs = [f"{mod}.{n}" for n in names if f"{mod}.{n}" in MODULES]
-            # `from dashboard.reports import kernels` imports that module
+            # `from dashboard.web.reports import kernels` imports that module
             out.update(subs)
             if len(subs) < len(names):  # ... and `from X import name` imports X itself
                 out.add(mod)
@@ -147,13 +147,13 @@ def test_analyzers_import_neither_collectors_nor_dashboard():
 
 def test_cli_imports_no_page_or_view_modules():
     """The command line renders analyses; it never loads a Streamlit page, the Streamlit renderer or
-    the app's caches. The page builders (dashboard.reports) are for `kernelscope export` only."""
+    the app's caches. The page builders (dashboard.web.reports) are for `kernelscope export` only."""
     forbidden = (
-        "dashboard.views",
-        "dashboard.render_streamlit",
-        "dashboard.widgets",
-        "dashboard.data",
-        "dashboard.app",
+        "dashboard.web.views",
+        "dashboard.web.render_streamlit",
+        "dashboard.web.widgets",
+        "dashboard.web.data",
+        "dashboard.web.app",
     )
     bad = {
         m: sorted(d for d in deps if d.startswith(forbidden))
@@ -164,7 +164,8 @@ def test_cli_imports_no_page_or_view_modules():
     reports = {
         m
         for m, deps in GRAPH.items()
-        if m.startswith("dashboard.cli") and any(d.startswith("dashboard.reports") for d in deps)
+        if m.startswith("dashboard.cli")
+        and any(d.startswith("dashboard.web.reports") for d in deps)
     }
     assert reports == {"dashboard.cli.export"}
 
@@ -173,7 +174,9 @@ def test_streamlit_and_altair_only_in_their_modules():
     bad = {}
     for m, deps in RAW.items():
         tops = {d.split(".")[0] for d in deps}
-        if "streamlit" in tops and not (m in STREAMLIT_MODULES or m.startswith("dashboard.views")):
+        if "streamlit" in tops and not (
+            m in STREAMLIT_MODULES or m.startswith("dashboard.web.views")
+        ):
             bad[m] = "streamlit"
         if "altair" in tops and m not in ALTAIR_MODULES:
             bad[m] = "altair"
@@ -187,10 +190,10 @@ def test_no_module_over_1100_lines_and_no_builder_in_views():
         if (n := len(p.read_text().splitlines())) > MAX_LINES and m not in CATALOGS
     }
     assert long == {}
-    # views draw the reports of dashboard.reports and add widgets; they compute nothing
+    # views draw the reports of dashboard.web.reports and add widgets; they compute nothing
     for m in MODULES:
         # (the registries give them the options of their pickers)
-        if m.startswith("dashboard.views"):
+        if m.startswith("dashboard.web.views"):
             assert not any(
                 d.startswith("analyzers.") and d not in ("analyzers.cases", "analyzers.gpus")
                 for d in GRAPH[m]
@@ -229,7 +232,7 @@ def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
         f"rc = main(['analyze', {str(trace)!r}, '--format', 'json', '--store', "
         f"{str(tmp_path / 's')!r}])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('altair', 'streamlit')\n"
-        "             or m.startswith(('dashboard.reports', 'dashboard.views', "
+        "             or m.startswith(('dashboard.web.reports', 'dashboard.web.views', "
         "'dashboard.render'))\n"
         f"             or m in {others!r} or m == 'numpy.ma')\n"
         "print('LOADED', bad, file=sys.stderr); sys.exit(rc)\n"
@@ -245,7 +248,7 @@ def test_analyze_loads_no_dashboard_page_code_altair_or_streamlit(tmp_path):
 def test_analyze_of_an_ncu_report_imports_no_numpy(tmp_path, report):
     """An ncu report needs no numpy (0.12-0.17 s of every such `analyze` on a 2-vCPU host): neither
     the raw-page reader, nor the count of metrics per launch of the other formats, nor the kernel
-    analysis, nor `analyze`'s check whether its argument names many ranks (dashboard.ranks, whose
+    analysis, nor `analyze`'s check whether its argument names many ranks (dashboard.core.ranks, whose
     straggler analysis uses numpy, imports it only when it runs)."""
     if report.endswith(".ncu-rep.gz"):
         pytest.importorskip("ncu_report")
@@ -349,17 +352,26 @@ def test_no_test_module_imports_another():
     assert not bad, "test modules imported by other files: " + ", ".join(bad)
 
 
-#: the application core: what the command line, the pages and the server all call; it never needs
-#: Streamlit
-CORE_PREFIXES = ("analyzers.", "collectors.", "dashboard.cli.", "dashboard.reports.")
-CORE_MODULES = (
-    "dashboard.source",
-    "dashboard.ranks",
-    "dashboard.execute",
-    "dashboard.fleet",
-    "dashboard.pages",
-    "dashboard.textbook",
+#: what never needs Streamlit: the application core (dashboard.core: what the command line, the
+#: pages and the server all call), the CLI, the page builders and the page registry
+CORE_PREFIXES = (
+    "analyzers.",
+    "collectors.",
+    "dashboard.core.",
+    "dashboard.cli.",
+    "dashboard.web.reports.",
 )
+CORE_MODULES = ("dashboard.web.pages",)
+
+
+def test_the_core_imports_neither_the_web_app_nor_the_cli():
+    """dashboard.core is the floor the web app and the command line stand on: no arrow back up."""
+    bad = {
+        m: sorted(d for d in GRAPH[m] if d.startswith(("dashboard.web", "dashboard.cli")))
+        for m in MODULES
+        if m.startswith("dashboard.core")
+    }
+    assert {m: v for m, v in bad.items() if v} == {}
 
 
 def _closure(name: str) -> set[str]:
@@ -387,11 +399,15 @@ def test_no_module_of_the_core_imports_streamlit_even_through_another():
 
 
 def test_every_page_is_in_the_page_registry_and_the_app_draws_only_those():
-    from dashboard import pages
+    from dashboard.web import pages
 
-    views = {p.name for p in (REPO / "dashboard" / "views").glob("*.py") if p.name != "__init__.py"}
+    views = {
+        p.name
+        for p in (REPO / "dashboard" / "web" / "views").glob("*.py")
+        if p.name != "__init__.py"
+    }
     assert views == {p.view for p in pages.PAGES.values()}
-    app = (REPO / "dashboard" / "app.py").read_text()
+    app = (REPO / "dashboard" / "web" / "app.py").read_text()
     assert app.count("st.Page(") == 1 and "registry.sections()" in app
     for p in pages.PAGES.values():
         if p.report:
@@ -423,8 +439,8 @@ UNIT_FORBIDDEN = (
     "subprocess",
     "streamlit",
     "collectors.store",
-    "dashboard.source",
-    "dashboard.data",
+    "dashboard.core.source",
+    "dashboard.web.data",
     "playwright",
     "ray",
     "tests.ray_helpers",

@@ -1,6 +1,6 @@
-"""Make dashboard/static/fonts/KernelscopeCJK-Regular.woff2: a subset of Noto Sans CJK SC Regular
+"""Make dashboard/web/static/fonts/KernelscopeCJK-Regular.woff2: a subset of Noto Sans CJK SC Regular
 (SIL Open Font License 1.1, https://github.com/googlefonts/noto-cjk; the licence is
-dashboard/static/fonts/OFL.txt) with the 3,755 most common Chinese characters (GB 2312 level 1),
+dashboard/web/static/fonts/OFL.txt) with the 3,755 most common Chinese characters (GB 2312 level 1),
 every CJK character in the project's own text, CJK punctuation and full-width forms, so Chinese text
 (the Claims page) renders where no CJK font is installed.
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "dashboard" / "static" / "fonts" / "KernelscopeCJK-Regular.woff2"
+OUT = REPO / "dashboard" / "web" / "static" / "fonts" / "KernelscopeCJK-Regular.woff2"
 
 
 def gb2312_level1() -> str:

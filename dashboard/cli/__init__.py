@@ -1,5 +1,5 @@
 """Command line: `kernelscope COMMAND`. One module per command group, each a thin layer: parse the
-arguments, ask `dashboard.source.Source` (or the analyzers) for the analysis, render it as a table,
+arguments, ask `dashboard.core.source.Source` (or the analyzers) for the analysis, render it as a table,
 JSON or CSV.
 
 More: docs/architecture.md, *dashboard.cli.__init__*.
@@ -18,9 +18,9 @@ import warnings
 # about 0.1 CPU s per command on 2 cores (more on more), for commands that do no linear algebra. Set
 # before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# polars' pool: a thread per CPU, at most four (dashboard.threads says why); set before anything
+# polars' pool: a thread per CPU, at most four (dashboard.core.threads says why); set before anything
 # imports polars, and never over a POLARS_MAX_THREADS the user set
-from dashboard import threads as _threads  # noqa: E402
+from dashboard.core import threads as _threads  # noqa: E402
 
 _threads.choose(_threads.default_threads(_threads.cores()))
 _GC_ON = gc.isenabled()

@@ -92,7 +92,7 @@ def open_store(store: Optional[Path]):
 
 
 def open_source(store: Optional[Path], gpu: Optional[str] = None, keep_parsed: bool = False):
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     return Source(open_store(store), gpu=gpu, keep_parsed=keep_parsed)
 

@@ -1,7 +1,7 @@
 """`kernelscope bench`: run the microbenchmark suite on every visible GPU (one subprocess per GPU,
 one after the other so that they do not disturb each other), store one run per GPU, print the run
 ids. Without a GPU: say so in one line and run the CPU cases (numerics) only. With --ray [ADDRESS]:
-one suite task per GPU of a Ray cluster (dashboard.fleet), one run per GPU into this store as each
+one suite task per GPU of a Ray cluster (dashboard.core.fleet), one run per GPU into this store as each
 finishes."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 from collectors.errors import InputError
 from dashboard.cli._app import ListFormat, StoreOpt, app, echo_json, open_source, open_store
 from dashboard.cli.render import print_table
-from dashboard.fleet import missing_gpu_packages, run_suite, visible_gpu_count
+from dashboard.core.fleet import missing_gpu_packages, run_suite, visible_gpu_count
 
 _DONE = re.compile(r"\((\d+)/(\d+)\) (\S+): ")
 
@@ -31,14 +31,14 @@ def _store_doc(st, doc: dict, out_dir: Path) -> str:
             f"{path.stem}_{doc['gpu'].get('host') or 'node'}_{doc['gpu'].get('index')}.json"
         )
     path.write_text(json.dumps(doc, indent=1, allow_nan=False))
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     run, _ = Source(st).ingest_path(path)
     return run.run_id
 
 
 def _run_gpu(index: int, args: list[str], out_dir: Path, n_cases: int) -> tuple[Path | None, str]:
-    """Run the suite on GPU `index` (dashboard.fleet.run_suite) with a progress bar; (result file, log path)."""
+    """Run the suite on GPU `index` (dashboard.core.fleet.run_suite) with a progress bar; (result file, log path)."""
     done = [0]
     with typer.progressbar(length=n_cases, label=f"GPU {index}") as bar:
 
@@ -146,7 +146,7 @@ def bench(
                 failed += 1
                 continue
             try:
-                from dashboard.source import Source
+                from dashboard.core.source import Source
 
                 run, _ = Source(st).ingest_path(path)
             except InputError as e:
@@ -184,7 +184,7 @@ def echo_skipped(skipped: list[dict]) -> None:
 
 def _fleet(st, address: str, args: list[str], quick: bool, out_dir: Path) -> None:
     """`kernelscope bench --ray`: stream progress, store each GPU's run as it arrives, report lost nodes."""
-    from dashboard.fleet import fleet_bench
+    from dashboard.core.fleet import fleet_bench
 
     def on_event(ev: dict) -> None:
         if ev["kind"] == "started":
@@ -263,7 +263,7 @@ def _record_rows(df) -> list[dict]:
 
 
 def report(ba) -> dict:
-    """JSON report of a bench analysis (dashboard.source.BenchAnalysis): GPU, versions, ceilings,
+    """JSON report of a bench analysis (dashboard.core.source.BenchAnalysis): GPU, versions, ceilings,
     results with today's derived records, predictions and verdicts (analyzers.cases.bench_verdicts),
     failures."""
     m = ba.meta

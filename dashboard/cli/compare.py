@@ -1,5 +1,5 @@
 """`kernelscope compare A B`: run B against run A, as the Compare page shows it
-(dashboard.source.Source.compare: analyzers.compare and analyzers.baseline)."""
+(dashboard.core.source.Source.compare: analyzers.compare and analyzers.baseline)."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def report_for(
         except AnalysisError as e:
             raise ArtifactError(source, str(e)) from None
         rep, cols = ncu_report(a, source), NCU_TABLE + MODEL_TABLE
-        from dashboard.textbook import models_for, report_section
+        from dashboard.core.textbook import models_for, report_section
 
         models = models_for(src, run, trace, shapes=trace_shapes)
         rep["kernels"], rep["models"] = report_section(models, rep["kernels"])
@@ -291,8 +291,8 @@ def analyze_ranks(
     threshold: float,
 ) -> None:
     """`kernelscope analyze FOLDER_OR_GLOB`: one task per rank trace on a process pool or Ray,
-    summaries only back here (dashboard.ranks)."""
-    from dashboard import execute, ranks
+    summaries only back here (dashboard.core.ranks)."""
+    from dashboard.core import execute, ranks
     from dashboard.cli import ranks as R
 
     src = open_source(store)
@@ -381,7 +381,7 @@ def analyze(
     Measured ceilings of the store's bench runs are used as in the dashboard. Warnings and what the
     file lacks (its format or version does not record it) are printed after the table."""
     apply_limits(max_decompressed_mb)
-    from dashboard.ranks import is_multi_rank_target
+    from dashboard.core.ranks import is_multi_rank_target
 
     if is_multi_rank_target(path_or_run):
         analyze_ranks(path_or_run, store, format, ray, workers, step, straggler_threshold)
@@ -394,7 +394,7 @@ def analyze(
     from collectors.store import Run
 
     if (ray is not None or workers) and isinstance(run, Run) and run.kind in TRACE_KINDS:
-        from dashboard import execute
+        from dashboard.core import execute
 
         executor = execute.make_executor(ray=ray, workers=workers, mode="pool", tasks=2)
     trace_run, shapes = None, None
@@ -409,7 +409,7 @@ def analyze(
                 f"--trace {trace}: a {trace_run.kind} run, not a PyTorch profiler trace"
             )
         if Path(trace).exists():
-            from dashboard.textbook import shapes_of
+            from dashboard.core.textbook import shapes_of
 
             shapes = shapes_of(src, None, Path(trace).read_bytes(), trace_name)
     rep, rows, cols = report_for(
@@ -658,7 +658,7 @@ def dashboard(
     """Start the dashboard (Streamlit behind kernelscope's gate: Host check, access token, upload
     cap) on the run store. An empty default store gets the bundled samples on first start; a store
     you name (--store, KERNELSCOPE_STORE) gets them only with --samples."""
-    serve = repo_root() / "dashboard" / "serve.py"
+    serve = repo_root() / "dashboard" / "web" / "serve.py"
     if not serve.is_file():
         raise ArtifactError(str(serve), "dashboard server module not found (broken install?)")
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -669,7 +669,7 @@ def dashboard(
             param_hint="--host",
         )
     # characters of an access token (the app refuses shorter ones)
-    from dashboard.auth import MIN_TOKEN
+    from dashboard.web.auth import MIN_TOKEN
 
     if token is not None and len(token) < MIN_TOKEN:
         raise typer.BadParameter(
@@ -694,7 +694,7 @@ def dashboard(
     cmd = [
         sys.executable,
         "-m",
-        "dashboard.serve",
+        "dashboard.web.serve",
         "--host",
         host,
         "--port",

@@ -44,8 +44,8 @@ def export(
     if perfetto is not None:
         _perfetto(url_or_run, perfetto, store)
         return
-    from dashboard.render_html import render_html, vega_bundle
-    from dashboard.reports import build_target
+    from dashboard.web.render_html import render_html, vega_bundle
+    from dashboard.web.reports import build_target
 
     rep, shown, base = build_target(open_source(store, gpu), url_or_run)
     text = render_html([rep], source=shown, base_url=base)
@@ -65,7 +65,7 @@ def export(
 
 def _perfetto(run_id: str, out: Path, store) -> None:
     from collectors.schema import TRACE_KINDS
-    from dashboard.render_perfetto import chrome_trace
+    from dashboard.web.render_perfetto import chrome_trace
 
     src = open_source(store)
     run = src.get_kind(run_id, TRACE_KINDS, "a PyTorch profiler trace or Nsight Systems export")

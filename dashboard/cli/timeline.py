@@ -55,7 +55,7 @@ def _us(ns):
 
 
 def report(tr, *, max_kernels: int | None = None) -> dict:
-    """The timeline report of a trace analysis (dashboard.source.TraceAnalysis; see the module
+    """The timeline report of a trace analysis (dashboard.core.source.TraceAnalysis; see the module
     docstring). Every number is analyzers.timeline.summarize's (computed once per trace), unchanged
     but for ns -> µs. `kernels` is a dashboard.cli._app.Rows view of gpu_ops (one row per kernel, in
     rank, device, start order): echo_json writes it chunk by chunk, the table and CSV outputs read

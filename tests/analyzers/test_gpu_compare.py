@@ -27,7 +27,7 @@ H200_RUNS = sorted((SAMPLES / "h200" / "bench_suite").glob("bench_*.json.gz"))
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     s = Store(tmp_path_factory.mktemp("gpus") / "store")
     ids = [s.ingest_path(p)[0].run_id for p in H200_RUNS]
@@ -109,7 +109,7 @@ def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
     the DRAM ratio next to the spec sheets' (1.40× measured, 1.43× spec), that compute is the same,
     and the launch cost per host."""
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     s = Store(tmp_path / "store")
     h100 = s.ingest_path(next((SAMPLES / "h100" / "bench_suite").glob("bench_*.json.gz")))[0].run_id

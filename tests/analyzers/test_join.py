@@ -43,7 +43,7 @@ def runs(tmp_path_factory):
 
 
 def _join(runs, ncu_name, **kw):
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     s, r = runs
     return Source(s).join(r[ncu_name], r[TRACE.name])
@@ -147,7 +147,7 @@ def test_join_cli_json_and_table(runs, capsys):
 def test_what_does_not_match_says_why(runs):
     """A renamed kernel and a changed launch configuration: both listed with their reason, the rest matched."""
     from analyzers.join import join
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     s, r = runs
     src = Source(s)

@@ -24,8 +24,8 @@ import pytest
 
 from analyzers.kernel_models import TIME_TOL, _verdict
 from collectors.store import Store
-from dashboard.source import Source
-from dashboard.textbook import models_for
+from dashboard.core.source import Source
+from dashboard.core.textbook import models_for
 
 pytest.importorskip("ncu_report")
 

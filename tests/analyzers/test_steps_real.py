@@ -182,7 +182,7 @@ def test_ncu_on_one_token_joins_its_profiler_step(tmp_path, monkeypatch):
     matched to ProfilerStep#8 of the trace of the same program: every launch, in order, once per
     step."""
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     src = Source(Store(tmp_path / "store"))

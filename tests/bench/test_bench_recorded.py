@@ -23,7 +23,7 @@ def _read(path):
     with the run's own measured ceilings in place of the spec-derived rates."""
     from analyzers import ceilings as C
     from analyzers.cases.bench_verdicts import attach
-    from dashboard.source import gpu_for
+    from dashboard.core.source import gpu_for
 
     p = parse_bytes(path.read_bytes(), path.name)
     ceil = C.best_ceilings(

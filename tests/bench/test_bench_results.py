@@ -331,7 +331,7 @@ def test_predictions_on_recorded_h200_counters():
         d["results"] += counter_records(
             "tiling.traffic", {"kernel": kname, "params": params}, rows[kname]
         )
-    from dashboard.source import gpu_for
+    from dashboard.core.source import gpu_for
 
     p = parse(_bytes(d), "b.json")
     res = attach(p.table("results"), gpu_for(p.meta))

@@ -113,7 +113,7 @@ def test_bench_without_counter_permission_completes_and_says_what_it_skipped(
     store, tmp_path, monkeypatch, capsys
 ):
     from dashboard.cli import main
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     doc = _bench_doc(tmp_path, monkeypatch, forbidden=True)
     assert doc["ncu"]["status"] == "counters forbidden (ERR_NVGPUCTRPERM)"
@@ -140,7 +140,7 @@ def test_bench_without_counter_permission_completes_and_says_what_it_skipped(
 
 def test_with_counters_nothing_is_skipped(store, tmp_path, monkeypatch):
     pytest.importorskip("ncu_report")
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     doc = _bench_doc(tmp_path, monkeypatch, forbidden=False)
     run, _ = store.ingest_bytes(json.dumps(doc).encode(), "bench_ok.json")
@@ -149,7 +149,7 @@ def test_with_counters_nothing_is_skipped(store, tmp_path, monkeypatch):
 
 def test_without_ncu_requested_the_reason_says_so(store):
     from collectors.bench.harness import make_record
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     doc = {
         "kernelscope_bench": 1,

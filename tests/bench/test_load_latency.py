@@ -94,7 +94,7 @@ def test_the_recorded_h100_latencies_feed_predict(tmp_path, capsys):
 
     from collectors.store import Store
     from dashboard.cli import main
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     store = Store(tmp_path / "store")
     run_id = store.ingest_path(RECORDED[0])[0].run_id

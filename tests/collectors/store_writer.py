@@ -4,7 +4,7 @@
     rounds ingest, N rounds, the shared files (the same runs as every other writer) and one document of its own
            per round; prints one line per stored run: "<run id> <created>"
 
-Everything goes through dashboard.source.Source.ingest_bytes, the path `kernelscope ingest` and the
+Everything goes through dashboard.core.source.Source.ingest_bytes, the path `kernelscope ingest` and the
 upload take.
 """
 
@@ -28,7 +28,7 @@ def own_doc(tag: str) -> bytes:
 
 def main(store: str, mode: str, n: int = 10) -> int:
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(Store(store))
     if mode == "loop":

@@ -130,7 +130,8 @@ def test_only_a_plain_regular_file_is_mapped_and_the_map_is_private(tmp_path):
 
 
 def _sandbox_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("ks-sandbox-*")}
+    """This process's reader folders (other test workers may be reading at the same time)."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"ks-sandbox-*-{os.getpid()}-*")}
 
 
 def test_a_report_that_aborts_nvidias_reader_is_one_refusal_and_leaves_no_temporary_copy():
@@ -337,7 +338,7 @@ def test_impossible_launch_values_are_refused_not_stored(metric, value, store):
     """The issue's 35 mutants: a launch value of inf, NaN, -1 or 1e308 made `analyze` raise for
     every page; now the file is refused in one line naming the launch and the value, and nothing is
     stored."""
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     data = _raw_with(metric, value)
     with pytest.raises(ArtifactError) as e:
@@ -349,7 +350,7 @@ def test_impossible_launch_values_are_refused_not_stored(metric, value, store):
 
 def test_zero_block_size_is_refused_and_a_launch_the_gpu_cannot_run_is_flagged(store, capsys):
     from dashboard.cli import main
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     with pytest.raises(ArtifactError, match="block_size = 0|not the block dimensions"):
         Source(store).ingest_bytes(_raw_with("launch__block_size", "0"), "z.csv")

@@ -259,7 +259,7 @@ def test_nsys_without_global_pid_or_gpu_table_is_read_and_says_so(tmp_path):
         "TARGET_INFO_GPU" in x for x in p.meta["lacks"]
     )
     from dashboard.cli.timeline import report
-    from dashboard.source import Source
+    from dashboard.core.source import Source
     from collectors.store import Store
 
     rep = report(Source(Store(tmp_path / "s")).trace(p))  # the summary once died on int(None)

@@ -82,7 +82,7 @@ def test_analyze_and_the_kernels_page_carry_the_note(tmp_path, capsys, monkeypat
         assert main(["analyze", str(H200_KERNELS / name), "--store", str(store)]) == 0
         assert ("precision: " in capsys.readouterr().out) is (not exact)
     from collectors.store import Store
-    from dashboard import data
+    from dashboard.web import data
     from tests.dashboard.helpers import open_page, texts
 
     run = Store(store).ingest_path(H200_KERNELS / "full_details.csv.gz")[0].run_id

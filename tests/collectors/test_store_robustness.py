@@ -68,7 +68,7 @@ def test_kill_9_at_20_moments_leaves_only_complete_runs_and_the_next_start_clean
         proc.wait()
         check_store(root, allow_tmp=True)  # whatever moment: only complete runs
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     st = Store(root)
     st.housekeeping()  # the next start

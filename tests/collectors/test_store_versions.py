@@ -31,7 +31,7 @@ def test_a_model_change_reaches_a_run_stored_before_it(store, monkeypatch):
     BF16); with 4 bytes (a changed model constant) the same stored run shows the new prediction and
     verdict, without re-ingesting, and nothing stored changes."""
     from analyzers.cases import bench_verdicts
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     run, _ = store.ingest_path(BENCH)
     before_files = store_snapshot(store.root)
@@ -64,7 +64,7 @@ def _as_format_1(run_dir, parsed, manifest):
 def test_runs_of_the_first_store_format_are_re_derived_on_read(store):
     from collectors.ingest import parse_bytes
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     run, _ = store.ingest_path(BENCH)
     parsed = parse_bytes(BENCH.read_bytes(), BENCH.name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.conftest import H200_KERNELS, H200_TORCH, REPO
 
-APP = str(REPO / "dashboard" / "app.py")
+APP = str(REPO / "dashboard" / "web" / "app.py")
 FULL = H200_KERNELS / "full.ncu-rep.gz"
 BASIC = H200_KERNELS / "basic.ncu-rep.gz"
 
@@ -130,7 +130,7 @@ def texts(at) -> str:
 
 
 def table_data(at) -> list[dict]:
-    """The data of every table on the page (dashboard.components.table: the HTML table component), in page order."""
+    """The data of every table on the page (dashboard.web.components.table: the HTML table component), in page order."""
     out = []
     for e in walk(at._tree):
         if e.type == "bidi_component" and e.proto.component_name == "kernelscope.table":
@@ -177,7 +177,7 @@ def share_link(at) -> str:
 
 
 def component_data(at, name: str) -> dict:
-    """The data a components-v2 component (dashboard.components) was given, e.g. "kernelscope.table"."""
+    """The data a components-v2 component (dashboard.web.components) was given, e.g. "kernelscope.table"."""
     for e in walk(at._tree):
         if e.type == "bidi_component" and e.proto.component_name == name:
             kind = e.proto.WhichOneof("data")
@@ -191,7 +191,7 @@ def component_data(at, name: str) -> dict:
 
 
 def decode_timeline(payload: bytes) -> tuple[dict, dict]:
-    """The canvas payload (dashboard.timeline_payload) read back as the JavaScript reads it."""
+    """The canvas payload (dashboard.web.timeline_payload) read back as the JavaScript reads it."""
     import struct
 
     import numpy as np
@@ -211,7 +211,7 @@ def decode_timeline(payload: bytes) -> tuple[dict, dict]:
 
 
 class Card:
-    """One metric card of a page (dashboard.render_html.cards_html), as the page shows it."""
+    """One metric card of a page (dashboard.web.render_html.cards_html), as the page shows it."""
 
     def __init__(self):
         self.label = self.value = self.help = ""

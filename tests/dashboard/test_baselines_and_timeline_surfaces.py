@@ -48,7 +48,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
@@ -143,7 +143,7 @@ def test_unrelated_runs_are_not_compared_by_default(env, capsys):
     at = open_page("compare")
     a, b = at.query_params["a"], at.query_params["b"]
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(Store(root))
     assert src.compare(a, b).related["related"]
@@ -249,8 +249,8 @@ def test_source_hotspots_cli_page_and_export_agree(env, capsys):
     assert list(hot["SASS instruction"][:5]) == [r["sass"] for r in rep["rows"][:5]]
     assert list(hot["warp samples"][:5]) == [f"{r['samples']:,.0f}" for r in rep["rows"][:5]]
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     html = export_html(Source(Store(root)), f"kernels?run={ids['full']}&kernel=5")
     assert rep["rows"][0]["sass"] in html and "Where the warps waited" in html

@@ -1,11 +1,11 @@
-"""Metric cards (dashboard.render_html.cards_html): one HTML element per Metrics block in the app
+"""Metric cards (dashboard.web.render_html.cards_html): one HTML element per Metrics block in the app
 (st.html) and in the exports, with what st.metric showed: label, value, help as a tooltip, the
 change and its colour."""
 
 from __future__ import annotations
 
-from dashboard.render_html import CARDS_CSS, cards_html, render_html
-from dashboard.reports.report_blocks import Metrics, Report
+from dashboard.web.render_html import CARDS_CSS, cards_html, render_html
+from dashboard.web.reports.report_blocks import Metrics, Report
 from tests.dashboard.helpers import parse_cards
 
 ITEMS = [
@@ -64,8 +64,8 @@ def test_the_app_draws_one_element_per_block_with_its_styles():
     from streamlit.testing.v1 import AppTest
 
     def page():
-        from dashboard.render_streamlit import render_streamlit
-        from dashboard.reports.report_blocks import Metrics
+        from dashboard.web.render_streamlit import render_streamlit
+        from dashboard.web.reports.report_blocks import Metrics
 
         render_streamlit(
             [Metrics([("a", "1", "h", "+1"), ("b", "2", None)]), Metrics([("c", "3", None)])]

@@ -1,4 +1,4 @@
-"""The "Textbook cases" and "Claims" pages (dashboard/views/cases.py, claims.py) rebuilt from the URL."""
+"""The "Textbook cases" and "Claims" pages (dashboard/web/views/cases.py, claims.py) rebuilt from the URL."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import REPO
 
-CASES = str(REPO / "dashboard" / "views" / "cases.py")
-CLAIMS = str(REPO / "dashboard" / "views" / "claims.py")
+CASES = str(REPO / "dashboard" / "web" / "views" / "cases.py")
+CLAIMS = str(REPO / "dashboard" / "web" / "views" / "claims.py")
 
 
 def page(path: str, **params) -> AppTest:

@@ -71,7 +71,7 @@ POISONS = [
 
 
 def test_a_poisoned_bench_result_changes_no_finding_or_percent_of_peak(store):
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(store)
     rid = src.ingest_path(H200_KERNELS / "full_raw.csv.gz")[0].run_id
@@ -131,9 +131,9 @@ def test_plausibility_bounds_on_the_h200(value, unit, resource, ok):
 
 
 def test_rejected_ceilings_are_on_the_gpus_page_with_the_reason(store):
-    from dashboard.reports import build
-    from dashboard.source import Source
-    from dashboard.reports.report_blocks import Table
+    from dashboard.web.reports import build
+    from dashboard.core.source import Source
+    from dashboard.web.reports.report_blocks import Table
 
     src = Source(store)
     src.ingest_path(BENCH)
@@ -149,7 +149,7 @@ def test_rejected_ceilings_are_on_the_gpus_page_with_the_reason(store):
 
 def test_pin_and_exclude_a_runs_ceilings(store, capsys):
     from dashboard.cli import main
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(store)
     a = src.ingest_path(BENCH)[0].run_id
@@ -194,9 +194,9 @@ def test_a_flagged_launch_is_shown_on_every_page_it_appears(store):
     implausible; `analyze` prints FLAGGED."""
     import csv
     import io
-    from dashboard.reports import build
-    from dashboard.reports.report_blocks import Table, Text
-    from dashboard.source import Source
+    from dashboard.web.reports import build
+    from dashboard.web.reports.report_blocks import Table, Text
+    from dashboard.core.source import Source
 
     raw = gzip.decompress((H200_KERNELS / "full_raw_base.csv.gz").read_bytes()).decode()
     rows = list(csv.reader(io.StringIO(raw)))

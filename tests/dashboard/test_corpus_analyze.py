@@ -16,7 +16,7 @@ from analyzers import timeline as T
 from collectors.errors import ArtifactError
 from collectors.ingest import parse_path
 from collectors.store import Store
-from dashboard.source import Source
+from dashboard.core.source import Source
 from tests.conftest import REPO
 
 CORPUS = REPO / "tests" / "corpus"

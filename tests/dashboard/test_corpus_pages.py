@@ -17,7 +17,7 @@ CPU_ONLY = CORPUS / "hta" / "cpu_only_gloo_rank34_2024-07.pt.trace.json.gz"
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    from dashboard import data
+    from dashboard.web import data
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
@@ -46,7 +46,7 @@ def test_upload_with_the_gpu_picker(root):
 
 
 def test_pages_show_how_the_gpu_was_identified_and_the_warnings(root):
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(Store(root))
     t4 = src.ingest_path(T4_CSV)[0]

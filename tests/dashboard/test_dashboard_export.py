@@ -43,9 +43,9 @@ def _scripts(html: str) -> list[str]:
 
 def test_export_is_one_offline_file_with_tables_and_charts(env):
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.reports import build
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.web.reports import build
+    from dashboard.core.source import Source
 
     root, ids = env
     src = Source(Store(root))
@@ -76,11 +76,11 @@ def test_export_is_one_offline_file_with_tables_and_charts(env):
 
 def test_export_escapes_kernel_and_file_names(env):
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     root, ids = env
-    from dashboard.reports import build
+    from dashboard.web.reports import build
 
     html = export_html(Source(Store(root)), f"kernels?run={ids['evil']}&kernel=5")
     n_charts = len(
@@ -131,8 +131,8 @@ def test_export_run_id_and_errors(env, tmp_path):
 
 
 def test_markdown_subset_escapes():
-    from dashboard.render_html import md_to_html
-    from dashboard.reports.report_blocks import code
+    from dashboard.web.render_html import md_to_html
+    from dashboard.web.reports.report_blocks import code
 
     assert (
         md_to_html("**a** <b> `x<y` [Runs](runs)")

@@ -12,14 +12,14 @@ from streamlit.testing.v1 import AppTest
 
 from analyzers.cases import evaluate
 from collectors.store import Store
-from dashboard.source import Source
+from dashboard.core.source import Source
 from tests.conftest import H200_TORCH, REPO, SAMPLES
 from tests.dashboard.helpers import cards, dataframes, parse_cards, share_link, texts, walk
 
 BENCH = (
     SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
 )  # the recorded H200 bench run
-VIEWS = REPO / "dashboard" / "views"
+VIEWS = REPO / "dashboard" / "web" / "views"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def env(tmp_path_factory):
 @pytest.fixture
 def wired(env, monkeypatch):
     """The module's store behind the pages (KERNELSCOPE_STORE), with fresh caches."""
-    from dashboard import data
+    from dashboard.web import data
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(env[0]))
     data.clear_caches()
@@ -53,8 +53,8 @@ def wired(env, monkeypatch):
 
 def _export(root, target: str) -> str:
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     text = export_html(Source(Store(root)), target)
     # one self-contained file: no script or stylesheet loaded from anywhere
@@ -280,7 +280,7 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
 
     from collectors.store import Store
     from analyzers.cases.claims import CLAIM_CEILINGS
-    from dashboard.source import Source
+    from dashboard.core.source import Source
     from tests.support.samples import H200
 
     root, ids = wired
@@ -321,8 +321,8 @@ def test_an_export_with_chinese_text_embeds_the_cjk_font(tmp_path):
     """The Claims page quotes the seed in Chinese: its export carries the bundled CJK subset (SIL
     OFL) as data, other exports do not pay for it."""
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     src = Source(Store(tmp_path / "s"))
     claims = export_html(src, "claims?claim=triton.a100_matmul_rate")

@@ -39,7 +39,7 @@ def base_store(tmp_path_factory):
 @pytest.fixture
 def ids(base_store, monkeypatch, tmp_path):
     """A private copy of the module's store (pages may write to it), wired through the environment."""
-    from dashboard import data
+    from dashboard.web import data
 
     root = copy_store(base_store[0], tmp_path / "store")
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
@@ -137,7 +137,7 @@ def test_kernels_page_memory_group_and_over_100_percent_notes(ids):
 
 def test_stored_measurements_feed_the_textbook_cases_page(ids):
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     src = Source(Store(ids["root"]))
     # the column read is recognised by its counters in both launches; each is compared only with the
@@ -178,7 +178,7 @@ def test_kernels_rooflines(ids):
     assert any(t and t.startswith("Instruction roofline") for t in specs)
     from analyzers.roofline import instruction_roofline
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     a = Source(Store(ids["root"])).ncu(ids["full"])
     pts = instruction_roofline(a.kernels, a.gpu, a.measured).points
@@ -447,7 +447,7 @@ def test_token_gate(ids, monkeypatch):
 
 
 def test_signed_session_cookie():
-    from dashboard import auth
+    from dashboard.web import auth
 
     tok = "0123456789abcdef-token"
     c = auth.make_cookie(tok, now=1000.0)
@@ -468,7 +468,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
     does."""
     from collectors.store import Store
     from tests.conftest import SAMPLES
-    from dashboard import data
+    from dashboard.web import data
 
     s = Store(tmp_path / "store")
     run = s.ingest_path(SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz")[0].run_id
@@ -505,7 +505,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
         } <= set(roof["layer"][0]["encoding"]["color"]["scale"]["domain"])
         assert any(tt.get("field") == "work" for tt in roof["layer"][2]["encoding"]["tooltip"])
         from analyzers.roofline import flop_roofline
-        from dashboard.source import Source
+        from dashboard.core.source import Source
 
         a = Source(s).ncu(run)
         pts = flop_roofline(a.kernels, a.gpu, a.measured).points.filter(pl.col("level") == "DRAM")
@@ -524,7 +524,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
 
 def test_a_long_table_is_sent_in_part_down_to_its_selected_row():
     import polars as pl
-    from dashboard.reports.report_blocks import Table, num
+    from dashboard.web.reports.report_blocks import Table, num
 
     t = Table(
         "t",

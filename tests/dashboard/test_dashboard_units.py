@@ -218,7 +218,7 @@ def test_ceiling_classification():
 def test_number_formatting():
     from analyzers.units import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
     from analyzers.units import fmt_short as fmt_value
-    from dashboard.reports.report_blocks import num
+    from dashboard.web.reports.report_blocks import num
 
     assert (
         fmt_ns(283_680) == "284 µs" and fmt_ns(1_061_632) == "1.06 ms" and fmt_ns(850) == "850 ns"
@@ -237,7 +237,7 @@ def test_number_formatting():
 
 
 def test_fake_nvml_states():
-    from dashboard.nvml import FakeNVML, snapshot
+    from dashboard.web.nvml import FakeNVML, snapshot
 
     s = snapshot(FakeNVML("1"))
     assert s.state == "ok" and len(s.gpus) == 2 and s.driver == "580.95.05"
@@ -257,7 +257,7 @@ def test_fake_nvml_states():
 
 def test_real_nvml_answers_without_crashing():
     import pynvml
-    from dashboard.nvml import snapshot
+    from dashboard.web.nvml import snapshot
 
     s = snapshot(pynvml)
     assert s.state in ("ok", "no_driver", "no_permission", "no_gpu", "error")
@@ -280,7 +280,7 @@ def test_dashboard_binds_loopback_by_default(launched, tmp_path):
 
     assert main(["dashboard", "--store", str(tmp_path / "s"), "--max-upload-mb", "50"]) == 0
     cmd, env = launched[0]
-    assert cmd[cmd.index("-m") + 1] == "dashboard.serve"  # Streamlit behind kernelscope's gate
+    assert cmd[cmd.index("-m") + 1] == "dashboard.web.serve"  # Streamlit behind kernelscope's gate
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--max-upload-mb") + 1] == "50"
     assert env["KERNELSCOPE_MAX_DECOMPRESSED_MB"] == "50"  # decompression capped by the upload cap
@@ -352,7 +352,7 @@ def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
     import json
     from collectors.store import Store
     from analyzers.ceilings import gpu_labels
-    from dashboard.source import Source
+    from dashboard.core.source import Source
     from tests.dashboard.helpers import bench_doc
 
     s = Store(tmp_path / "s")
@@ -375,7 +375,7 @@ def test_link_columns_follow_only_http_and_paths_on_this_server():
 
     from pathlib import Path
 
-    from dashboard.reports.report_blocks import Col, Table, safe_link
+    from dashboard.web.reports.report_blocks import Col, Table, safe_link
 
     assert safe_link("kernels?run=ab&kernel=3") == "kernels?run=ab&kernel=3"
     assert safe_link("/timeline?run=x") == "/timeline?run=x"
@@ -396,5 +396,7 @@ def test_link_columns_follow_only_http_and_paths_on_this_server():
         {"u": Col("u", kind="link")},
     )
     assert t.cells()["rows"] == [[None], ["kernels?run=a"]]
-    js = (Path(__file__).resolve().parents[2] / "dashboard" / "static" / "table.js").read_text()
+    js = (
+        Path(__file__).resolve().parents[2] / "dashboard" / "web" / "static" / "table.js"
+    ).read_text()
     assert "safeHref(v)" in js and 'href="${esc(v)}"' not in js

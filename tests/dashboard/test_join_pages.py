@@ -16,7 +16,7 @@ HERE = SAMPLES / "h200" / "train_step"
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     from collectors.store import Store
-    from dashboard import data
+    from dashboard.web import data
 
     s = Store(tmp_path / "store")
     ids = {
@@ -48,8 +48,8 @@ def test_kernels_page_shows_the_timeline_of_the_same_program(env):
 
 
 def test_export_of_the_kernels_page_has_the_joined_table(env):
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     s, ids = env
     html = export_html(Source(s), f"kernels?run={ids['ncu']}&kernel=7")
@@ -103,7 +103,7 @@ def _kernel_marks(head, arr, gpu_ops):
 
 def test_timeline_colours_each_kernel_by_its_ncu_bound(env):
     from analyzers.join import BOUNDS
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     s, ids = env
     at = open_page("timeline", run=ids["trace"])
@@ -168,8 +168,8 @@ def test_timeline_colour_choice_and_no_join(env):
 def test_timeline_export_carries_the_bounds(env):
     import base64
     import re
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     s, ids = env
     html = export_html(Source(s), f"timeline?run={ids['trace']}")

@@ -241,7 +241,7 @@ def test_ray_takes_an_optional_address():
 
 
 def test_executor_choice():
-    from dashboard import execute
+    from dashboard.core import execute
 
     assert isinstance(execute.make_executor(total_bytes=10 << 20, tasks=8), execute.SerialExecutor)
     assert isinstance(execute.make_executor(total_bytes=1 << 30, tasks=8), execute.PoolExecutor)

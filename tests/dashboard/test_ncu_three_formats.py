@@ -40,8 +40,8 @@ from collectors import ncu
 from collectors.ingest import parse_bytes
 from collectors.schema import NCU_ALTERNATE_METRICS, NCU_METRIC_COLUMNS
 from collectors.store import Store
-from dashboard.reports.compare import build
-from dashboard.source import Source
+from dashboard.web.reports.compare import build
+from dashboard.core.source import Source
 from tests.conftest import H200_KERNELS, REPO, SAMPLES
 
 CORPUS = REPO / "tests" / "corpus"

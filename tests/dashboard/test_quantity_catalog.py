@@ -37,7 +37,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(store[0]))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
@@ -61,7 +61,7 @@ def test_cli_table_and_json_units_come_from_the_catalog(env, capsys):
 
 
 def test_page_and_export_headers_come_from_the_catalog(env):
-    from dashboard.reports.kernels import COLUMN_GROUPS
+    from dashboard.web.reports.kernels import COLUMN_GROUPS
 
     root, run = env
     seen = set()

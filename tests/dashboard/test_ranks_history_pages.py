@@ -41,7 +41,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
@@ -71,8 +71,8 @@ def test_ranks_page_cli_and_export_agree(env, capsys):
     ] * 7 + [1]
     assert any("Iteration time per rank" in json.dumps(s) for s in vega_specs(at))
     from collectors.store import Store
-    from dashboard.reports import build
-    from dashboard.source import Source
+    from dashboard.web.reports import build
+    from dashboard.core.source import Source
 
     heat = (
         build(Source(Store(root)), "ranks", {"run": ids["job"]})
@@ -92,8 +92,8 @@ def test_ranks_page_cli_and_export_agree(env, capsys):
 
 def test_ranks_page_widgets_and_bad_links(env):
     from collectors.store import Store
-    from dashboard.reports import build
-    from dashboard.source import Source
+    from dashboard.web.reports import build
+    from dashboard.core.source import Source
 
     root, ids = env
     at = open_page("ranks", run=ids["job"], metric="nonsense")

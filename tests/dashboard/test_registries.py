@@ -1,4 +1,4 @@
-"""A new format and a new page through their registries alone (collectors.formats, dashboard.pages):
+"""A new format and a new page through their registries alone (collectors.formats, dashboard.web.pages):
 one `register` call each, nothing else edited, and the file is recognised, parsed, checked, stored,
 listed and exported, and the page is served by the app and opened by a link to a run of the new
 kind."""
@@ -12,7 +12,7 @@ import pytest
 
 from collectors import formats
 from collectors.errors import ArtifactError
-from dashboard import pages
+from dashboard.web import pages
 from tests.conftest import REPO
 from tests.support import fake_plugin
 
@@ -82,8 +82,8 @@ def test_a_registered_format_is_recognised_parsed_checked_and_stored(registered,
 
 def test_a_registered_page_is_exported_and_opened_for_its_kind(registered, tmp_path):
     from collectors.store import Store
-    from dashboard.reports import build_target, export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import build_target, export_html
+    from dashboard.core.source import Source
 
     store = Store(tmp_path / "store")
     run, _ = store.ingest_bytes(WIDGETS, "run.wdg")
@@ -100,9 +100,9 @@ def test_a_registered_page_is_served_by_the_app(registered, tmp_path):
     from collectors.store import Store
 
     run, _ = Store(tmp_path / "store").ingest_bytes(WIDGETS, "run.wdg")
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "dashboard" / "web" / "app.py"), default_timeout=60)
     at.run()
-    at.switch_page(os.path.relpath(registered, REPO / "dashboard"))
+    at.switch_page(os.path.relpath(registered, REPO / "dashboard" / "web"))
     at.query_params["run"] = run.run_id
     at.run()
     assert not at.exception, at.exception[0].stack_trace if at.exception else ""

@@ -340,8 +340,8 @@ def test_one_damaged_run_leaves_the_shared_pages_standing(tmp_path, samples_stor
     which run it is, in place); a run whose manifest is garbage is left out of every listing."""
     import shutil
     from collectors.store import Store
-    from dashboard.reports import build
-    from dashboard.source import Source
+    from dashboard.web.reports import build
+    from dashboard.core.source import Source
 
     root, ids = samples_store
     store = tmp_path / "store"

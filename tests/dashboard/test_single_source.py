@@ -32,7 +32,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
@@ -46,7 +46,7 @@ def env(store, monkeypatch, tmp_path):
 def test_kernel_quantities_cli_page_export(env, capsys):
     """DRAM bandwidth, its % of the spec peak, the bank-conflict degree and the biggest finding with
     its estimated loss: analyzers.ncu_run computes them; the three surfaces show that value."""
-    from dashboard.reports.kernels import KERNEL_COLS
+    from dashboard.web.reports.kernels import KERNEL_COLS
 
     root, ids = env
     rep = _cli(capsys, "analyze", ids["ncu"], "--format", "json", "--store", str(root))

@@ -47,7 +47,7 @@ def llm_store(tmp_path_factory):
 
 @pytest.fixture
 def ids(llm_store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     root, ids = llm_store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
@@ -60,7 +60,7 @@ def ids(llm_store, monkeypatch, tmp_path):
 def test_eager_decode_timeline_leads_with_verdict_step_time_and_the_graph_estimate(ids):
     from analyzers.remedy import remedy_sentence
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
 
     at = open_page("timeline", run=ids["decode_eager"])
     assert not at.exception

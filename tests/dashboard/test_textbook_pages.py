@@ -38,7 +38,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def ids(store, monkeypatch, tmp_path):
-    from dashboard import data
+    from dashboard.web import data
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))

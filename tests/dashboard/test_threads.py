@@ -1,4 +1,4 @@
-"""polars' pool in Kernelscope's processes (dashboard.threads): a thread per CPU, at most CAP
+"""polars' pool in Kernelscope's processes (dashboard.core.threads): a thread per CPU, at most CAP
 threads, a worker's share of the CPUs, and a POLARS_MAX_THREADS the user set kept everywhere."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from dashboard import execute, threads
+from dashboard.core import execute, threads
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE = "import dashboard.cli, polars; print(polars.thread_pool_size())"
 #: the same with a cap of one thread: a pool of one shows that the CLI's choice, not polars' own
 #: default (a thread per CPU), took effect, also on a machine with no more CPUs than the cap
-CAPPED = "import dashboard.threads as t; t.CAP = 1; " + PROBE
+CAPPED = "import dashboard.core.threads as t; t.CAP = 1; " + PROBE
 
 
 def _env(**kv) -> dict:

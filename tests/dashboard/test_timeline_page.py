@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, SHARED_NSYS
 
-PAGE = str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "timeline.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "dashboard" / "web" / "views" / "timeline.py")
 
 
 def _page(run_id: str, **params) -> AppTest:

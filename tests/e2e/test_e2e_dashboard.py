@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import pages as registry
+from dashboard.web import pages as registry
 from tests.conftest import H200_TORCH, SAMPLES
 from tests.dashboard.helpers import BASIC, FULL
 
@@ -481,7 +481,7 @@ def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, bro
         ctx = b.new_context(viewport={"width": 1440, "height": 900})
         page = ctx.new_page()
         deep = f"{url}/kernels?run={rid}&kernel=7&cols=memory"
-        # the gate in front of Streamlit asks first (dashboard/gate.py)
+        # the gate in front of Streamlit asks first (dashboard/web/gate.py)
         page.goto(deep)
         box = page.get_by_label("Access token")
         box.wait_for(timeout=90_000)

@@ -102,7 +102,7 @@ def test_a_node_killed_mid_suite_is_a_partial_run_and_the_other_gpus_are_kept(cl
 
     from collectors.store import Store
     from dashboard.cli.bench import _store_doc
-    from dashboard.fleet import fleet_bench
+    from dashboard.core.fleet import fleet_bench
 
     address, _, workers = cluster
     ray.init(address=address, log_to_driver=False)

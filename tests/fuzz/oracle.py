@@ -70,7 +70,7 @@ def store_listing(root: Path) -> dict[str, tuple[int, int]]:
 
 def _make_base(base: Path) -> None:
     from collectors.store import Store
-    from dashboard.source import Source
+    from dashboard.core.source import Source
     from tests.conftest import SAMPLES
 
     src = Source(Store(base))

@@ -21,8 +21,8 @@ def main(log_path: str) -> int:
     os.dup2(log_fd, 2)
     from tests.fuzz.oracle import absurdities, run_command
     import dashboard.cli  # noqa: F401  warm
-    import dashboard.reports  # noqa: F401
-    from dashboard import render_html
+    import dashboard.web.reports  # noqa: F401
+    from dashboard.web import render_html
 
     render_html.vega_bundle()
     for line in sys.stdin:
@@ -85,9 +85,9 @@ def run_task(task: dict, run, absurdities) -> dict:
 def pages(store: str, rid: str, kind: str, other: dict) -> list[str]:
     """Every page the run appears on, built as the dashboard builds it (and exported to HTML); their exceptions."""
     from collectors.store import Store
-    from dashboard.reports import build
-    from dashboard.render_html import render_html
-    from dashboard.source import Source
+    from dashboard.web.reports import build
+    from dashboard.web.render_html import render_html
+    from dashboard.core.source import Source
 
     src = Source(Store(store))
     base = other.get(kind) or next(iter(other.values()), rid)

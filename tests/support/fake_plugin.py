@@ -1,5 +1,5 @@
 """A format and a page that exist only in tests, added through the registries alone
-(collectors.formats, dashboard.pages): a "widget profiler" whose files start with b"WIDGETS 1" and
+(collectors.formats, dashboard.web.pages): a "widget profiler" whose files start with b"WIDGETS 1" and
 hold one duration (ns) per line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import polars as pl
 
 from collectors.errors import ArtifactError
 from collectors.schema import Parsed
-from dashboard.reports.report_blocks import Report, Text
+from dashboard.web.reports.report_blocks import Report, Text
 
 MAGIC = b"WIDGETS 1\n"
 
@@ -51,8 +51,8 @@ def build(src, params: dict) -> Report:
 
 VIEW = """import streamlit as st
 
-from dashboard import data
-from dashboard.render_streamlit import render_streamlit
+from dashboard.web import data
+from dashboard.web.render_streamlit import render_streamlit
 from tests.support.fake_plugin import build
 
 st.title("Widgets")

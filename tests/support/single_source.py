@@ -17,8 +17,8 @@ def _cli(capsys, *argv) -> dict:
 
 def _export(root, target: str) -> str:
     from collectors.store import Store
-    from dashboard.reports import export_html
-    from dashboard.source import Source
+    from dashboard.web.reports import export_html
+    from dashboard.core.source import Source
 
     return export_html(Source(Store(root)), target)
 

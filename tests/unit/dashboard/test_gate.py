@@ -1,4 +1,4 @@
-"""The gate in front of Streamlit (dashboard.gate), as plain ASGI: which Host headers pass, what a
+"""The gate in front of Streamlit (dashboard.web.gate), as plain ASGI: which Host headers pass, what a
 request without the token gets, the rate limit, and that the redirect after login never leaves the
 server."""
 
@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from urllib.parse import quote
 
-from dashboard.gate import (
+from dashboard.web.gate import (
     COOKIE,
     Gate,
     HostPolicy,
@@ -138,7 +138,7 @@ def test_with_a_token_nothing_reaches_streamlit_without_the_cookie():
 
 
 def test_the_rate_limit_slows_wrong_tokens_per_client_and_never_refuses_the_right_one(monkeypatch):
-    monkeypatch.setattr("dashboard.gate.TARPIT_S", 0.0)
+    monkeypatch.setattr("dashboard.web.gate.TARPIT_S", 0.0)
     app = App()
     token = "a-long-enough-token"
     g = Gate(app, hosts=HostPolicy(own_names=False), token=token, limiter=RateLimiter(per_client=5))
@@ -156,7 +156,7 @@ def test_the_rate_limit_slows_wrong_tokens_per_client_and_never_refuses_the_righ
 
 def test_wrong_tokens_from_many_addresses_lock_nobody_out(monkeypatch):
     """Issue 42: five wrong tokens from each of ten addresses locked every new login out for a minute."""
-    monkeypatch.setattr("dashboard.gate.TARPIT_S", 0.0)
+    monkeypatch.setattr("dashboard.web.gate.TARPIT_S", 0.0)
     token = "a-long-enough-token"
     g = Gate(App(), hosts=HostPolicy(own_names=False), token=token)
     for a in range(10):
