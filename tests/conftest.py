@@ -61,7 +61,26 @@ def _has_gpu() -> bool:
         return False
 
 
+#: the modules whose tests take longest (`--durations` of the CI runs): run first, so that with
+#: `pytest -n` (./ks test) the last minutes are not one worker finishing a long test alone
+SLOW_FIRST = (
+    "tests/e2e/",
+    "tests/fuzz/",
+    "tests/collectors/test_store.py",
+    "tests/dashboard/test_multirank_cli.py",
+    "tests/analyzers/test_kernel_models_real.py",
+    "tests/dashboard/test_threads.py",
+    "tests/dashboard/test_corpus_analyze.py",
+    "tests/analyzers/test_steps_real.py",
+    "tests/collectors/test_store_robustness.py",
+    "tests/dashboard/test_server_hardening.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    # a stable sort on the module alone: every worker collects the same order, and tests keep
+    # their order within a module
+    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
     gpu = _has_gpu()
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU")
     skip_shared = pytest.mark.skip(reason=f"{SHARED_NSYS} is absent")
