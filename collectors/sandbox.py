@@ -83,6 +83,7 @@ def run_reader(
                 cwd=str(folder),
                 start_new_session=True,
             )
+        last = None  # the child's step reported last
         try:
             while True:
                 left = seconds - (time.monotonic() - started)
@@ -97,9 +98,9 @@ def run_reader(
                     proc.wait(timeout=min(left, 0.2) if listening else left)
                     break
                 except subprocess.TimeoutExpired:
-                    step = progress.read_child(pfile) if listening else None
-                    if step is not None:
-                        progress.report(step.stage, step.done, step.total, step.unit)
+                    last = _relay(pfile, last) if listening else None
+            if listening:  # the child's last step (e.g. "launch 9 of 9"), written as it finished
+                _relay(pfile, last)
         except BaseException:
             _kill(proc)
             raise
@@ -137,6 +138,15 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
         pass
+
+
+def _relay(pfile: str, last):
+    """Report the step the reader's child wrote last, unless it was already reported; returns it."""
+    step = progress.read_child(pfile)
+    if step is not None and step != last:
+        progress.report(step.stage, step.done, step.total, step.unit)
+        return step
+    return last
 
 
 def _describe_failure(rc: int, err: bytes, memory: int, took: float, seconds: float) -> str:
