@@ -178,7 +178,8 @@ def sequence_steps(
     candidate anchor is a kernel that runs at least `min_steps` times; its period p (>= 2 kernels)
     is the distance between its runs that occurs most. Over the longest stretch where it runs
     exactly every p kernels, the names must repeat at that distance (S[i] == S[i + p]) at >= `agree`
-    of the positions. The candidate covering the most kernels wins (ties: the shorter period). Each
+    of the positions. The candidate covering the most kernels wins (ties: the shorter period, then
+    the one that starts first). Each
     step runs from one start of the anchor to the next (GPU clock); the kernels before the stretch
     (a warm-up: compilation, autotuning) form one more step in front when there are at least p / 2
     of them. Returns the ranges and a description (anchor, period, agreement), or an empty frame and
@@ -244,7 +245,9 @@ def sequence_steps(
             continue
         tried.add((lo, hi, p))
         covered = hi - lo
-        if best is not None and (covered, -p) <= (best[0], -best[1]):
+        # ties: the shorter period, then the anchor that runs first (never the order of the
+        # names' categorical codes, which depends on what the process read before)
+        if best is not None and (covered, -p, -lo) <= (best[0], -best[1], -best[3][0]):
             continue
         frac = (
             float((ids.slice(lo, hi - lo) == ids.slice(lo + p, hi - lo)).mean())

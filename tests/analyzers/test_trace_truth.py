@@ -263,6 +263,24 @@ def test_sequence_steps_need_a_regular_period():
     assert sequence_steps(k2)[1] is None
 
 
+def test_sequence_steps_do_not_depend_on_names_read_before():
+    """Equal candidates (a, b, c each every 3 kernels) tie-break on the first to run, whatever
+    order the process met the names in before (polars' categorical codes are process-wide while
+    a series holding them lives)."""
+    held = pl.Series(["zz_c", "zz_b"]).cast(pl.Categorical)  # zz_c and zz_b get the first codes
+    names = ["zz_a", "zz_b", "zz_c"] * 4
+    k = pl.DataFrame(
+        {
+            "name": names,
+            "start_ns": list(range(0, 120, 10)),
+            "end_ns": [x + 5 for x in range(0, 120, 10)],
+        }
+    )
+    r, how = sequence_steps(k)
+    assert how["anchor"] == "zz_a" and how["before_first"] == 0 and r.height == 4
+    assert held.len() == 2
+
+
 def test_step_pattern_names_token_ranges():
     def add_tokens(events):
         steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]

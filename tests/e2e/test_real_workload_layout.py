@@ -119,6 +119,7 @@ def _pages(ids: dict) -> list[tuple[str, str]]:
         ("cases", "/cases"),
         ("claims", "/claims"),
         ("history", "/history"),
+        ("live", "/live"),
     ]
     out += [("timeline", f"/timeline?run={ids[n]}") for n in TRACES]
     out += [
@@ -135,6 +136,16 @@ def _pages(ids: dict) -> list[tuple[str, str]]:
         ("compare-gpus", f"/compare?a={ids['bench_h100']}&b={ids['bench_h200']}"),
     ]
     return out
+
+
+def test_every_page_of_the_app_is_checked_on_the_real_workloads():
+    """The list above covers every page of the page registry (a new page joins the check)."""
+    from dashboard.web.pages import PAGES
+
+    ids = dict.fromkeys(["decode_ncu", "step_ncu", "eager_ncu", "graph_ncu", "bench_h100"], 0)
+    ids |= dict.fromkeys(TRACES, 0) | {"bench_h200": 0}
+    covered = {path.split("?")[0].strip("/") or "home" for _, path in _pages(ids)}
+    assert set(PAGES) <= covered, set(PAGES) - covered
 
 
 @pytest.fixture(scope="module")
