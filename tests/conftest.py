@@ -91,6 +91,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_shared)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ncu_report_cache(tmp_path_factory):
+    """Each recorded .ncu-rep is read once per session, by every worker (tests.support.report_cache)."""
+    from tests.support.report_cache import install
+
+    base = tmp_path_factory.getbasetemp()
+    # under pytest-xdist each worker has its own base folder inside the session's
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with pytest.MonkeyPatch.context() as mp:
+        install(mp, shared / "ncu-rep-reads")
+        yield
+
+
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     from collectors.store import Store
