@@ -530,7 +530,7 @@ class Store:
         )
 
     # ---- writing ----------------------------------------------------------------------------
-    def ingest_bytes(
+    def put_bytes(
         self,
         data: bytes,
         name: str,
@@ -539,12 +539,14 @@ class Store:
         gpu: str | None = None,
         companion: list[str] | None = None,
     ) -> tuple[Run, bool]:
-        """Parse and store one artifact. Returns (run, created). Raises ArtifactError on bad input;
-        nothing is written unless parsing succeeded. `gpu`: the GPU the user names for it (`--gpu`),
+        """Store one artifact as given: the store stores, it does not judge. Returns (run,
+        created). Raises ArtifactError on what cannot be parsed; nothing is written unless parsing
+        succeeded. Every command, page and test ingests through the core's one entry point,
+        dashboard.core.source.Source.ingest_bytes / ingest_path (parse, check that it can be
+        analysed, then this); only the store's own tests call this directly
+        (tests/test_layout.py). `gpu`: the GPU the user names for it (`--gpu`),
         kept in the manifest (the tables stay what the file says, so a re-derived run keeps it). The
-        same bytes are one run: a second ingest returns the stored run as it is.
-        dashboard.core.source.Source.ingest_bytes checks that the run can be analysed before it stores
-        it; use that. The name is kept as a plain file name (`_safe_name`)."""
+        same bytes are one run: a second ingest returns the stored run as it is. The name is kept as a plain file name (`_safe_name`)."""
         name = _safe_name(name)
         rid = run_id_for(data)
         if rid in self:
@@ -553,16 +555,16 @@ class Store:
             parsed = parse_bytes(data, name)
         return self._write(rid, data, name, parsed, gpu, companion)
 
-    def ingest_path(self, path: str | os.PathLike, *, gpu: str | None = None) -> tuple[Run, bool]:
+    def put_path(self, path: str | os.PathLike, *, gpu: str | None = None) -> tuple[Run, bool]:
         """A file, or a folder of rank traces (one run); errors name the path as given. A console
         log saved beside an Nsight Compute report (collectors.ncu_log) adds its warnings, kept in
         the manifest."""
         data, name = read_path(path)
         try:
             if run_id_for(data) in self:
-                return self.ingest_bytes(data, name, gpu=gpu)
+                return self.put_bytes(data, name, gpu=gpu)
             parsed = parse_bytes(data, name)
-            return self.ingest_bytes(
+            return self.put_bytes(
                 data, name, parsed, gpu=gpu, companion=companion_warnings(parsed, path)
             )
         except ArtifactError as e:

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from dashboard.core.source import Source
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"store: {n} sample artifacts ingested in {time.perf_counter() - t0:.1f} s (not counted)")
     from ingest import N, make_csv  # the 1,000-kernel raw CSV of perf/ingest.py
 
-    large, _ = Store(tmp / "store").ingest_bytes(make_csv(), "large_1000_kernels.csv")
+    large, _ = Source(Store(tmp / "store")).ingest_bytes(make_csv(), "large_1000_kernels.csv")
     full = next(
         r.run_id
         for r in Store(tmp / "store").runs()
@@ -274,7 +275,7 @@ def big_trace(tmp: Path, ops: int) -> dict:
     path = tmp / "big_trace.json"
     t0 = time.perf_counter()
     facts = build_kineto(path, 0, copies=max(1, ops // per_copy))
-    run, _ = Store(tmp / "store").ingest_path(path)
+    run, _ = Source(Store(tmp / "store")).ingest_path(path)
     path.unlink()
     counts = run.meta.get("counts", {})
     events = (
@@ -298,7 +299,6 @@ def runs_times(root: Path, n: int, repeat: int) -> dict:
     import gzip
     from collectors.store import Store
     from dashboard.web.data import clear_caches
-    from dashboard.core.source import Source
     from measure import Tool, run_once
     from streamlit.testing.v1 import AppTest
 

@@ -75,7 +75,7 @@ for i in mine:
             if e.get("cat") == "kernel":
                 e["dur"] = round(e["dur"] * f, 3)
         data, name = json.dumps(t).encode(), f"ci_job_{job:03d}.json"
-    st.ingest_bytes(data, name)
+    st.put_bytes(data, name)
 print(json.dumps({"writer": w, "runs": len(mine), "seconds": time.perf_counter() - t0}))
 """
 

@@ -352,6 +352,39 @@ def test_no_test_module_imports_another():
     assert not bad, "test modules imported by other files: " + ", ".join(bad)
 
 
+#: the files that may store a run without the core's check (collectors.store.Store.put_bytes /
+#: put_path): the store itself, the core's one ingest entry point, and the store's own tests
+PUT_CALLERS = {
+    "collectors/store.py",
+    "dashboard/core/source.py",
+    "tests/collectors/test_store.py",
+    "tests/collectors/test_store_versions.py",
+    "tests/collectors/test_index.py",
+    "tests/collectors/test_ncu_analysis_read.py",
+    "tests/dashboard/test_dashboard_export.py",  # a crafted parse with a hostile name
+    "perf/run_index.py",  # times the store's index
+}
+
+
+def test_one_ingest_entry_point():
+    """The store stores, the core judges: every command, page, script and test ingests through
+    dashboard.core.source.Source.ingest_bytes / ingest_path (parse, check that it can be analysed,
+    store); only PUT_CALLERS reach the store's unchecked writer."""
+    bad = []
+    for f in sorted([*REPO.glob("*/**/*.py")]):
+        rel = f.relative_to(REPO).as_posix()
+        if (
+            rel.startswith((".venv/", "tests/corpus/", "tests/test_layout.py"))
+            or rel in PUT_CALLERS
+        ):
+            continue
+        text = f.read_text(encoding="utf-8", errors="replace")
+        bad += [f"{rel}:{m}" for m in re.findall(r"\.put_(?:bytes|path)\(", text)]
+    assert not bad, "unchecked stores outside the store's own tests: " + ", ".join(bad)
+    # and the old name of the store's writer is gone (one name per door)
+    assert "def ingest_" not in (REPO / "collectors" / "store.py").read_text()
+
+
 #: what never needs Streamlit: the application core (dashboard.core: what the command line, the
 #: pages and the server all call), the CLI, the page builders and the page registry
 CORE_PREFIXES = (

@@ -652,7 +652,11 @@ class Source:
         """ArtifactError (naming the file) unless `analyze` can analyse this parsed file: the one
         check that keeps ingest and analyze in agreement (an ncu run needs an identified GPU; every
         kind is analysed once), so no stored run can break the analyses or the pages. Any exception
-        of the analysis refuses the file."""
+        of the analysis refuses the file. A kind registered by a plug-in (collectors.formats) that
+        the core has no analysis for is checked by its format's own `check` when parsed, and its
+        page reads its tables."""
+        if parsed.kind not in ("ncu", "bench", *TRACE_KINDS):
+            return
         probe = (
             self
             if self._keep_parsed and not gpu
@@ -686,7 +690,7 @@ class Source:
         progress.report("analysing")
         self.check(parsed, name, gpu)
         progress.report("storing")
-        return self.store.ingest_bytes(
+        return self.store.put_bytes(
             data,
             name,
             parsed,

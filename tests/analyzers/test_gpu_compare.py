@@ -20,6 +20,7 @@ from analyzers.ceilings import bounding_resource, result_peak, smem_bandwidth_bo
 from analyzers.gpu_compare import RATIO_TOLERANCE, compare_gpus, gpu_label
 from analyzers.gpus import find_gpu
 from tests.conftest import SAMPLES
+from dashboard.core.source import Source
 
 H200_RUNS = sorted((SAMPLES / "h200" / "bench_suite").glob("bench_*.json.gz"))
 
@@ -27,10 +28,9 @@ H200_RUNS = sorted((SAMPLES / "h200" / "bench_suite").glob("bench_*.json.gz"))
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     s = Store(tmp_path_factory.mktemp("gpus") / "store")
-    ids = [s.ingest_path(p)[0].run_id for p in H200_RUNS]
+    ids = [Source(s).ingest_path(p)[0].run_id for p in H200_RUNS]
     return Source(s), ids
 
 
@@ -109,11 +109,14 @@ def test_h200_against_the_recorded_h100_leads_with_the_dram_ratio(tmp_path):
     the DRAM ratio next to the spec sheets' (1.40× measured, 1.43× spec), that compute is the same,
     and the launch cost per host."""
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     s = Store(tmp_path / "store")
-    h100 = s.ingest_path(next((SAMPLES / "h100" / "bench_suite").glob("bench_*.json.gz")))[0].run_id
-    h200 = s.ingest_path(H200_RUNS[-1])[0].run_id
+    h100 = (
+        Source(s)
+        .ingest_path(next((SAMPLES / "h100" / "bench_suite").glob("bench_*.json.gz")))[0]
+        .run_id
+    )
+    h200 = Source(s).ingest_path(H200_RUNS[-1])[0].run_id
     src = Source(s)
     r = compare_gpus(src.bench_results(), src.ceilings(), h100, h200)
     assert r["a"] == "NVIDIA H100 80GB HBM3 (H100 SXM)" and r["b"] == "NVIDIA H200"

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import SAMPLES
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 HERE = SAMPLES / "h200" / "train_step"
@@ -39,11 +40,10 @@ def runs(tmp_path_factory):
     from collectors.store import Store
 
     s = Store(tmp_path_factory.mktemp("join") / "store")
-    return s, {p.name: s.ingest_path(p)[0] for p in (TRACE, NVTX, WHOLE, WINDOW)}
+    return s, {p.name: Source(s).ingest_path(p)[0] for p in (TRACE, NVTX, WHOLE, WINDOW)}
 
 
 def _join(runs, ncu_name, **kw):
-    from dashboard.core.source import Source
 
     s, r = runs
     return Source(s).join(r[ncu_name], r[TRACE.name])
@@ -147,7 +147,6 @@ def test_join_cli_json_and_table(runs, capsys):
 def test_what_does_not_match_says_why(runs):
     """A renamed kernel and a changed launch configuration: both listed with their reason, the rest matched."""
     from analyzers.join import join
-    from dashboard.core.source import Source
 
     s, r = runs
     src = Source(s)
@@ -245,5 +244,5 @@ def test_kernel_bounds_by_configuration_by_name_and_not_profiled(runs):
     from collectors.store import Store
     from tests.conftest import H200_KERNELS
 
-    other_run = Store(s.root).ingest_path(H200_KERNELS / "basic.ncu-rep.gz")[0]
+    other_run = Source(Store(s.root)).ingest_path(H200_KERNELS / "basic.ncu-rep.gz")[0]
     assert name_overlap(other_run.table("kernels"), g) == 0.0

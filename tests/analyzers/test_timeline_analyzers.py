@@ -13,6 +13,7 @@ from collectors.ingest import parse_bytes
 from collectors.schema import API_CALLS_SCHEMA
 from tests.conftest import H200_TORCH, SHARED_NSYS
 from tests.support.frames import ops  # noqa: F401
+from dashboard.core.source import Source
 
 
 def api(rows) -> pl.DataFrame:
@@ -342,7 +343,7 @@ def test_cli_whatif(capsys, store):
     from dashboard.cli import main
 
     path = H200_TORCH / "ffn_M1024_eager.json.gz"
-    run, _ = store.ingest_path(path)
+    run, _ = Source(store).ingest_path(path)
     assert (
         main(["whatif", run.run_id, "--kernel", "nvjet", "--speedup", "2", "--format", "json"]) == 0
     )
@@ -367,7 +368,9 @@ def test_launch_floor_comes_from_a_bench_run_of_the_same_gpu(store, capsys):
     trace = H200_TORCH / "triton_add_x300.json.gz"
     assert main(["analyze", str(trace), "--format", "json", "--store", str(store.root)]) == 0
     before = _json.loads(capsys.readouterr().out)["launch_bound"]
-    store.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
+    Source(store).ingest_path(
+        SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
+    )
     assert main(["analyze", str(trace), "--format", "json", "--store", str(store.root)]) == 0
     after = _json.loads(capsys.readouterr().out)["launch_bound"]
     rows = after if isinstance(after, list) else [after]

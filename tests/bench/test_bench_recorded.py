@@ -13,6 +13,7 @@ import pytest
 from collectors.ingest import parse_bytes
 from tests.conftest import SAMPLES
 from tests.support.samples import H200  # noqa: F401
+from dashboard.core.source import Source
 
 X2 = sorted((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz"))
 MIB = 1 << 20
@@ -232,7 +233,7 @@ def test_cv_of_long_device_timings(run):
 
 
 def test_two_gpus_give_two_runs(store):
-    ids = {store.ingest_path(p)[0].run_id for p in X2}
+    ids = {Source(store).ingest_path(p)[0].run_id for p in X2}
     assert len(X2) == 2 and len(ids) == 2
     uuids = {r.meta["gpu_uuid"] for r in store.runs()}
     assert len(uuids) == 2

@@ -23,6 +23,7 @@ from collectors.schema import BENCH_SCHEMA
 from collectors.bench.run import _clean, write_doc
 from collectors.errors import ArtifactError
 from tests.conftest import REPO
+from dashboard.core.source import Source
 
 
 def _doc() -> dict:
@@ -200,7 +201,7 @@ def test_store_ingest_and_analyze_json(store, tmp_path, capsys):
 
     p = tmp_path / "bench_nvidia-h200_2ab1ed74.json"
     p.write_text(json.dumps(_doc()))
-    run, created = store.ingest_path(p)
+    run, created = Source(store).ingest_path(p)
     assert created and run.kind == "bench" and run.meta["gpu_name"] == "NVIDIA H200"
     assert run.table("results").schema == BENCH_SCHEMA
     capsys.readouterr()

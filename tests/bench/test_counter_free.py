@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.bench_fakes import _fake_ncu
 from tests.conftest import store_snapshot
+from dashboard.core.source import Source
 
 NCU_LOG = (
     "==PROF== Connected to process 9012 (/usr/local/bin/my-benchmark)\n"
@@ -113,13 +114,12 @@ def test_bench_without_counter_permission_completes_and_says_what_it_skipped(
     store, tmp_path, monkeypatch, capsys
 ):
     from dashboard.cli import main
-    from dashboard.core.source import Source
 
     doc = _bench_doc(tmp_path, monkeypatch, forbidden=True)
     assert doc["ncu"]["status"] == "counters forbidden (ERR_NVGPUCTRPERM)"
     # timings kept, no counters
     assert [r["source"] for r in doc["results"]] == ["event timing", "event timing"]
-    run, _ = store.ingest_bytes(json.dumps(doc).encode(), "bench_forbidden.json")
+    run, _ = Source(store).ingest_bytes(json.dumps(doc).encode(), "bench_forbidden.json")
     ba = Source(store).bench(run)
     assert {s["case"] for s in ba.skipped} == {"bank.column_read", "transpose.tile"}
     assert all("ERR_NVGPUCTRPERM" in s["reason"] for s in ba.skipped)
@@ -140,16 +140,14 @@ def test_bench_without_counter_permission_completes_and_says_what_it_skipped(
 
 def test_with_counters_nothing_is_skipped(store, tmp_path, monkeypatch):
     pytest.importorskip("ncu_report")
-    from dashboard.core.source import Source
 
     doc = _bench_doc(tmp_path, monkeypatch, forbidden=False)
-    run, _ = store.ingest_bytes(json.dumps(doc).encode(), "bench_ok.json")
+    run, _ = Source(store).ingest_bytes(json.dumps(doc).encode(), "bench_ok.json")
     assert Source(store).bench(run).skipped == []
 
 
 def test_without_ncu_requested_the_reason_says_so(store):
     from collectors.bench.harness import make_record
-    from dashboard.core.source import Source
 
     doc = {
         "kernelscope_bench": 1,
@@ -170,7 +168,7 @@ def test_without_ncu_requested_the_reason_says_so(store):
             )
         ],
     }
-    run, _ = store.ingest_bytes(json.dumps(doc).encode(), "bench_plain.json")
+    run, _ = Source(store).ingest_bytes(json.dumps(doc).encode(), "bench_plain.json")
     (s,) = Source(store).bench(run).skipped
     assert s["case"] == "occupancy.sm" and s["reason"].startswith(
         "Nsight Compute was not requested"

@@ -14,6 +14,7 @@ from analyzers.cases.catalog import compare, evaluate
 from analyzers.cases.verdicts import Measurement
 from analyzers.ceilings import Ceiling, classify_ceiling, implausible
 from collectors.bench.ceilings import CHASE_LINE, chase_chain, chase_latency
+from dashboard.core.source import Source
 
 
 @pytest.mark.parametrize("lines", [1, 2, 7, 4096])
@@ -94,10 +95,9 @@ def test_the_recorded_h100_latencies_feed_predict(tmp_path, capsys):
 
     from collectors.store import Store
     from dashboard.cli import main
-    from dashboard.core.source import Source
 
     store = Store(tmp_path / "store")
-    run_id = store.ingest_path(RECORDED[0])[0].run_id
+    run_id = Source(store).ingest_path(RECORDED[0])[0].run_id
     best = Source(store).best_ceilings("NVIDIA H100 80GB HBM3")
     assert best["latency_dram"].value == pytest.approx(347e-9, rel=0.01)
     assert best["latency_l2"].value == pytest.approx(144e-9, rel=0.01)

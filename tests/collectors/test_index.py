@@ -22,9 +22,9 @@ from tests.conftest import H200_KERNELS, H200_TORCH, REPO, SAMPLES
 
 def test_rows_say_what_the_tables_say(tmp_path):
     st = Store(tmp_path / "s")
-    ncu, _ = st.ingest_path(H200_KERNELS / "full_raw_base.csv.gz")
-    tr, _ = st.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")
-    bench, _ = st.ingest_path(next((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz")))
+    ncu, _ = st.put_path(H200_KERNELS / "full_raw_base.csv.gz")
+    tr, _ = st.put_path(H200_TORCH / "ffn_M1024_eager.json.gz")
+    bench, _ = st.put_path(next((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz")))
     ix = st.index()
     runs = ix.runs.collect()
     assert set(runs["run_id"]) == {ncu.run_id, tr.run_id, bench.run_id}
@@ -55,7 +55,7 @@ sys.path.insert(0, sys.argv[1])
 from collectors.store import Store
 st = Store(sys.argv[2])
 for p in sys.argv[3:]:
-    st.ingest_path(p)
+    st.put_path(p)
 """
 
 
@@ -98,8 +98,8 @@ def test_eight_concurrent_writers_while_compactions_run(tmp_path):
 
 def test_refresh_adds_missing_reindexes_stale_and_drops_gone_runs(tmp_path):
     st = Store(tmp_path / "s")
-    a, _ = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")
-    b, _ = st.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    a, _ = st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")
+    b, _ = st.put_path(H200_TORCH / "ffn_M1_graph.json.gz")
     # a store written before the index existed
     shutil.rmtree(tmp_path / "s" / "index")
     assert st.refresh_index() == {"added": 2, "dropped": 0}
@@ -123,7 +123,7 @@ def test_refresh_adds_missing_reindexes_stale_and_drops_gone_runs(tmp_path):
 
 def test_an_index_of_another_format_is_rebuilt(tmp_path):
     st = Store(tmp_path / "s")
-    st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")
+    st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")
     I.compact(st.root, full=True)
     cur = I.index_dir(st.root) / "CURRENT"
     cur.write_text(cur.read_text().split()[0] + " 999\n")
@@ -139,7 +139,7 @@ def test_reindex_and_the_runs_command(tmp_path):
     s = str(tmp_path / "s")
     st = Store(s)
     ids = [
-        st.ingest_path(H200_TORCH / f)[0].run_id
+        st.put_path(H200_TORCH / f)[0].run_id
         for f in ("ffn_M1_eager.json.gz", "triton_add_x300.json.gz")
     ]
     shutil.rmtree(tmp_path / "s" / "index")
@@ -181,7 +181,7 @@ def test_store_whose_index_cannot_be_written_still_lists_runs(tmp_path, capsys, 
     from dashboard.cli import main
 
     st = Store(tmp_path / "s")
-    rid = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+    rid = st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
 
     def refuse(self, log=None):
         raise PermissionError(13, "Permission denied")
@@ -221,8 +221,8 @@ def test_the_runs_listing_is_given_again_until_what_it_is_made_from_changes(
 
     root = tmp_path / "s"
     st = Store(root)
-    a = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
-    b = st.ingest_path(H200_TORCH / "triton_add_x300.json.gz")[0].run_id
+    a = st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+    b = st.put_path(H200_TORCH / "triton_add_x300.json.gz")[0].run_id
     st.index()
     listed = []
     real = cli_index._list_runs
@@ -250,7 +250,7 @@ def test_the_runs_listing_is_given_again_until_what_it_is_made_from_changes(
     assert json.loads(runs("--format", "json"))["runs"] == js and len(listed) == 4
 
     # a run stored (and its index segment)
-    c = st.ingest_path(H200_KERNELS / "basic_raw.csv.gz")[0].run_id
+    c = st.put_path(H200_KERNELS / "basic_raw.csv.gz")[0].run_id
     _age(root, "runs", "index/segments")
     assert c in runs() and len(listed) == 5
     _age(root, "index/segments", "index/parts", "index/CURRENT")
@@ -305,7 +305,7 @@ def test_the_runs_listing_is_given_again_until_what_it_is_made_from_changes(
 def test_a_warm_runs_imports_neither_polars_nor_the_index(tmp_path):
     root = tmp_path / "s"
     st = Store(root)
-    rid = st.ingest_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
+    rid = st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")[0].run_id
     st.index()
     _age(root)
     code = (

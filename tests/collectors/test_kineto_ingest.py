@@ -14,6 +14,7 @@ from collectors.ingest import detect_kind, parse_bytes
 from collectors.errors import ArtifactError
 from collectors.ingest import expand_paths
 from tests.conftest import H200_TORCH, store_snapshot
+from dashboard.core.source import Source
 
 SAMPLES = {
     "ffn_M1024_eager": H200_TORCH / "ffn_M1024_eager.json.gz",
@@ -449,10 +450,10 @@ BROKEN = {
 @pytest.mark.parametrize("fname", list(BROKEN))
 def test_malformed_traces_raise_and_leave_the_store_unchanged(store, fname):
     data, msg = BROKEN[fname]
-    store.ingest_bytes(SAMPLES["triton_add_x300"].read_bytes(), "triton_add_x300.json.gz")
+    Source(store).ingest_bytes(SAMPLES["triton_add_x300"].read_bytes(), "triton_add_x300.json.gz")
     before = store_snapshot(store.root)
     with pytest.raises(ArtifactError) as ei:
-        store.ingest_bytes(data, fname)
+        Source(store).ingest_bytes(data, fname)
     assert ei.value.source == fname and msg in ei.value.problem
     assert store_snapshot(store.root) == before
 
@@ -482,7 +483,7 @@ def test_rank_folder_is_one_deterministic_run(tmp_path, store):
         (1, "cudaLaunchKernel"),
     ]
     assert expand_paths([tmp_path]) == [d]
-    run, created = store.ingest_path(d)
+    run, created = Source(store).ingest_path(d)
     assert created and run.kind == "kineto" and run.meta["ranks"] == [0, 1]
     assert run.artifact_path.name == "job.kineto.tar"
 

@@ -11,6 +11,7 @@ from collectors.ingest import parse_bytes
 from collectors.errors import ArtifactError
 from collectors.ncu import ncu_to_base as to_base
 from tests.conftest import H200_KERNELS
+from dashboard.core.source import Source
 
 FULL = [
     "full.ncu-rep.gz",
@@ -198,11 +199,11 @@ def _bad_inputs():
 def test_bad_input_gives_typed_error_and_leaves_store_unchanged(name, store, tmp_path):
     from tests.conftest import store_snapshot
 
-    store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    Source(store).ingest_path(H200_KERNELS / "basic_raw.csv.gz")
     before = store_snapshot(store.root)
     data = _bad_inputs()[name]
     with pytest.raises(ArtifactError) as ei:
-        store.ingest_bytes(data, name)
+        Source(store).ingest_bytes(data, name)
     assert ei.value.source == name and ei.value.problem
     assert store_snapshot(store.root) == before
 

@@ -150,7 +150,7 @@ def test_a_table_read_in_part_is_never_stored(tmp_path):
     path = REPO / "sample_traces/h200/chapter5_kernels/full_raw.csv.gz"
     st = Store(tmp_path / "s")
     with pytest.raises(ValueError, match="never stored"):
-        st.ingest_bytes(path.read_bytes(), path.name, parse_path(path, metrics="analysis"))
+        st.put_bytes(path.read_bytes(), path.name, parse_path(path, metrics="analysis"))
     assert st.runs() == []
     with pytest.raises(ValueError):
         parse_path(path, metrics="some")

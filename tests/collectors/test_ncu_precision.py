@@ -12,6 +12,7 @@ import pytest
 
 from collectors.ingest import parse_path
 from tests.conftest import H200_KERNELS
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 
@@ -85,7 +86,7 @@ def test_analyze_and_the_kernels_page_carry_the_note(tmp_path, capsys, monkeypat
     from dashboard.web import data
     from tests.dashboard.helpers import open_page, texts
 
-    run = Store(store).ingest_path(H200_KERNELS / "full_details.csv.gz")[0].run_id
+    run = Source(Store(store)).ingest_path(H200_KERNELS / "full_details.csv.gz")[0].run_id
     monkeypatch.setenv("KERNELSCOPE_STORE", str(store))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     data.clear_caches()
@@ -151,7 +152,7 @@ def test_a_real_report_stopped_early_says_how_many_launches_it_lacks(tmp_path):
         "asked for 120 launches; the report holds 35 (ids 0–34)" in w and "launch 35 was begun" in w
     )
     assert "Failed to profile" in w and "partial.log" in w
-    run, _ = Store(tmp_path / "s").ingest_path(H100_PARTIAL / "partial.ncu-rep.gz")
+    run, _ = Source(Store(tmp_path / "s")).ingest_path(H100_PARTIAL / "partial.ncu-rep.gz")
     assert any("asked for 120 launches" in x for x in run.meta["warnings"])
     assert any("asked for 120" in x for x in run.manifest["companion_warnings"])
     # without its log the report says nothing it cannot know

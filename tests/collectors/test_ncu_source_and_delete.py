@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import H200_KERNELS, store_snapshot
+from dashboard.core.source import Source
 
 
 def test_ncu_rep_keeps_source_counters_and_sections():
@@ -109,8 +110,8 @@ def test_delete_is_atomic_and_leaves_the_rest(store, capsys):
     from collectors.errors import RunNotFound
     from dashboard.cli import main
 
-    a, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
-    b, _ = store.ingest_path(H200_KERNELS / "full_raw.csv.gz")
+    a, _ = Source(store).ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    b, _ = Source(store).ingest_path(H200_KERNELS / "full_raw.csv.gz")
     keep = {k: v for k, v in store_snapshot(store.root).items() if k.startswith(f"runs/{b.run_id}")}
     # a leftover of an interrupted delete
     (store.runs_dir / f".deleted-{a.run_id}-dead").mkdir()

@@ -14,6 +14,7 @@ from collectors.ingest import parse_bytes
 from collectors.errors import ArtifactError
 from tests.conftest import SHARED_NSYS, store_snapshot
 from tests.support.nsys import P, build_nsys, gpid, gtid, two_process_export  # noqa: F401
+from dashboard.core.source import Source
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,10 +119,10 @@ def test_bad_sqlite_raises_and_leaves_store_unchanged(tmp_path, store, case, msg
         con.commit()
         con.close()
         data = path.read_bytes()
-    store.ingest_bytes(two_process_export(tmp_path), "good.sqlite")
+    Source(store).ingest_bytes(two_process_export(tmp_path), "good.sqlite")
     before = store_snapshot(store.root)
     with pytest.raises(ArtifactError) as ei:
-        store.ingest_bytes(data, f"{case}.sqlite")
+        Source(store).ingest_bytes(data, f"{case}.sqlite")
     assert ei.value.source == f"{case}.sqlite" and msg in ei.value.problem
     assert store_snapshot(store.root) == before
 

@@ -13,8 +13,8 @@ SAMPLE = H200_KERNELS / "basic_raw.csv.gz"
 
 
 def test_same_file_twice_is_one_run(store):
-    r1, created1 = store.ingest_path(SAMPLE)
-    r2, created2 = store.ingest_path(SAMPLE)
+    r1, created1 = store.put_path(SAMPLE)
+    r2, created2 = store.put_path(SAMPLE)
     assert created1 and not created2 and r1.run_id == r2.run_id == run_id_for(SAMPLE.read_bytes())
     assert [r.run_id for r in store.runs()] == [r1.run_id]
     assert r1.artifact_path.read_bytes() == SAMPLE.read_bytes()  # the original artifact is kept
@@ -23,7 +23,7 @@ def test_same_file_twice_is_one_run(store):
 
 
 def _ingest(root: str) -> str:
-    return Store(root).ingest_path(SAMPLE)[0].run_id
+    return Store(root).put_path(SAMPLE)[0].run_id
 
 
 def test_several_processes_at_once(tmp_path):
@@ -48,7 +48,7 @@ def test_crash_mid_write_leaves_no_run(store, monkeypatch):
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", boom)
     with pytest.raises(StoreError, match="No space left on device"):
-        store.ingest_path(SAMPLE)
+        store.put_path(SAMPLE)
     assert store.runs() == [] and list(store.runs_dir.iterdir()) == []
 
 
@@ -98,8 +98,8 @@ def test_listing_is_cached_until_the_store_changes(store):
     did not change keep their Run."""
     from collectors import store as store_mod
 
-    a, _ = store.ingest_path(SAMPLE)
-    b, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    a, _ = store.put_path(SAMPLE)
+    b, _ = store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
     _age(store)
     first = store.runs()
     assert [r.run_id for r in first] == [b.run_id, a.run_id]
@@ -107,7 +107,7 @@ def test_listing_is_cached_until_the_store_changes(store):
     # another Store object on the same folder
     second = Store(store.root).runs()
     assert all(x is y for x, y in zip(first, second))
-    c, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    c, _ = store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
     third = store.runs()
     assert [r.run_id for r in third] == [c.run_id, b.run_id, a.run_id]
     assert third[1] is first[0] and third[2] is first[1]
@@ -123,18 +123,18 @@ def test_a_listing_read_right_after_a_change_is_read_again(store, monkeypatch):
 
     from collectors import store as store_mod
 
-    store.ingest_path(SAMPLE)
+    store.put_path(SAMPLE)
     now = time.time_ns()
     # a stamp that never moves
     monkeypatch.setattr(store_mod, "_stamp", lambda p: (now, now, 1, 2))
     assert len(store.runs()) == 1
-    store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
     assert len(store.runs()) == 2  # the stamp is recent: read again
     old = now - 10**10
     monkeypatch.setattr(store_mod, "_stamp", lambda p: (old, old, 1, 2))
     # read once more (a new stamp), now settled
     assert len(store.runs()) == 2
-    store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
     assert len(store.runs()) == 2  # trusted: the cache is what answered
 
 
@@ -146,8 +146,8 @@ def test_unreadable_folders_come_from_the_cached_listing(store, monkeypatch):
     store changes."""
     from collectors import store as store_mod
 
-    a, _ = store.ingest_path(SAMPLE)
-    b, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
+    a, _ = store.put_path(SAMPLE)
+    b, _ = store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_graph.json.gz")
     (store.runs_dir / b.run_id / "manifest.json").write_text("{ not json")
     (store.runs_dir / "stray").mkdir()
     (store.runs_dir / "stray" / "manifest.json").write_text("{}")
@@ -165,7 +165,7 @@ def test_unreadable_folders_come_from_the_cached_listing(store, monkeypatch):
     assert [r.run_id for r in Store(store.root).runs()] == [a.run_id]
     # the cache answered both
     assert len(Store(store.root).unreadable()) == 2 and reads == []
-    c, _ = store.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
+    c, _ = store.put_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")
     (store.runs_dir / c.run_id / "manifest.json").write_text("[]")
     import os
     import time

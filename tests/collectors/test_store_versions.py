@@ -33,7 +33,7 @@ def test_a_model_change_reaches_a_run_stored_before_it(store, monkeypatch):
     from analyzers.cases import bench_verdicts
     from dashboard.core.source import Source
 
-    run, _ = store.ingest_path(BENCH)
+    run, _ = store.put_path(BENCH)
     before_files = store_snapshot(store.root)
     row = _l2_row(Source(store), run)
     assert row["predicted"] == 3072 * 2**20 and row["verdict"] == "agrees"
@@ -66,7 +66,7 @@ def test_runs_of_the_first_store_format_are_re_derived_on_read(store):
     from collectors.store import Store
     from dashboard.core.source import Source
 
-    run, _ = store.ingest_path(BENCH)
+    run, _ = store.put_path(BENCH)
     parsed = parse_bytes(BENCH.read_bytes(), BENCH.name)
     _as_format_1(run.path, parsed, run.manifest)
     old_files = store_snapshot(store.root)
@@ -96,7 +96,7 @@ def bump_table_version(monkeypatch, kind: str, version: int) -> None:
 def test_a_newer_table_version_is_re_derived_once(store, monkeypatch):
     from collectors import schema
 
-    run, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    run, _ = store.put_path(H200_KERNELS / "basic_raw.csv.gz")
     current = schema.TABLE_VERSIONS["ncu"]
     bump_table_version(monkeypatch, "ncu", 99)
     again = store.get(run.run_id)
@@ -109,10 +109,10 @@ def test_runs_lists_the_item_count_of_every_kind(store, capsys, tmp_path):
     from dashboard.cli import main
 
     for p in (H200_KERNELS / "basic_raw.csv.gz", H200_TORCH / "ffn_M1_graph.json.gz", BENCH):
-        store.ingest_path(p)
+        store.put_path(p)
     from tests.support.nsys import two_process_export
 
-    store.ingest_bytes(two_process_export(tmp_path), "two.sqlite")
+    store.put_bytes(two_process_export(tmp_path), "two.sqlite")
     capsys.readouterr()
     assert main(["runs", "--format", "json", "--store", str(store.root)]) == 0
     rows = {r["kind"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
@@ -153,7 +153,7 @@ def test_a_bug_is_not_reported_as_a_user_error(store, capsys, monkeypatch):
     and exit 70, never the one-line user-error format."""
     from dashboard.cli import core, main
 
-    run, _ = store.ingest_path(H200_KERNELS / "basic_raw.csv.gz")
+    run, _ = store.put_path(H200_KERNELS / "basic_raw.csv.gz")
 
     def broken(*a, **k):
         raise KeyError("dram_bandwidth_gbps")
@@ -188,7 +188,7 @@ def test_a_gpu_given_at_ingest_survives_re_derivation(store, monkeypatch):
         / "physicell-fork"
         / "profile.old-details-layout.constructed.csv.gz"
     )
-    run, _ = store.ingest_bytes(f.read_bytes(), f.name, gpu="NVIDIA Tesla V100 PCIe 16GB")
+    run, _ = store.put_bytes(f.read_bytes(), f.name, gpu="NVIDIA Tesla V100 PCIe 16GB")
     assert (
         run.meta["gpu_name"] == "NVIDIA Tesla V100 PCIe 16GB"
         and run.meta["gpu_name_in_file"] is None

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import H200_KERNELS, H200_TORCH, REPO
+from dashboard.core.source import Source
 
 APP = str(REPO / "dashboard" / "web" / "app.py")
 FULL = H200_KERNELS / "full.ncu-rep.gz"
@@ -66,11 +67,13 @@ def make_store(root: Path) -> dict[str, str]:
         ("m1_eager", H200_TORCH / "ffn_M1_eager.json.gz"),
         ("m1_graph", H200_TORCH / "ffn_M1_graph.json.gz"),
     ]:
-        ids[key] = s.ingest_path(p)[0].run_id
-    ids["bench_h200"] = s.ingest_bytes(bench_doc("NVIDIA H200", 1.0), "bench_h200.json")[0].run_id
-    ids["bench_h100"] = s.ingest_bytes(bench_doc("NVIDIA H100 80GB HBM3", 0.7), "bench_h100.json")[
-        0
-    ].run_id
+        ids[key] = Source(s).ingest_path(p)[0].run_id
+    ids["bench_h200"] = (
+        Source(s).ingest_bytes(bench_doc("NVIDIA H200", 1.0), "bench_h200.json")[0].run_id
+    )
+    ids["bench_h100"] = (
+        Source(s).ingest_bytes(bench_doc("NVIDIA H100 80GB HBM3", 0.7), "bench_h100.json")[0].run_id
+    )
     return ids
 
 

@@ -22,6 +22,7 @@ from tests.dashboard.helpers import (
     table_data,
     texts,
 )
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 
@@ -33,7 +34,7 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("surfaces") / "store"
     s = Store(root)
     ids = {
-        k: s.ingest_path(p)[0].run_id
+        k: Source(s).ingest_path(p)[0].run_id
         for k, p in [
             ("basic", H200_KERNELS / "basic.ncu-rep.gz"),
             ("full", H200_KERNELS / "full.ncu-rep.gz"),
@@ -143,7 +144,6 @@ def test_unrelated_runs_are_not_compared_by_default(env, capsys):
     at = open_page("compare")
     a, b = at.query_params["a"], at.query_params["b"]
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     src = Source(Store(root))
     assert src.compare(a, b).related["related"]
@@ -250,7 +250,6 @@ def test_source_hotspots_cli_page_and_export_agree(env, capsys):
     assert list(hot["warp samples"][:5]) == [f"{r['samples']:,.0f}" for r in rep["rows"][:5]]
     from collectors.store import Store
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     html = export_html(Source(Store(root)), f"kernels?run={ids['full']}&kernel=5")
     assert rep["rows"][0]["sass"] in html and "Where the warps waited" in html

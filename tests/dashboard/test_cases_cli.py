@@ -7,6 +7,7 @@ import json
 import pytest
 
 from dashboard.cli import main
+from dashboard.core.source import Source
 
 MiB = 2**20
 
@@ -155,7 +156,9 @@ def test_predict_gives_a_time_with_terms_and_tolerance_for_every_timed_case(caps
 def test_predict_uses_the_measured_ceilings_of_the_store(capsys, store):
     from tests.conftest import SAMPLES
 
-    store.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
+    Source(store).ingest_path(
+        SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
+    )
     rc, out, _ = run(capsys, "predict", "transpose.tile", "--gpu", "H200", "--format", "json")
     d = json.loads(out)
     # the torch copy_ ceiling, GB/s

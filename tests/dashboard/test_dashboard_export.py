@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from tests.dashboard.helpers import FULL, make_store
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 EVIL = '</script><script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -31,9 +32,7 @@ def env(tmp_path_factory):
         .then(pl.lit(EVIL + " `tick` **bold**"))
         .otherwise(pl.col("kernel_name")),
     )
-    ids["evil"] = (
-        Store(root).ingest_bytes(b"evil report", "evil<b>.ncu-rep", parsed=parsed)[0].run_id
-    )
+    ids["evil"] = Store(root).put_bytes(b"evil report", "evil<b>.ncu-rep", parsed=parsed)[0].run_id
     return root, ids
 
 
@@ -45,7 +44,6 @@ def test_export_is_one_offline_file_with_tables_and_charts(env):
     from collectors.store import Store
     from dashboard.web.reports import export_html
     from dashboard.web.reports import build
-    from dashboard.core.source import Source
 
     root, ids = env
     src = Source(Store(root))
@@ -77,7 +75,6 @@ def test_export_is_one_offline_file_with_tables_and_charts(env):
 def test_export_escapes_kernel_and_file_names(env):
     from collectors.store import Store
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     root, ids = env
     from dashboard.web.reports import build

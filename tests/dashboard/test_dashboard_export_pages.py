@@ -30,7 +30,7 @@ def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("export_pages") / "store"
     s = Store(root)
     ids = {
-        key: s.ingest_path(p)[0].run_id
+        key: Source(s).ingest_path(p)[0].run_id
         for key, p in [
             ("m1024", H200_TORCH / "ffn_M1024_eager.json.gz"),
             ("add", H200_TORCH / "triton_add_x300.json.gz"),
@@ -54,7 +54,6 @@ def wired(env, monkeypatch):
 def _export(root, target: str) -> str:
     from collectors.store import Store
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     text = export_html(Source(Store(root)), target)
     # one self-contained file: no script or stylesheet loaded from anywhere
@@ -280,7 +279,6 @@ def test_claims_show_the_bench_ceilings_they_name(wired, tmp_path):
 
     from collectors.store import Store
     from analyzers.cases.claims import CLAIM_CEILINGS
-    from dashboard.core.source import Source
     from tests.support.samples import H200
 
     root, ids = wired
@@ -322,7 +320,6 @@ def test_an_export_with_chinese_text_embeds_the_cjk_font(tmp_path):
     OFL) as data, other exports do not pay for it."""
     from collectors.store import Store
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     src = Source(Store(tmp_path / "s"))
     claims = export_html(src, "claims?claim=triton.a100_matmul_rate")

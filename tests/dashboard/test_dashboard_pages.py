@@ -26,6 +26,7 @@ from tests.dashboard.helpers import (
     texts,
     vega_specs,
 )
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 
@@ -137,7 +138,6 @@ def test_kernels_page_memory_group_and_over_100_percent_notes(ids):
 
 def test_stored_measurements_feed_the_textbook_cases_page(ids):
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     src = Source(Store(ids["root"]))
     # the column read is recognised by its counters in both launches; each is compared only with the
@@ -178,7 +178,6 @@ def test_kernels_rooflines(ids):
     assert any(t and t.startswith("Instruction roofline") for t in specs)
     from analyzers.roofline import instruction_roofline
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     a = Source(Store(ids["root"])).ncu(ids["full"])
     pts = instruction_roofline(a.kernels, a.gpu, a.measured).points
@@ -471,8 +470,12 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
     from dashboard.web import data
 
     s = Store(tmp_path / "store")
-    run = s.ingest_path(SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz")[0].run_id
-    s.ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
+    run = (
+        Source(s)
+        .ingest_path(SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz")[0]
+        .run_id
+    )
+    Source(s).ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     data.clear_caches()
@@ -505,7 +508,6 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
         } <= set(roof["layer"][0]["encoding"]["color"]["scale"]["domain"])
         assert any(tt.get("field") == "work" for tt in roof["layer"][2]["encoding"]["tooltip"])
         from analyzers.roofline import flop_roofline
-        from dashboard.core.source import Source
 
         a = Source(s).ncu(run)
         pts = flop_roofline(a.kernels, a.gpu, a.measured).points.filter(pl.col("level") == "DRAM")

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from tests.dashboard.helpers import FULL
+from dashboard.core.source import Source
 
 
 @pytest.fixture(scope="module")
@@ -352,7 +353,6 @@ def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
     import json
     from collectors.store import Store
     from analyzers.ceilings import gpu_labels
-    from dashboard.core.source import Source
     from tests.dashboard.helpers import bench_doc
 
     s = Store(tmp_path / "s")
@@ -360,7 +360,7 @@ def test_gpu_labels_tell_same_name_gpus_apart(tmp_path):
     for uuid in ("GPU-c91839b2-571c", "GPU-c39cba33-b336"):
         doc = json.loads(bench_doc("NVIDIA H200", 1.0))
         doc["gpu"]["uuid"] = uuid
-        runs.append(s.ingest_bytes(json.dumps(doc).encode(), f"{uuid}.json")[0])
+        runs.append(Source(s).ingest_bytes(json.dumps(doc).encode(), f"{uuid}.json")[0])
     labels = gpu_labels([(r.run_id, r.meta["gpu_name"], r.meta["gpu_uuid"]) for r in runs])
     assert sorted(labels.values()) == ["NVIDIA H200 · GPU-c39cba33", "NVIDIA H200 · GPU-c91839b2"]
     assert set(Source(s).bench_results()["gpu"]) == set(labels.values())

@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tests.dashboard.helpers import cards, component_data, decode_timeline, frames, open_page, texts
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 HERE = SAMPLES / "h200" / "train_step"
@@ -20,8 +21,8 @@ def env(tmp_path, monkeypatch):
 
     s = Store(tmp_path / "store")
     ids = {
-        "ncu": s.ingest_path(HERE / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id,
-        "trace": s.ingest_path(HERE / "train_step_trace.json.gz")[0].run_id,
+        "ncu": Source(s).ingest_path(HERE / "train_step_ncu_nvtx.ncu-rep.gz")[0].run_id,
+        "trace": Source(s).ingest_path(HERE / "train_step_trace.json.gz")[0].run_id,
     }
     monkeypatch.setenv("KERNELSCOPE_STORE", str(s.root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
@@ -49,7 +50,6 @@ def test_kernels_page_shows_the_timeline_of_the_same_program(env):
 
 def test_export_of_the_kernels_page_has_the_joined_table(env):
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     s, ids = env
     html = export_html(Source(s), f"kernels?run={ids['ncu']}&kernel=7")
@@ -103,7 +103,6 @@ def _kernel_marks(head, arr, gpu_ops):
 
 def test_timeline_colours_each_kernel_by_its_ncu_bound(env):
     from analyzers.join import BOUNDS
-    from dashboard.core.source import Source
 
     s, ids = env
     at = open_page("timeline", run=ids["trace"])
@@ -169,7 +168,6 @@ def test_timeline_export_carries_the_bounds(env):
     import base64
     import re
     from dashboard.web.reports import export_html
-    from dashboard.core.source import Source
 
     s, ids = env
     html = export_html(Source(s), f"timeline?run={ids['trace']}")

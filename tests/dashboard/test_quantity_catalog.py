@@ -14,6 +14,7 @@ from analyzers.units import convert
 from tests.conftest import H200_KERNELS
 from tests.dashboard.helpers import component_data, open_page
 from tests.support.single_source import _cli, _export
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 
@@ -32,7 +33,7 @@ def store(tmp_path_factory):
     from collectors.store import Store
 
     root = tmp_path_factory.mktemp("catalog") / "store"
-    return root, Store(root).ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id
+    return root, Source(Store(root)).ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from analyzers.errors import ParameterError, UnknownName
 from tests.conftest import H200_TORCH, REPO, SAMPLES
 from tests.dashboard.helpers import frames, open_page, texts, vega_specs
 from tests.support.single_source import _cli, _export, _html_rows
+from dashboard.core.source import Source
 
 DLRM = REPO / "tests" / "corpus" / "param" / "dlrm_8rank"
 
@@ -25,7 +26,7 @@ def store(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ranks") / "store"
     s = Store(root)
-    ids = {"job": s.ingest_path(DLRM)[0].run_id}
+    ids = {"job": Source(s).ingest_path(DLRM)[0].run_id}
     t = json.loads(gzip.open(H200_TORCH / "ffn_M1_eager.json.gz").read())
     for i, f in enumerate((1.0, 1.005, 1.25)):
         u = json.loads(json.dumps(t))
@@ -33,9 +34,9 @@ def store(tmp_path_factory):
         for e in u["traceEvents"]:
             if e.get("cat") == "kernel" and "nvjet" in e["name"]:
                 e["dur"] = round(e["dur"] * f, 3)
-        ids[f"ci{i}"] = s.ingest_bytes(json.dumps(u).encode(), "ci_ffn.json")[0].run_id
+        ids[f"ci{i}"] = Source(s).ingest_bytes(json.dumps(u).encode(), "ci_ffn.json")[0].run_id
     for p in sorted((SAMPLES / "h200x2" / "bench_suite").glob("bench_*.json.gz")):
-        s.ingest_path(p)
+        Source(s).ingest_path(p)
     return root, ids
 
 
@@ -72,7 +73,6 @@ def test_ranks_page_cli_and_export_agree(env, capsys):
     assert any("Iteration time per rank" in json.dumps(s) for s in vega_specs(at))
     from collectors.store import Store
     from dashboard.web.reports import build
-    from dashboard.core.source import Source
 
     heat = (
         build(Source(Store(root)), "ranks", {"run": ids["job"]})
@@ -93,7 +93,6 @@ def test_ranks_page_cli_and_export_agree(env, capsys):
 def test_ranks_page_widgets_and_bad_links(env):
     from collectors.store import Store
     from dashboard.web.reports import build
-    from dashboard.core.source import Source
 
     root, ids = env
     at = open_page("ranks", run=ids["job"], metric="nonsense")

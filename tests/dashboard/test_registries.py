@@ -15,6 +15,7 @@ from collectors.errors import ArtifactError
 from dashboard.web import pages
 from tests.conftest import REPO
 from tests.support import fake_plugin
+from dashboard.core.source import Source
 
 WIDGETS = fake_plugin.MAGIC + b"120\n80\n1000\n"
 
@@ -74,7 +75,7 @@ def test_a_registered_format_is_recognised_parsed_checked_and_stored(registered,
     ):
         parse_bytes(fake_plugin.MAGIC + b"3\n-5\n", "bad.wdg")
     store = Store(tmp_path / "store")
-    run, new = store.ingest_bytes(WIDGETS, "run.wdg")
+    run, new = Source(store).ingest_bytes(WIDGETS, "run.wdg")
     assert new and run.kind == "widgets" and (run.path / "tables-v1").is_dir()
     info = next(r.info for r in store.runs() if r.run_id == run.run_id)
     assert info.item_count == 3 and info.item_label == "widgets"
@@ -83,10 +84,9 @@ def test_a_registered_format_is_recognised_parsed_checked_and_stored(registered,
 def test_a_registered_page_is_exported_and_opened_for_its_kind(registered, tmp_path):
     from collectors.store import Store
     from dashboard.web.reports import build_target, export_html
-    from dashboard.core.source import Source
 
     store = Store(tmp_path / "store")
-    run, _ = store.ingest_bytes(WIDGETS, "run.wdg")
+    run, _ = Source(store).ingest_bytes(WIDGETS, "run.wdg")
     src = Source(store)
     # a run id opens the page of its kind
     rep, shown, _ = build_target(src, run.run_id)
@@ -99,7 +99,7 @@ def test_a_registered_page_is_served_by_the_app(registered, tmp_path):
 
     from collectors.store import Store
 
-    run, _ = Store(tmp_path / "store").ingest_bytes(WIDGETS, "run.wdg")
+    run, _ = Source(Store(tmp_path / "store")).ingest_bytes(WIDGETS, "run.wdg")
     at = AppTest.from_file(str(REPO / "dashboard" / "web" / "app.py"), default_timeout=60)
     at.run()
     at.switch_page(os.path.relpath(registered, REPO / "dashboard" / "web"))

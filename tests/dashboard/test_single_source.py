@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import H200_KERNELS, H200_TORCH, SAMPLES
 from tests.dashboard.helpers import component_data, frames, open_page
 from tests.support.single_source import _cli, _export, _html_rows  # noqa: F401
+from dashboard.core.source import Source
 
 pytest.importorskip("ncu_report")
 BENCH = SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz"
@@ -23,9 +24,9 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("single") / "store"
     s = Store(root)
     ids = {
-        "ncu": s.ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id,
-        "trace": s.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")[0].run_id,
-        "bench": s.ingest_path(BENCH)[0].run_id,
+        "ncu": Source(s).ingest_path(H200_KERNELS / "full.ncu-rep.gz")[0].run_id,
+        "trace": Source(s).ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")[0].run_id,
+        "bench": Source(s).ingest_path(BENCH)[0].run_id,
     }
     return root, ids
 

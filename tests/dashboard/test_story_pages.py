@@ -26,6 +26,7 @@ from tests.dashboard.helpers import (
     texts,
     vega_specs,
 )
+from dashboard.core.source import Source
 
 LLM = SAMPLES / "llm_workloads"
 
@@ -38,10 +39,12 @@ def llm_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("llm") / "store"
     s = Store(root)
     ids = {
-        n: s.ingest_path(LLM / "h100" / f"{n}.json.gz")[0].run_id
+        n: Source(s).ingest_path(LLM / "h100" / f"{n}.json.gz")[0].run_id
         for n in ("decode_eager", "decode_graph")
     }
-    ids["ncu"] = s.ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0].run_id
+    ids["ncu"] = (
+        Source(s).ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0].run_id
+    )
     return root, ids
 
 
@@ -60,7 +63,6 @@ def ids(llm_store, monkeypatch, tmp_path):
 def test_eager_decode_timeline_leads_with_verdict_step_time_and_the_graph_estimate(ids):
     from analyzers.remedy import remedy_sentence
     from collectors.store import Store
-    from dashboard.core.source import Source
 
     at = open_page("timeline", run=ids["decode_eager"])
     assert not at.exception

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tests.dashboard.helpers import cards as page_cards, component_data, open_page, texts
+from dashboard.core.source import Source
 
 LLM = SAMPLES / "llm_workloads"
 BENCH = SAMPLES / "h100" / "bench_suite" / "bench_nvidia-h100-80gb-hbm3_8abb7767.json.gz"
@@ -31,8 +32,11 @@ def store(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("tb") / "store"
     s = Store(root)
-    s.ingest_path(BENCH)
-    ids = {"trace": s.ingest_path(TRACE)[0].run_id, "ncu": s.ingest_path(NCU)[0].run_id}
+    Source(s).ingest_path(BENCH)
+    ids = {
+        "trace": Source(s).ingest_path(TRACE)[0].run_id,
+        "ncu": Source(s).ingest_path(NCU)[0].run_id,
+    }
     return root, ids
 
 

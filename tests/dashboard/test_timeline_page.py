@@ -11,6 +11,7 @@ from tests.dashboard.helpers import cards, dataframes
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import H200_TORCH, SHARED_NSYS
+from dashboard.core.source import Source
 
 PAGE = str(Path(__file__).resolve().parents[2] / "dashboard" / "web" / "views" / "timeline.py")
 
@@ -33,8 +34,8 @@ def _texts(at) -> str:
 
 
 def test_page_rebuilds_from_the_url(store):
-    run, _ = store.ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")
-    store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
+    run, _ = Source(store).ingest_path(H200_TORCH / "ffn_M1024_eager.json.gz")
+    Source(store).ingest_path(H200_TORCH / "triton_add_x300.json.gz")
     at = _page(run.run_id, kernel="nvjet", speedup="2")
     assert not at.exception
     assert at.selectbox[0].value == run.run_id
@@ -69,7 +70,7 @@ def test_page_rebuilds_from_the_url(store):
 
 
 def test_widget_changes_go_back_to_the_url(store):
-    run, _ = store.ingest_path(H200_TORCH / "triton_add_x300.json.gz")
+    run, _ = Source(store).ingest_path(H200_TORCH / "triton_add_x300.json.gz")
     at = _page(run.run_id, show="whatif")
     assert at.query_params["kernel"] == "add_kernel"  # defaults written back
     at.text_input[0].set_value("add").run()
@@ -89,14 +90,14 @@ def test_widget_changes_go_back_to_the_url(store):
 def test_unknown_run_and_empty_store(store):
     at = _page("doesnotexist")
     assert not at.exception and any("No PyTorch profiler traces" in i.value for i in at.info)
-    store.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    Source(store).ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
     at = _page("doesnotexist")
     assert not at.exception and any("No trace run" in e.value for e in at.error)
 
 
 @pytest.mark.shared_data
 def test_page_with_two_devices(store):
-    run, _ = store.ingest_path(SHARED_NSYS / "mfu_2gpu_before.sqlite")
+    run, _ = Source(store).ingest_path(SHARED_NSYS / "mfu_2gpu_before.sqlite")
     at = _page(run.run_id, device="1:1", kernel="flash", speedup="2")
     assert not at.exception
     assert at.selectbox[1].value == "1:1"
@@ -107,7 +108,7 @@ def test_page_with_two_devices(store):
 def test_graph_trace_page_says_steps_and_replays_not_launch_delays(store):
     """Issue 36: a CUDA-graph replay trace shows its time per step, launch calls per step and
     integrity first; no graph kernel is given a launch delay or called launch-bound."""
-    run, _ = store.ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
+    run, _ = Source(store).ingest_path(H200_TORCH / "ffn_M1_graph.json.gz")
     at = _page(run.run_id)
     assert not at.exception
     metrics = {m.label: m.value for m in cards(at)}

@@ -30,6 +30,7 @@ from tests.conftest import H200_TORCH, SAMPLES
 from tests.dashboard.helpers import BASIC, FULL
 
 from tests.support.e2e_browser import CHROMIUM, ARGS, SHOTS, DRAWN, _free_port, _start, _stop  # noqa: F401
+from dashboard.core.source import Source
 
 IDLE = "[data-test-script-state='notRunning']"
 TENSOR = SAMPLES / "h200" / "tensor_kernels" / "tensor_raw_base.csv.gz"
@@ -62,7 +63,7 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     store = Store(tmp / "store")
     ids = {
-        k: store.ingest_path(p)[0].run_id
+        k: Source(store).ingest_path(p)[0].run_id
         for k, p in [
             ("basic", BASIC),
             ("tensor", TENSOR),
@@ -73,7 +74,7 @@ def server(tmp_path_factory):
     }  # the full report is uploaded
     # measured ceilings, two GPUs
     for bench in sorted(SAMPLES.glob("h200*/bench_suite/bench_*.json.gz")):
-        store.ingest_path(bench)
+        Source(store).ingest_path(bench)
     proc, url = _start(store.root, tmp)
     yield url, store, ids
     _stop(proc)
@@ -108,7 +109,7 @@ def expect(locator):
 def _full_run(server):
     url, store, ids = server
     # uploaded by the first test; here, or stored now
-    return store.ingest_path(FULL)[0].run_id
+    return Source(store).ingest_path(FULL)[0].run_id
 
 
 LARGE_REPORT = (
@@ -474,7 +475,7 @@ def test_token_deep_link_survives_login_reload_and_new_tab(tmp_path_factory, bro
 
     tmp = tmp_path_factory.mktemp("e2e_token")
     store = Store(tmp / "store")
-    rid = store.ingest_path(FULL)[0].run_id
+    rid = Source(store).ingest_path(FULL)[0].run_id
     proc, url = _start(store.root, tmp, KERNELSCOPE_TOKEN=TOKEN)
     b, _ = browser
     try:

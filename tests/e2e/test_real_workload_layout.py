@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tests.support.e2e_browser import ARGS, CHROMIUM, DRAWN, SHOTS, _start, _stop
+from dashboard.core.source import Source
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists() and not __import__("os").environ.get("CI"),
@@ -86,23 +87,30 @@ def server(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("layout")
     store = Store(tmp / "store")
-    ids = {name: store.ingest_path(LLM / "h100" / f"{name}.json.gz")[0].run_id for name in TRACES}
-    ids["decode_ncu"] = store.ingest_path(
-        LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz"
-    )[0].run_id
-    ids["step_ncu"] = store.ingest_path(
-        SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz"
-    )[0].run_id
+    ids = {
+        name: Source(store).ingest_path(LLM / "h100" / f"{name}.json.gz")[0].run_id
+        for name in TRACES
+    }
+    ids["decode_ncu"] = (
+        Source(store)
+        .ingest_path(LLM / "h100_schedule" / "decode_compile_token8.ncu-rep.gz")[0]
+        .run_id
+    )
+    ids["step_ncu"] = (
+        Source(store)
+        .ingest_path(SAMPLES / "h200" / "train_step" / "train_step_ncu_nvtx.ncu-rep.gz")[0]
+        .run_id
+    )
     # the eager CSV's trace (joined)
-    store.ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")
-    ids["eager_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[
-        0
-    ].run_id
-    ids["graph_ncu"] = store.ingest_path(LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz")[
-        0
-    ].run_id
+    Source(store).ingest_path(LLM / "h100_schedule" / "decode_eager.json.gz")
+    ids["eager_ncu"] = (
+        Source(store).ingest_path(LLM / "h100_ncu" / "decode_eager_token8_raw.csv.gz")[0].run_id
+    )
+    ids["graph_ncu"] = (
+        Source(store).ingest_path(LLM / "h100_ncu" / "decode_graph_token8_raw.csv.gz")[0].run_id
+    )
     for bench in sorted(SAMPLES.glob("h*/bench_suite/bench_*.json.gz")):
-        rid = store.ingest_path(bench)[0].run_id
+        rid = Source(store).ingest_path(bench)[0].run_id
         # the first run of each GPU folder (h100, h200)
         ids.setdefault("bench_" + bench.parts[-3], rid)
     proc, url = _start(store.root, tmp)
