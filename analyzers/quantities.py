@@ -4,8 +4,10 @@ label, unit, display format, formula, column groups and the counters it needs ar
 `key` is the column of analyzers.ncu_run.NcuAnalysis.kernels and the key of `kernelscope analyze
 --format json`; `base_unit` is that column's unit (the JSON `units`); `unit` and `scale` are how a
 person reads it (shown = value × scale, in `unit`; `units.convert(1, base_unit, unit) == scale`);
-`page_key` is the Kernels page's column (its URL `?sort=` value), which says the shown unit where it
-differs from the analysis column's (`duration_us` for `duration_ns`). The command line's table, the
+the Kernels page's columns (its URL `?sort=` values) are the same keys, holding the same values:
+its table scales what it shows (`scale`), so a column never holds one unit under another's name; the
+one exception is `kernel`, the name shortened for the table (`page_key`). URLs shared before carry
+the old page keys (`?sort=duration_us`): OLD_PAGE_KEYS reads them. The command line's table, the
 JSON units, the page's columns and groups, the HTML export and the missing-counter advice all read
 this table. Adding a quantity: its schema column, its formula in analyzers/, one row here.
 """
@@ -30,7 +32,7 @@ class Quantity:
     scale: float | None = None  # shown = value × scale
     fmt: str | None = None  # printf format on the page and in the export
     help: str = ""  # formula and source
-    page_key: str | None = None  # the page's column key, when it differs from `key`
+    page_key: str | None = None  # the page's column, only where it shows another value (`kernel`)
     text: bool = False  # a word, not a number
     needs: tuple[str, ...] = ()  # the ncu counters it needs
     collect_with: str | None = None  # the ncu option that collects them
@@ -73,7 +75,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         1e-3,
         "%.2f",
         "gpu__time_duration.sum (ncu counter)",
-        page_key="duration_us",
     ),
     Quantity(
         "dram_read_bytes",
@@ -99,7 +100,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         1,
         "%.0f",
         "(dram__bytes_read.sum + dram__bytes_write.sum) / duration",
-        page_key="dram_gbps",
         needs=_DRAM,
         collect_with=FULL_MWA_CHART,
         missing_label="DRAM traffic and bandwidth",
@@ -112,7 +112,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         100,
         "%.1f",
         "achieved / the spec-sheet peak",
-        page_key="dram_pct_spec",
     ),
     Quantity(
         "dram_measured_fraction",
@@ -122,7 +121,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         100,
         "%.1f",
         "achieved / the measured copy ceiling (bench run)",
-        page_key="dram_pct_measured",
     ),
     Quantity(
         "achieved_occupancy_pct",
@@ -290,7 +288,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         100,
         "%.1f",
         "tensor FLOP / duration / the spec dense BF16 peak × type rate (TF32 ½, FP8 2)",
-        page_key="tensor_pct_spec",
     ),
     Quantity(
         "arithmetic_intensity",
@@ -300,7 +297,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         1,
         "%.2f",
         "(FP32 + tensor FLOP) / DRAM bytes",
-        page_key="ai",
     ),
     Quantity(
         "top_finding",
@@ -317,7 +313,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         1e-3,
         "%.1f",
         "time the biggest finding is estimated to cost",
-        page_key="lost_us",
     ),
     Quantity(
         "lost_share",
@@ -347,7 +342,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         "%.0f",
         "sm__throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed of "
         "Light, compute side (the busiest SM pipeline or unit)",
-        page_key="sm_pct",
     ),
     Quantity(
         "dram_throughput_pct",
@@ -358,7 +352,6 @@ QUANTITIES: tuple[Quantity, ...] = (
         "%.0f",
         "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed: % of peak, Nsight Compute's Speed "
         "of Light, DRAM side",
-        page_key="mem_pct",
     ),
     Quantity(
         "flags",
@@ -370,6 +363,22 @@ QUANTITIES: tuple[Quantity, ...] = (
 )
 
 BY_KEY: dict[str, Quantity] = {q.key: q for q in QUANTITIES}
+#: the Kernels page's keys before they were the analysis's (URLs shared then still open): old -> new
+OLD_PAGE_KEYS: dict[str, str] = {
+    "duration_us": "duration_ns",
+    "dram_gbps": "dram_bandwidth_gbps",
+    "dram_pct_spec": "dram_peak_fraction",
+    "dram_pct_measured": "dram_measured_fraction",
+    "tensor_pct_spec": "tensor_peak_fraction",
+    "ai": "arithmetic_intensity",
+    "lost_us": "lost_ns",
+    "sm_pct": "sm_throughput_pct",
+    "mem_pct": "dram_throughput_pct",
+    "total_us": "total_ns",
+    "share_pct": "share",
+    "pred_us": "model_pred_ns",
+    "win_us": "model_win_ns",
+}
 BY_COLUMN: dict[str, Quantity] = {q.column: q for q in QUANTITIES}
 
 #: the per-launch JSON of `kernelscope analyze --format json`: every quantity, in catalog order

@@ -241,7 +241,7 @@ def hierarchical_roofline(
 
 
 def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | alt.Chart:
-    """Achieved DRAM bandwidth per launch (bars: launch, kernel, dram_gbps) against peaks
+    """Achieved DRAM bandwidth per launch (bars: launch, kernel, dram_bandwidth_gbps) against peaks
     (rules: label, gbps, measured)."""
     ensure_theme()
     chart = (
@@ -249,11 +249,11 @@ def bandwidth_bars(bars: pl.DataFrame, rules: list[dict]) -> alt.LayerChart | al
         .mark_bar()
         .encode(
             x=alt.X("launch:N", sort=None, title="launch id"),
-            y=alt.Y("dram_gbps:Q", title="achieved DRAM bandwidth [GB/s] (ncu counters)"),
+            y=alt.Y("dram_bandwidth_gbps:Q", title="achieved DRAM bandwidth [GB/s] (ncu counters)"),
             tooltip=[
                 alt.Tooltip("launch:N", title="launch id"),
                 "kernel:N",
-                alt.Tooltip("dram_gbps:Q", format=",.0f", title="DRAM [GB/s]"),
+                alt.Tooltip("dram_bandwidth_gbps:Q", format=",.0f", title="DRAM [GB/s]"),
             ],
         )
     )

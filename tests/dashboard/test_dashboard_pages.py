@@ -203,14 +203,14 @@ def test_kernels_url_drives_sort_find_and_metric_filter(ids):
     at = open_page(
         "kernels",
         run=ids["full"],
-        sort="duration_us",
+        sort="duration_ns",
         desc="1",
         find="<|transpose",
         show="metrics",
         by="launch",
     )
     table = component_data(at, "kernelscope.table")
-    assert table["sort"] == "duration_us" and table["desc"] is True
+    assert table["sort"] == "duration_ns" and table["desc"] is True
     # the transposes, longest first
     assert [r[0] for r in table["rows"]] == ["3", "4", "1", "2"]
     launch = next(s for s in at.selectbox if s.label == "Launch")
@@ -226,7 +226,7 @@ def test_kernels_url_drives_sort_find_and_metric_filter(ids):
         and "kernel=3" in link
         and "q=dram__bytes" in link
     )
-    assert "sort=duration_us" in link and "desc=1" in link
+    assert "sort=duration_ns" in link and "desc=1" in link
 
 
 def test_kernels_bad_params_warn_and_fall_back(ids):

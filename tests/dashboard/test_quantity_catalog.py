@@ -7,9 +7,17 @@ from __future__ import annotations
 import html as htm
 import re
 
+import polars as pl
 import pytest
 
-from analyzers.quantities import BY_COLUMN, BY_KEY, CLI_KEYS, QUANTITIES, json_units
+from analyzers.quantities import (
+    BY_COLUMN,
+    BY_KEY,
+    CLI_KEYS,
+    OLD_PAGE_KEYS,
+    QUANTITIES,
+    json_units,
+)
 from analyzers.units import convert
 from tests.conftest import H200_KERNELS
 from tests.dashboard.helpers import component_data, open_page
@@ -26,6 +34,34 @@ def test_every_unit_is_the_unit_tables_and_the_scale_is_the_conversion():
         assert convert(1.0, q.base_unit, q.unit) == pytest.approx(q.scale or 1.0), q.key
     # no two quantities share a page column
     assert len({q.column for q in QUANTITIES}) == len(QUANTITIES)
+
+
+def test_the_pages_keys_are_the_analysis_keys_and_old_links_still_sort(env):
+    """Each column of the Kernels page is the analysis's key holding the analysis's value (the
+    column scales what it shows), but for the shortened name; a link with an old key sorts the same."""
+    from collectors.store import Store
+    from dashboard.web.reports.kernels import KERNEL_COLS, display_frame, resolve
+
+    assert [q.key for q in QUANTITIES if q.column != q.key] == ["name"]
+    root, run = env
+    src = Source(Store(root))
+    a = src.ncu(src.store.get(run))
+    frame = display_frame(a)
+    for q in QUANTITIES:
+        if q.on_page and q.key != "name" and q.key in a.kernels.columns:
+            want = a.kernels[q.key]
+            if q.key == "tensor_peak_fraction":  # shown only for launches that used tensor cores
+                want = a.kernels.select(
+                    pl.when(pl.col("tensor_type").is_not_null()).then(pl.col(q.key))
+                ).to_series()
+            assert frame[q.key].to_list() == want.to_list(), q.key
+            assert KERNEL_COLS[q.key].scale == (None if q.scale == 1 else q.scale), q.key
+    for old, new in OLD_PAGE_KEYS.items():
+        view = resolve(src, {"run": run, "sort": old, "by": "launch"})
+        assert view.sort == new and not view.problems, (old, view.problems)
+    # the measurement that flips it: a key that never was one is refused, and said
+    view = resolve(src, {"run": run, "sort": "dram_gbps_typo", "by": "launch"})
+    assert view.sort == "id" and view.problems
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ samples and the recorded H200 bench run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 import pytest
 
@@ -57,12 +59,12 @@ def test_kernel_quantities_cli_page_export(env, capsys):
 
     pairs = {
         "memory": [
-            ("dram_bandwidth_gbps", "dram_gbps", 1),
-            ("dram_peak_fraction", "dram_pct_spec", 100),
-            ("dram_measured_fraction", "dram_pct_measured", 100),
+            ("dram_bandwidth_gbps", "dram_bandwidth_gbps", 1),
+            ("dram_peak_fraction", "dram_peak_fraction", 100),
+            ("dram_measured_fraction", "dram_measured_fraction", 100),
         ],
         "shared": [("smem_conflict_degree", "smem_conflict_degree", 1)],
-        "summary": [("lost_ns", "lost_us", 1e-3), ("top_finding", "top_finding", None)],
+        "summary": [("lost_ns", "lost_ns", 1e-3), ("top_finding", "top_finding", None)],
     }
     for group, keys in pairs.items():
         # the page's table (the interactive table component) and the export show the same cells, one
@@ -77,8 +79,12 @@ def test_kernel_quantities_cli_page_export(env, capsys):
         assert len(cli) == len(page) == len(exported) == 9
         for kid, c in cli.items():
             for cli_key, page_key, scale in keys:
-                want = c[cli_key] if scale is None or c[cli_key] is None else c[cli_key] * scale
-                shown = KERNEL_COLS[page_key].format(want)
+                # the page's key is the analysis's; its column scales the analysis's value
+                assert page_key == cli_key
+                col = KERNEL_COLS[page_key]
+                shown = col.format(c[cli_key])
+                if scale not in (None, 1) and c[cli_key] is not None:
+                    assert shown == replace(col, scale=None).format(c[cli_key] * scale)
                 assert page[kid][order.index(page_key)] == shown, (kid, page_key)
                 assert exported[kid][order.index(page_key)] == shown, (kid, page_key)
     # the stride-32 column read: 32-way conflicts, and the finding that names them

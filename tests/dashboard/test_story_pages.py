@@ -92,7 +92,7 @@ def test_kernels_page_one_row_per_kernel_and_its_story(ids):
     assert not at.exception
     table = component_data(at, "kernelscope.table")
     # sorted by the time to win against the textbook's model (issue 44), largest first
-    assert len(table["rows"]) == 32 and table["sort"] == "win_us" and table["desc"] is True
+    assert len(table["rows"]) == 32 and table["sort"] == "model_win_ns" and table["desc"] is True
     heads = [c["header"] for c in table["columns"]]
     assert heads[:6] == [
         "kernel",

@@ -68,8 +68,8 @@ def test_kernels_page_judges_every_kernel_against_the_textbook(ids):
     )
     table = component_data(at, "kernelscope.table")
     keys = [col["key"] for col in table["columns"]]
-    assert table["sort"] == "win_us" and "model_verdict" in keys and "win_us" in keys
-    wins = [r[keys.index("win_us")] for r in table["rows"]]
+    assert table["sort"] == "model_win_ns" and "model_verdict" in keys and "model_win_ns" in keys
+    wins = [r[keys.index("model_win_ns")] for r in table["rows"]]
     nums = [float(w.replace(",", "")) for w in wins if w not in ("", "—", None)]
     assert nums == sorted(nums, reverse=True)
     assert "Model: t_pred = n·t0 + max(bytes ÷ DRAM bandwidth, FLOP ÷ compute peak)" in t

@@ -191,15 +191,15 @@ def test_upload_row_click_sort_and_shared_link(server, browser):
     page.get_by_text("Launch 7: ks_matmul_64x64").wait_for(timeout=60_000)
     # a click on a header sorts by it (a number: longest first), into the URL; again: the other way
     # round
-    page.locator(".ks-table th[data-key='duration_us']").click()
-    page.wait_for_url("**sort=duration_us&desc=1*", timeout=60_000)
+    page.locator(".ks-table th[data-key='duration_ns']").click()
+    page.wait_for_url("**sort=duration_ns&desc=1*", timeout=60_000)
     _drawn(page)
     page.wait_for_function(
         "() => document.querySelector('.ks-table tbody tr').dataset.id === '7'", timeout=60_000
     )
-    page.locator(".ks-table th[data-key='duration_us']").click()
+    page.locator(".ks-table th[data-key='duration_ns']").click()
     page.wait_for_function(
-        "() => location.search.includes('sort=duration_us') && !location.search.includes('desc')",
+        "() => location.search.includes('sort=duration_ns') && !location.search.includes('desc')",
         timeout=60_000,
     )
     _drawn(page)
@@ -210,7 +210,7 @@ def test_upload_row_click_sort_and_shared_link(server, browser):
     assert (
         shared.startswith(f"{url}/kernels?") and f"run={run_id}" in shared and "kernel=7" in shared
     )
-    assert "sort=duration_us" in shared and "desc" not in shared
+    assert "sort=duration_ns" in shared and "desc" not in shared
     # the sidebar's offline copy: one HTML file, nothing loaded from the network
     with page.expect_download(timeout=90_000) as dl:
         page.get_by_role("button", name="Download HTML (offline copy)").click()
@@ -228,7 +228,7 @@ def test_upload_row_click_sort_and_shared_link(server, browser):
     assert (
         other.locator(".ks-table tbody tr").first.get_attribute("data-id") == "6"
     )  # shortest first
-    assert "▲" in other.locator(".ks-table th[data-key='duration_us']").inner_text()
+    assert "▲" in other.locator(".ks-table th[data-key='duration_ns']").inner_text()
     other.context.close()
     page.context.close()
 

@@ -19,7 +19,7 @@ from analyzers.kernel_models import summary as textbook_summary
 from analyzers.kernels import missing_groups
 from analyzers.ncu_run import NcuAnalysis
 from analyzers.roofline import flop_roofline, instruction_roofline
-from analyzers.quantities import QUANTITIES
+from analyzers.quantities import OLD_PAGE_KEYS, QUANTITIES
 from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard.web import charts
@@ -40,30 +40,30 @@ from dashboard.web.reports.run_links import notes_blocks, pick_run
 from dashboard.web.reports.kernel_detail import detail, metric_blocks, stall_chart
 from dashboard.core.source import Source
 
-#: display column -> (analysis column, scale): what the table shows of NcuAnalysis.kernels — the
-#: quantity catalog's page columns (analyzers.quantities), and the kernel's short name
+#: display column -> analysis column: what the table shows of NcuAnalysis.kernels, under the
+#: analysis's own keys and in its units (each column's Col scales what it shows: the quantity
+#: catalog's `scale`, analyzers.quantities); `kernel` is the analysis's `name` shortened
+#: (head…tail, the full name on hover)
 DISPLAY = {
-    "kernel": ("display_name", None),
-    **{
-        q.column: (q.key, None if q.scale == 1 else q.scale)
-        for q in QUANTITIES
-        if q.on_page and q.key != "name"
-    },
+    "kernel": "display_name",
+    **{q.key: q.key for q in QUANTITIES if q.on_page and q.key != "name"},
 }
 #: the same, of one row per kernel (analyzers.kernel_groups): totals, and time-weighted means of the
-#: rates
+#: rates; the duration column holds the median of the kernel's launches
 GROUP_DISPLAY = {
-    **{k: v for k, v in DISPLAY.items() if k not in ("duration_us", "lost_us")},
-    "duration_us": ("median_ns", 1e-3),
-    "launches": ("launches", None),
-    "total_us": ("total_ns", 1e-3),
-    "share_pct": ("share", 100),
-    "lost_us": ("lost_total_ns", 1e-3),
+    **{k: v for k, v in DISPLAY.items() if k not in ("duration_ns", "lost_ns")},
+    "duration_ns": "median_ns",
+    "launches": "launches",
+    "total_ns": "total_ns",
+    "share": "share",
+    "lost_ns": "lost_total_ns",
 }
 
 
 def _col(q) -> Col:
-    return text(q.label, q.help or None) if q.text else num(q.label, q.unit, q.fmt, q.help or None)
+    if q.text:
+        return text(q.label, q.help or None)
+    return num(q.label, q.unit, q.fmt, q.help or None, scale=None if q.scale == 1 else q.scale)
 
 
 KERNEL_COLS: dict[str, Col] = {
@@ -76,11 +76,19 @@ KERNEL_COLS: dict[str, Col] = {
     "launches": num(
         "launches", help="launches of this kernel (same name, template arguments, grid and block)"
     ),
-    "total_us": num(
-        "total", "µs", "%.1f", "Σ gpu__time_duration.sum over its launches (ncu counter)"
+    "total_ns": num(
+        "total",
+        "µs",
+        "%.1f",
+        "Σ gpu__time_duration.sum over its launches (ncu counter)",
+        scale=1e-3,
     ),
-    "share_pct": num(
-        "share", "%", "%.1f", "its total / the run's total kernel time (the profiled launches)"
+    "share": num(
+        "share",
+        "%",
+        "%.1f",
+        "its total / the run's total kernel time (the profiled launches)",
+        scale=100,
     ),
     **textbook_blocks.MODEL_COLS,
     "flag": text(
@@ -93,18 +101,24 @@ KERNEL_COLS: dict[str, Col] = {
 #: time summed)
 GROUP_COLS = {
     **KERNEL_COLS,
-    "duration_us": num("median", "µs", "%.2f", "median gpu__time_duration.sum of its launches"),
-    "lost_us": num(
-        "est. lost", "µs", "%.1f", "the biggest finding's estimate, summed over the launches"
+    "duration_ns": num(
+        "median", "µs", "%.2f", "median gpu__time_duration.sum of its launches", scale=1e-3
+    ),
+    "lost_ns": num(
+        "est. lost",
+        "µs",
+        "%.1f",
+        "the biggest finding's estimate, summed over the launches",
+        scale=1e-3,
     ),
 }
 SORT_KEYS = tuple(KERNEL_COLS)
-_ALWAYS = ("id", "kernel", "duration_us")
-_ALWAYS_GROUP = ("kernel", "config", "launches", "total_us", "share_pct", "duration_us")
+_ALWAYS = ("id", "kernel", "duration_ns")
+_ALWAYS_GROUP = ("kernel", "config", "launches", "total_ns", "share", "duration_ns")
 #: the summary columns of one row per kernel (the rates per resource are in the other column groups)
 #: (Speed of Light per kernel is in Memory and Compute: beside the finding it left the kernel's name
 #: 12 characters)
-SUMMARY_PER_KERNEL = ("model_verdict", "win_us", "top_finding", "lost_us")
+SUMMARY_PER_KERNEL = ("model_verdict", "model_win_ns", "top_finding", "lost_ns")
 #: ?by=: one row per kernel (default) or per launch
 BY = {"kernel": "Kernels", "launch": "Launches"}
 #: what the page shows below the table (?show=…); the export has all of them
@@ -116,21 +130,21 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Summary",
         (
             "top_finding",
-            "lost_us",
-            "sm_pct",
-            "mem_pct",
-            "dram_pct_spec",
-            "tensor_pct_spec",
+            "lost_ns",
+            "sm_throughput_pct",
+            "dram_throughput_pct",
+            "dram_peak_fraction",
+            "tensor_peak_fraction",
             "achieved_occupancy_pct",
         ),
     ),
     "memory": (
         "Memory",
         (
-            "mem_pct",
-            "dram_gbps",
-            "dram_pct_spec",
-            "dram_pct_measured",
+            "dram_throughput_pct",
+            "dram_bandwidth_gbps",
+            "dram_peak_fraction",
+            "dram_measured_fraction",
             "global_ld_sectors_per_request",
             "global_ld_ideal_sectors_per_request",
             "global_ld_coalescing_ratio",
@@ -138,7 +152,14 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "compute": (
         "Compute",
-        ("sm_pct", "fp32_tflops", "tensor_tflops", "tensor_type", "tensor_pct_spec", "ai"),
+        (
+            "sm_throughput_pct",
+            "fp32_tflops",
+            "tensor_tflops",
+            "tensor_type",
+            "tensor_peak_fraction",
+            "arithmetic_intensity",
+        ),
     ),
     "occupancy": (
         "Occupancy & launch",
@@ -161,10 +182,10 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "model_class",
             "model_case",
-            "pred_us",
+            "model_pred_ns",
             "model_ratio",
             "model_verdict",
-            "win_us",
+            "model_win_ns",
             "model_traffic",
         ),
     ),
@@ -172,17 +193,14 @@ COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def display_frame(a: NcuAnalysis, by: str = "launch", models=None) -> pl.DataFrame:
-    """The analysis' kernel table in display units (µs, %), plus the columns the charts and the
+    """The analysis' kernel table under its own keys and units (the columns' Col scale what they
+    show: µs, %), plus the columns the charts and the
     detail need; with by="kernel", one row per kernel (analyzers.kernel_groups); with `models`
     (analyzers.kernel_models), the textbook model's columns."""
     k = a.kernels if models is None else a.kernels.join(launch_frame(models), on="id", how="left")
     k = k if by == "launch" else kernel_groups(k)
     spec = DISPLAY if by == "launch" else GROUP_DISPLAY
-    shown = [
-        (pl.col(src) * scale if scale is not None else pl.col(src)).alias(name)
-        for name, (src, scale) in spec.items()
-        if src in k.columns
-    ]
+    shown = [pl.col(src).alias(name) for name, src in spec.items() if src in k.columns]
     keep = [
         c
         for c in (
@@ -236,8 +254,8 @@ def display_frame(a: NcuAnalysis, by: str = "launch", models=None) -> pl.DataFra
         ).with_columns(
             # a share of the tensor peak means something only for a launch that used the tensor
             # cores
-            tensor_pct_spec=pl.when(pl.col("tensor_type").is_not_null()).then(
-                pl.col("tensor_pct_spec")
+            tensor_peak_fraction=pl.when(pl.col("tensor_type").is_not_null()).then(
+                pl.col("tensor_peak_fraction")
             )
         )
     )
@@ -260,7 +278,7 @@ class KernelsView:
 
     @property
     def default_sort(self) -> tuple[str, bool]:
-        return ("id", False) if self.by == "launch" else ("win_us", True)
+        return ("id", False) if self.by == "launch" else ("model_win_ns", True)
 
     def params(self) -> dict:
         plain = (self.sort, self.desc) == self.default_sort
@@ -321,20 +339,21 @@ def resolve(src: Source, params: dict) -> KernelsView:
     if by not in BY:
         problems.append(f"Unknown row kind {code(by)} (kernel or launch); one row per kernel.")
         by = "kernel"
-    sort = params.get("sort")
+    # a link shared before the page's keys were the analysis's (?sort=duration_us) still sorts
+    sort = OLD_PAGE_KEYS.get(params.get("sort"), params.get("sort"))
     desc = (
         (params.get("desc") in ("1", "true", "yes"))
         if by == "launch"
         else (params.get("desc") not in ("0", "false", "no"))
     )
     if sort is None:
-        sort = "id" if by == "launch" else "win_us"
+        sort = "id" if by == "launch" else "model_win_ns"
     if sort not in SORT_KEYS:
         problems.append(
             f"Unknown sort column {code(sort)}; sorted by "
             + ("launch id." if by == "launch" else "the time to win against the model.")
         )
-        sort, desc = ("id", False) if by == "launch" else ("win_us", True)
+        sort, desc = ("id", False) if by == "launch" else ("model_win_ns", True)
     cols = params.get("cols") or "summary"
     if cols not in COLUMN_GROUPS:
         problems.append(f"Unknown column group {code(cols)}; showing the summary.")
@@ -414,7 +433,7 @@ def launches_table(a: NcuAnalysis, view: KernelsView, models=None) -> Table:
     cols = {
         c: labels[c]
         for c in group
-        if (c != "dram_pct_measured" or a.measured.get("dram")) and c in frame.columns
+        if (c != "dram_measured_fraction" or a.measured.get("dram")) and c in frame.columns
     }
     sort = view.sort if view.sort in frame.columns else "id"
     shown = frame.sort(sort, descending=view.desc, nulls_last=True, maintain_order=True)
@@ -568,8 +587,8 @@ def first_kernel(src: Source, run: Run, params: dict) -> int | None:
     a = src.ncu(run)
     models = textbook_blocks.models_of(src, run, params.get("trace") or None)
     g = display_frame(a, "kernel", models)
-    if "win_us" in g.columns and g["win_us"].drop_nulls().len():
-        g = g.sort("win_us", descending=True, nulls_last=True, maintain_order=True)
+    if "model_win_ns" in g.columns and g["model_win_ns"].drop_nulls().len():
+        g = g.sort("model_win_ns", descending=True, nulls_last=True, maintain_order=True)
     top = g.head(1)["id"].to_list()
     return top[0] if top else None
 
@@ -586,10 +605,10 @@ def chart_blocks(src: Source, view: KernelsView) -> list:
         g.select(
             "kernel",
             pl.int_range(pl.len()).alias("order"),
-            pl.col("sm_pct").alias("SM throughput"),
-            pl.col("mem_pct").alias("DRAM throughput"),
+            pl.col("sm_throughput_pct").alias("SM throughput"),
+            pl.col("dram_throughput_pct").alias("DRAM throughput"),
         )
-        if "sm_pct" in g.columns and "mem_pct" in g.columns
+        if "sm_throughput_pct" in g.columns and "dram_throughput_pct" in g.columns
         else None
     )
     if sol is not None and sol.height:
@@ -671,7 +690,7 @@ def chart_blocks(src: Source, view: KernelsView) -> list:
             )
         )
     bars = frame.select(
-        pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("dram_gbps")
+        pl.col("id").cast(pl.String).alias("launch"), "kernel", pl.col("dram_bandwidth_gbps")
     ).drop_nulls()
     rules = []
     if a.gpu.dram_bandwidth_bytes_per_s:

@@ -249,6 +249,8 @@ class Col:
     kind: str = "number"
     # for kind "link": the text shown instead of the URL (regex or text)
     link_text: str | None = None
+    # shown = value × scale (a column kept in the analysis's unit, shown in `unit`: ns as µs)
+    scale: float | None = None
 
     @property
     def header(self) -> str:
@@ -259,6 +261,8 @@ class Col:
             return "—"
         if self.kind != "number" or not isinstance(v, (int, float)) or isinstance(v, bool):
             return str(v)
+        if self.scale is not None:
+            v = v * self.scale
         if self.fmt:
             try:
                 return _commas(self.fmt % v)
@@ -281,5 +285,11 @@ def text(label: str, help: str | None = None) -> Col:
     return Col(label, kind="text", help=help)
 
 
-def num(label: str, unit: str = "", fmt: str | None = None, help: str | None = None) -> Col:
-    return Col(label, unit, fmt, help)
+def num(
+    label: str,
+    unit: str = "",
+    fmt: str | None = None,
+    help: str | None = None,
+    scale: float | None = None,
+) -> Col:
+    return Col(label, unit, fmt, help, scale=scale)

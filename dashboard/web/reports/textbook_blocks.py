@@ -43,7 +43,9 @@ MODEL_COLS = {
         "the chapter's case whose model judges it (README: The chapter's models on your own "
         "kernels)",
     ),
-    "pred_us": num("model", "µs", "%.1f", MODEL_TERMS + " (analyzers/kernel_models.py)"),
+    "model_pred_ns": num(
+        "model", "µs", "%.1f", MODEL_TERMS + " (analyzers/kernel_models.py)", scale=1e-3
+    ),
     "model_ratio": num(
         "meas ÷ model", "×", "%.2f", f"measured ÷ predicted; at the model within ±{TIME_TOL:.0%}"
     ),
@@ -52,11 +54,12 @@ MODEL_COLS = {
         f"agrees: within ±{TIME_TOL:.0%} of the model; slower: the time above it can be won; "
         "faster: the model's traffic or FLOP is wrong for this launch",
     ),
-    "win_us": num(
+    "model_win_ns": num(
         "to win",
         "µs",
         "%.1f",
         "measured − predicted, where positive: what a kernel at the ceilings would save",
+        scale=1e-3,
     ),
     "model_traffic": text(
         "traffic",
@@ -67,14 +70,13 @@ MODEL_COLS = {
 
 
 def display_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """The model's display columns (µs, the ratio and verdict of the summed times) on a launch or kernel frame."""
+    """The model's display columns (the ratio and verdict of the summed times) on a launch or kernel
+    frame; its times stay in ns under the analysis's keys (model_pred_ns, model_win_ns)."""
     if "model_pred_ns" not in frame.columns:
         return frame
     ratio = pl.col("model_meas_ns") / pl.col("model_pred_ns")
     return frame.with_columns(
-        (pl.col("model_pred_ns") / 1e3).alias("pred_us"),
         ratio.alias("model_ratio"),
-        (pl.col("model_win_ns") / 1e3).alias("win_us"),
         pl.when(pl.col("model_pred_ns").is_not_null())
         .then(ratio.map_elements(_verdict, return_dtype=pl.String))
         .otherwise(pl.col("model_verdict"))
@@ -175,9 +177,6 @@ def overview_blocks(result: ModelResult, joined_label: str | None) -> list:
             t.sort("win_ns", descending=True, nulls_last=True, maintain_order=True)
             .head(10)
             .with_columns(
-                (pl.col("measured_ns") / 1e3).alias("meas_us"),
-                (pl.col("predicted_ns") / 1e3).alias("pred_us"),
-                (pl.col("win_ns") / 1e3).alias("win_us"),
                 pl.col("ratio").map_elements(_verdict, return_dtype=pl.String).alias("verdict"),
                 pl.col("op").fill_null("—").str.replace("^aten::", ""),
                 pl.col("traffic_verdict").fill_null("not judged (no shapes)"),
@@ -204,17 +203,22 @@ def overview_blocks(result: ModelResult, joined_label: str | None) -> list:
                         "parameters",
                         "inferred: from the trace's shapes, else from the counters (detail: how)",
                     ),
-                    "meas_us": num(
+                    "measured_ns": num(
                         "measured",
                         "µs",
                         "%.1f",
                         "Σ gpu__time_duration.sum of the ops' launches (ncu)",
+                        scale=1e-3,
                     ),
-                    "pred_us": num("model", "µs", "%.1f", MODEL_TERMS),
+                    "predicted_ns": num("model", "µs", "%.1f", MODEL_TERMS, scale=1e-3),
                     "ratio": num("meas ÷ model", "×", "%.2f"),
                     "verdict": text("verdict", f"±{TIME_TOL:.0%}"),
-                    "win_us": num(
-                        "to win", "µs", "%.1f", "Σ (measured − predicted) where positive"
+                    "win_ns": num(
+                        "to win",
+                        "µs",
+                        "%.1f",
+                        "Σ (measured − predicted) where positive",
+                        scale=1e-3,
                     ),
                     "traffic_verdict": text(
                         "traffic",
@@ -237,9 +241,9 @@ def overview_blocks(result: ModelResult, joined_label: str | None) -> list:
                     "numel": ch.numel,
                     "unfused": ch.unfused_bytes,
                     "fused": ch.fused_bytes,
-                    "meas_us": ch.measured_ns / 1e3,
-                    "fused_us": ch.fused_predicted_ns / 1e3,
-                    "save_us": ch.saving_ns / 1e3,
+                    "measured_ns": ch.measured_ns,
+                    "fused_predicted_ns": ch.fused_predicted_ns,
+                    "saving_ns": ch.saving_ns,
                 }
                 for ch in result.chains
             ]
@@ -260,13 +264,23 @@ def overview_blocks(result: ModelResult, joined_label: str | None) -> list:
                     "numel": num("elements"),
                     "unfused": text("traffic unfused"),
                     "fused": text("fused", "without the intermediates written and read back"),
-                    "meas_us": num(
-                        "measured", "µs", "%.1f", "Σ ncu durations of the chain's launches"
+                    "measured_ns": num(
+                        "measured",
+                        "µs",
+                        "%.1f",
+                        "Σ ncu durations of the chain's launches",
+                        scale=1e-3,
                     ),
-                    "fused_us": num(
-                        "fused (model)", "µs", "%.1f", "t0 + fused traffic ÷ DRAM bandwidth"
+                    "fused_predicted_ns": num(
+                        "fused (model)",
+                        "µs",
+                        "%.1f",
+                        "t0 + fused traffic ÷ DRAM bandwidth",
+                        scale=1e-3,
                     ),
-                    "save_us": num("saves", "µs", "%.1f", "per occurrence in the step"),
+                    "saving_ns": num(
+                        "saves", "µs", "%.1f", "per occurrence in the step", scale=1e-3
+                    ),
                 },
                 static=True,
                 caption=f"fusion.activation_chain on this step's elementwise chains; checked "
