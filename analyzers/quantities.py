@@ -10,11 +10,14 @@ one exception is `kernel`, the name shortened for the table (`page_key`). URLs s
 the old page keys (`?sort=duration_us`): OLD_PAGE_KEYS reads them. The command line's table, the
 JSON units, the page's columns and groups, the HTML export and the missing-counter advice all read
 this table. Adding a quantity: its schema column, its formula in analyzers/, one row here.
+TIMELINE_QUANTITIES does the same for a trace's statistics per device (the Timeline page's tables).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from analyzers.definitions import DEFINITIONS
 
 #: how to collect what a quantity needs (the Nsight Compute options)
 FULL_MWA_CHART = "--set full (or --section MemoryWorkloadAnalysis_Chart)"
@@ -419,3 +422,66 @@ def requirements() -> dict[str, tuple[tuple[str, ...], str]]:
 def missing_label(key: str) -> str:
     q = BY_KEY.get(key)
     return (q.missing_label or q.label) if q else key
+
+
+# ---- the timeline's statistics per device (analyzers.timeline.summarize: TimelineSummary.devices)
+#: the Timeline page's device tables read these rows: label, unit and scale, format and the
+#: definition (analyzers.definitions), under the summary frame's own keys
+TIMELINE_QUANTITIES: tuple[Quantity, ...] = (
+    Quantity("rank", "rank"),
+    Quantity("device", "device"),
+    Quantity("verdict", "launch-bound?", text=True, help=DEFINITIONS["launch_bound"]),
+    Quantity("kernel_count", "kernels", help="kernels on this device in the trace"),
+    Quantity(
+        "kernels_with_launch",
+        "kernels with their launch call",
+        help=DEFINITIONS["launch_calls"],
+    ),
+    Quantity("busy_ns", "busy", "ms", "ns", 1e-6, "%.3f", DEFINITIONS["gpu_busy"]),
+    Quantity(
+        "window_ns",
+        "GPU window",
+        "ms",
+        "ns",
+        1e-6,
+        "%.3f",
+        "last GPU op end − first GPU op start on this device",
+    ),
+    Quantity(
+        "idle_fraction",
+        "idle of window",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        DEFINITIONS["gpu_idle_fraction"],
+    ),
+    Quantity(
+        "short_kernel_share",
+        "launch calls longer than their GPU work",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        DEFINITIONS["launch_calls"],
+    ),
+    Quantity(
+        "host_wait_fraction",
+        "waiting for the host, of window",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        DEFINITIONS["device_idle"],
+    ),
+    Quantity("kernels_per_s", "kernels/s", fmt="%.0f", help="kernels / GPU window"),
+    Quantity(
+        "launch_delay_median_ns", "median", "µs", "ns", 1e-3, "%.2f", DEFINITIONS["launch_delay"]
+    ),
+    Quantity("launch_delay_p90_ns", "p90", "µs", "ns", 1e-3, "%.2f", DEFINITIONS["launch_delay"]),
+    Quantity("launch_delay_max_ns", "max", "µs", "ns", 1e-3, "%.1f", DEFINITIONS["launch_delay"]),
+    Quantity("queue_count", "with queue time", help=DEFINITIONS["queue"]),
+    Quantity("queue_median_ns", "queue median", "µs", "ns", 1e-3, "%.2f", DEFINITIONS["queue"]),
+    Quantity("delay_outliers", "delay > 100 µs", help="HTA's launch_delay_cutoff"),
+)
+TIMELINE_BY_KEY: dict[str, Quantity] = {q.key: q for q in TIMELINE_QUANTITIES}

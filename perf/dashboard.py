@@ -45,10 +45,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from dashboard.core.source import Source
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from dashboard.core.source import Source  # noqa: E402
 from dashboard.web import pages as registry  # noqa: E402
 
 #: the page registry's pages (dashboard.web.pages) with the query parameters each is timed with; the

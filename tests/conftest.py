@@ -61,26 +61,35 @@ def _has_gpu() -> bool:
         return False
 
 
-#: the modules whose tests take longest (`--durations` of the CI runs): run first, so that with
-#: `pytest -n` (./ks test) the last minutes are not one worker finishing a long test alone
+#: the modules whose tests take longest (`--durations` of the CI runs), longest first: they run
+#: first, so that with `pytest -n --dist load` (./ks test) the last minutes are not one worker
+#: finishing a long test alone
 SLOW_FIRST = (
-    "tests/e2e/",
+    "tests/e2e/test_real_workload_layout.py",
     "tests/fuzz/",
+    "tests/e2e/",
+    "tests/analyzers/test_kernel_models_real.py",
+    "tests/collectors/test_hardening.py",
+    "tests/collectors/test_kineto_scan.py",
+    "tests/collectors/test_store_robustness.py",
+    "tests/collectors/test_ncu_source_and_delete.py",
     "tests/collectors/test_store.py",
     "tests/dashboard/test_multirank_cli.py",
-    "tests/analyzers/test_kernel_models_real.py",
     "tests/dashboard/test_threads.py",
     "tests/dashboard/test_corpus_analyze.py",
     "tests/analyzers/test_steps_real.py",
-    "tests/collectors/test_store_robustness.py",
     "tests/dashboard/test_server_hardening.py",
 )
+
+
+def _slowness(nodeid: str) -> int:
+    return next((i for i, p in enumerate(SLOW_FIRST) if nodeid.startswith(p)), len(SLOW_FIRST))
 
 
 def pytest_collection_modifyitems(config, items):
     # a stable sort on the module alone: every worker collects the same order, and tests keep
     # their order within a module
-    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
+    items.sort(key=lambda item: _slowness(item.nodeid))
     gpu = _has_gpu()
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU")
     skip_shared = pytest.mark.skip(reason=f"{SHARED_NSYS} is absent")

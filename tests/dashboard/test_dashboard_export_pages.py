@@ -107,11 +107,11 @@ def test_timeline_export_shows_what_the_page_shows(wired):
     assert (summary["verdict"], summary["kernel_count"]) == ("not launch-bound", 25)
     assert (
         "<td>not launch-bound</td>" in html
-        and f'<td class="n">{summary["busy_ms"]:.3f}</td>' in html
+        and f'<td class="n">{summary["busy_ns"] / 1e6:.3f}</td>' in html
     )
     for header in (
         "busy [ms]",
-        "idle [% of window]",
+        "idle of window [%]",
         "median [µs]",
         "queue median [µs]",
         "share of busy time [%]",

@@ -34,6 +34,14 @@ def test_every_unit_is_the_unit_tables_and_the_scale_is_the_conversion():
         assert convert(1.0, q.base_unit, q.unit) == pytest.approx(q.scale or 1.0), q.key
     # no two quantities share a page column
     assert len({q.column for q in QUANTITIES}) == len(QUANTITIES)
+    # the timeline's statistics per device: units from the unit table, keys of the summary frame
+    from analyzers.quantities import TIMELINE_QUANTITIES
+    from analyzers.timeline import DEVICE_SUMMARY_COLUMNS
+
+    for q in TIMELINE_QUANTITIES:
+        assert q.key in DEVICE_SUMMARY_COLUMNS, q.key
+        if q.unit and not q.text:
+            assert convert(1.0, q.base_unit, q.unit) == pytest.approx(q.scale or 1.0), q.key
 
 
 def test_the_pages_keys_are_the_analysis_keys_and_old_links_still_sort(env):

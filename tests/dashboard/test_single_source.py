@@ -102,11 +102,16 @@ def test_timeline_quantities_cli_page_export(env, capsys):
     delays = open_page("timeline", run=ids["trace"], show="delays")
     assert not at.exception and not delays.exception
     by_cols = {tuple(f.columns): f for f in frames(at) + frames(delays)}
-    summary = next(f for cols, f in by_cols.items() if "idle_pct" in cols).row(0, named=True)
-    stats = next(f for cols, f in by_cols.items() if "median_us" in cols).row(0, named=True)
-    assert summary["idle_pct"] == pytest.approx(dev["gpu_idle_fraction"] * 100, rel=1e-5)
-    assert stats["median_us"] == pytest.approx(dev["launch_delay_median_us"], abs=5e-4)
-    assert stats["p90_us"] == pytest.approx(dev["launch_delay_p90_us"], abs=5e-4)
+    # the page's tables carry the analysis's keys and values (analyzers.quantities.TIMELINE_QUANTITIES)
+    summary = next(f for cols, f in by_cols.items() if "idle_fraction" in cols).row(0, named=True)
+    stats = next(f for cols, f in by_cols.items() if "launch_delay_p90_ns" in cols).row(
+        0, named=True
+    )
+    assert summary["idle_fraction"] == pytest.approx(dev["gpu_idle_fraction"], rel=1e-5)
+    assert stats["launch_delay_median_ns"] / 1e3 == pytest.approx(
+        dev["launch_delay_median_us"], abs=5e-4
+    )
+    assert stats["launch_delay_p90_ns"] / 1e3 == pytest.approx(dev["launch_delay_p90_us"], abs=5e-4)
     assert dev["launch_delay_median_us"] == pytest.approx(572.043) and dev[
         "gpu_idle_fraction"
     ] == pytest.approx(1 - 2_076_915 / 2_223_415, rel=1e-5)
@@ -114,7 +119,7 @@ def test_timeline_quantities_cli_page_export(env, capsys):
     html = _export(root, f"timeline?run={ids['trace']}")
     row = _html_rows(html, ["rank", "device", "launch-bound?"])[0]
     assert row[7] == f"{dev['gpu_idle_fraction'] * 100:.1f}"
-    srow = _html_rows(html, ["rank", "device", "kernels with launch call"])[0]
+    srow = _html_rows(html, ["rank", "device", "kernels with their launch call"])[0]
     assert (
         srow[3] == f"{dev['launch_delay_median_us']:,.2f}"
         and srow[4] == f"{dev['launch_delay_p90_us']:,.2f}"

@@ -24,6 +24,7 @@ from analyzers.units import fmt_bytes, fmt_ns, fmt_rate
 from collectors.store import Run
 from dashboard.web import charts
 from dashboard.web.reports.report_blocks import (
+    col_of,
     Chart,
     Col,
     Heading,
@@ -60,14 +61,8 @@ GROUP_DISPLAY = {
 }
 
 
-def _col(q) -> Col:
-    if q.text:
-        return text(q.label, q.help or None)
-    return num(q.label, q.unit, q.fmt, q.help or None, scale=None if q.scale == 1 else q.scale)
-
-
 KERNEL_COLS: dict[str, Col] = {
-    **{q.column: _col(q) for q in QUANTITIES if q.on_page},
+    **{q.column: col_of(q) for q in QUANTITIES if q.on_page},
     "config": text(
         "grid · block",
         "launch configuration: blocks in the grid · threads in a block (x×y×z where y or z is not "

@@ -281,6 +281,14 @@ def _commas(s: str) -> str:
     return f"{sign}{int(digits):,}{dot}{tail}"
 
 
+def col_of(q) -> Col:
+    """A column from a quantity catalog's row (analyzers.quantities): its label, unit, format, help
+    and scale."""
+    if q.text:
+        return text(q.label, q.help or None)
+    return num(q.label, q.unit, q.fmt, q.help or None, None if q.scale in (None, 1) else q.scale)
+
+
 def text(label: str, help: str | None = None) -> Col:
     return Col(label, kind="text", help=help)
 

@@ -21,6 +21,7 @@ import polars as pl
 from analyzers import timeline as T
 from analyzers.errors import UnknownName
 from analyzers.remedy import remedy_sentence
+from analyzers.quantities import TIMELINE_BY_KEY
 from analyzers.timeline import DEFINITIONS
 from analyzers.units import fmt_short
 from collectors.errors import RunNotFound
@@ -28,6 +29,8 @@ from collectors.schema import TRACE_KINDS
 from collectors.store import Run
 from dashboard.web import charts
 from dashboard.web.reports.report_blocks import (
+    Col,
+    col_of,
     Chart,
     Heading,
     Metrics,
@@ -219,6 +222,11 @@ def _kernel_summary(src: Source, view: TimelineView) -> pl.DataFrame:
     if view.device == "all":
         return src.trace(view.run).summary.kernels
     return T.kernel_summary(device_ops(src, view))
+
+
+def timeline_cols(keys) -> dict[str, Col]:
+    """The columns of a device table, from the timeline's quantity catalog (analyzers.quantities)."""
+    return {k: col_of(TIMELINE_BY_KEY[k]) for k in keys}
 
 
 def device_summary(src: Source, view: TimelineView) -> pl.DataFrame:
@@ -480,50 +488,22 @@ def device_blocks(src: Source, view: TimelineView) -> list:
             )
         )
     s = device_summary(src, view)
-    summary = s.select(
+    keys = (
         "rank",
         "device",
         "verdict",
         "kernel_count",
         "kernels_with_launch",
-        (pl.col("busy_ns") / 1e6).alias("busy_ms"),
-        (pl.col("window_ns") / 1e6).alias("window_ms"),
-        (pl.col("idle_fraction") * 100).alias("idle_pct"),
-        (pl.col("short_kernel_share") * 100).alias("short_pct"),
-        (pl.col("host_wait_fraction") * 100).alias("host_wait_pct"),
+        "busy_ns",
+        "window_ns",
+        "idle_fraction",
+        "short_kernel_share",
+        "host_wait_fraction",
         "kernels_per_s",
     )
     out += [
         Heading("GPU busy time and launch statistics per device"),
-        Table(
-            "timeline_summary",
-            summary,
-            {
-                "rank": num("rank"),
-                "device": num("device"),
-                "verdict": text("launch-bound?", DEFINITIONS["launch_bound"]),
-                "kernel_count": num("kernels"),
-                "kernels_with_launch": num("with their launch call"),
-                "busy_ms": num("busy", "ms", "%.3f", DEFINITIONS["gpu_busy"]),
-                "window_ms": num(
-                    "GPU window",
-                    "ms",
-                    "%.3f",
-                    "last GPU op end − first GPU op start on this device",
-                ),
-                "idle_pct": num("idle", "% of window", "%.1f", DEFINITIONS["gpu_idle_fraction"]),
-                "short_pct": num(
-                    "launch calls longer than their GPU work",
-                    "%",
-                    "%.1f",
-                    DEFINITIONS["launch_calls"],
-                ),
-                "host_wait_pct": num(
-                    "waiting for the host", "% of window", "%.1f", DEFINITIONS["device_idle"]
-                ),
-                "kernels_per_s": num("kernels/s", fmt="%.0f"),
-            },
-        ),
+        Table("timeline_summary", s.select(keys), timeline_cols(keys)),
     ]
 
     return out
@@ -542,34 +522,20 @@ def delay_blocks(src: Source, view: TimelineView) -> list:
         )
         if h.height > MAX_POINTS:
             h = h.sample(MAX_POINTS, seed=0)
-        stats = s.select(
+        keys = (
             "rank",
             "device",
-            pl.col("kernels_with_launch").alias("with_launch"),
-            (pl.col("launch_delay_median_ns") / 1e3).alias("median_us"),
-            (pl.col("launch_delay_p90_ns") / 1e3).alias("p90_us"),
-            (pl.col("launch_delay_max_ns") / 1e3).alias("max_us"),
+            "kernels_with_launch",
+            "launch_delay_median_ns",
+            "launch_delay_p90_ns",
+            "launch_delay_max_ns",
             "queue_count",
-            (pl.col("queue_median_ns") / 1e3).alias("queue_median_us"),
+            "queue_median_ns",
             "delay_outliers",
         )
         out += [
             Chart("launch_delay", charts.launch_delay_histogram(h)),
-            Table(
-                "launch_delay_stats",
-                stats,
-                {
-                    "rank": num("rank"),
-                    "device": num("device"),
-                    "with_launch": num("kernels with launch call"),
-                    "median_us": num("median", "µs", "%.2f", DEFINITIONS["launch_delay"]),
-                    "p90_us": num("p90", "µs", "%.2f", DEFINITIONS["launch_delay"]),
-                    "max_us": num("max", "µs", "%.1f", DEFINITIONS["launch_delay"]),
-                    "queue_count": num("with queue time", help=DEFINITIONS["queue"]),
-                    "queue_median_us": num("queue median", "µs", "%.2f", DEFINITIONS["queue"]),
-                    "delay_outliers": num("delay > 100 µs", help="HTA's launch_delay_cutoff"),
-                },
-            ),
+            Table("launch_delay_stats", s.select(keys), timeline_cols(keys)),
         ]
         late = T.launch_delay_outliers(g, limit=50)
         if late.height:
