@@ -82,6 +82,10 @@ def run_task(task: dict, run, absurdities) -> dict:
     return res
 
 
+#: store path -> the Source its pages are built with
+_SOURCES: dict = {}
+
+
 def pages(store: str, rid: str, kind: str, other: dict) -> list[str]:
     """Every page the run appears on, built as the dashboard builds it (and exported to HTML); their exceptions."""
     from collectors.store import Store
@@ -89,7 +93,11 @@ def pages(store: str, rid: str, kind: str, other: dict) -> list[str]:
     from dashboard.web.render_html import render_html
     from dashboard.core.source import Source
 
-    src = Source(Store(store))
+    # one Source per store for the worker's life, as the dashboard's server keeps one across
+    # requests: the other runs' analyses stay cached, a new run is read from the store's listing
+    src = _SOURCES.get(store)
+    if src is None:
+        src = _SOURCES[store] = Source(Store(store))
     base = other.get(kind) or next(iter(other.values()), rid)
     own = {"ncu": "kernels", "kineto": "timeline", "nsys": "timeline", "bench": "gpus"}.get(
         kind, "runs"
