@@ -244,7 +244,7 @@ def test_source_hotspots_cli_page_and_export_agree(env, capsys):
     assert rc == 0
     rep = json.loads(out.out)
     assert rep["total_samples"] > 100_000 and rep["reasons"][0]["reason"] == "mio_throttle"
-    at = open_page("kernels", run=ids["full"], kernel="5")
+    at = open_page("kernels", run=ids["full"], kernel="5", show="source")
     hot = shown(at, "hot_sass")  # the page's SASS hot-spot table
     assert list(hot["SASS instruction"][:5]) == [r["sass"] for r in rep["rows"][:5]]
     assert list(hot["warp samples"][:5]) == [f"{r['samples']:,.0f}" for r in rep["rows"][:5]]

@@ -100,8 +100,12 @@ def test_kernels_page_rebuilds_from_query_params(ids):
     # the detail view of launch 5: findings, source hot spots, textbook cases, every metric
     t = texts(at)
     assert "Launch 5:" in t and "31.9-way shared-memory bank conflicts" in t and "*Model:*" in t
-    assert "Source hot spots" in t and "Not in this report: CUDA source lines" in t
-    hot, cases = shown(at, "hot_sass"), shown(at, "cases")
+    # the detail points at the launch's source; the Source hot spots section reads it
+    names = {x.get("name") for x in table_data(at)}
+    assert "Source hot spots" in t and "show=source" in t and "hot_sass" not in names
+    src_at = open_page("kernels", run=ids["full"], kernel="5", by="launch", show="source")
+    assert not src_at.exception and "Not in this report: CUDA source lines" in texts(src_at)
+    hot, cases = shown(src_at, "hot_sass"), shown(at, "cases")
     assert (
         hot["SASS instruction"][0].startswith("LOP3") and "short scoreboard" in hot["stalled on"][0]
     )

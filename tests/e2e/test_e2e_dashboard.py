@@ -238,9 +238,14 @@ def test_source_hot_spots_of_a_real_report(server, browser):
     b, _ = browser
     run_id = _full_run(server)
     page = _new_page(b)
+    # the launch detail points at its source; the Source hot spots section reads it
     page.goto(f"{url}/kernels?run={run_id}&kernel=5")
     _drawn(page, need=".ks-table tbody tr")
-    page.get_by_text("Source hot spots").wait_for(timeout=60_000)
+    link = page.get_by_role("link", name="Source hot spots").first
+    link.wait_for(timeout=60_000)
+    assert "show=source" in link.get_attribute("href")
+    page.goto(f"{url}/kernels?run={run_id}&kernel=5&show=source")
+    _drawn(page, need=".ks-table tbody tr")
     table = page.locator(".ks-table").filter(has_text="SASS instruction").first
     rows = table.locator("tbody tr")
     # the table mounts after the page's script ends

@@ -182,7 +182,7 @@ def detail(src: Source, view) -> list:
         )
     )
     blocks.extend(join_blocks.launch_blocks(trace, joined, view.kernel))
-    blocks.extend(hotspot_blocks(src, view))
+    blocks.extend(source_pointer(src, view))
     blocks.extend(case_blocks(row, a.gpu, src, view.run.run_id))
     return blocks
 
@@ -226,6 +226,25 @@ def metric_blocks(src: Source, view) -> list:
         )
     )
     return blocks
+
+
+def source_pointer(src: Source, view) -> list:
+    """The detail's line on the launch's source: where its hot spots are (the Source hot spots
+    section, read on demand), or what would give them."""
+    if "sass" not in view.run.tables:
+        return hotspot_blocks(src, view)  # says what would give source-level data; reads nothing
+    link = f"kernels?run={view.run.run_id}&kernel={view.kernel}&show=source"
+    if getattr(view, "by", "kernel") == "launch":
+        link += "&by=launch"
+    return [
+        Heading("Source hot spots", 3),
+        Text(
+            f"This report has source-level data: the SASS instructions and CUDA lines this launch's "
+            f"warps were sampled at most, with their stall reasons, are under [Source hot spots]"
+            f"({link}) (as Nsight Compute's Source page; read from the report when opened).",
+            "caption",
+        ),
+    ]
 
 
 def hotspot_blocks(src: Source, view) -> list:

@@ -38,7 +38,7 @@ from dashboard.web.reports.report_blocks import (
 )
 from dashboard.web.reports import join_blocks, textbook_blocks
 from dashboard.web.reports.run_links import notes_blocks, pick_run
-from dashboard.web.reports.kernel_detail import detail, metric_blocks, stall_chart
+from dashboard.web.reports.kernel_detail import detail, hotspot_blocks, metric_blocks, stall_chart
 from dashboard.core.source import Source
 
 #: display column -> analysis column: what the table shows of NcuAnalysis.kernels, under the
@@ -117,7 +117,14 @@ SUMMARY_PER_KERNEL = ("model_verdict", "model_win_ns", "top_finding", "lost_ns")
 #: ?by=: one row per kernel (default) or per launch
 BY = {"kernel": "Kernels", "launch": "Launches"}
 #: what the page shows below the table (?show=…); the export has all of them
-SECTIONS = {"detail": "Launch detail", "charts": "Rooflines & charts", "metrics": "Every metric"}
+SECTIONS = {
+    "detail": "Launch detail",
+    # Nsight Compute's Source page: the SASS text and lines are read from the report on demand
+    # (about 2 ms an address in NVIDIA's library), so the detail never waits for them
+    "source": "Source hot spots",
+    "charts": "Rooflines & charts",
+    "metrics": "Every metric",
+}
 #: column groups (each fits a 1,440-px screen beside the sidebar): name -> (label, columns after id,
 #: kernel, duration)
 COLUMN_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -730,4 +737,9 @@ def build(src: Source, params: dict) -> Report:
     """The Kernels page of a URL: overview, the selected launch's detail, the charts."""
     view = resolve(src, params)
     rep = overview(src, view)
-    return rep.add(*detail(src, view), *metric_blocks(src, view), *chart_blocks(src, view))
+    return rep.add(
+        *detail(src, view),
+        *hotspot_blocks(src, view),
+        *metric_blocks(src, view),
+        *chart_blocks(src, view),
+    )

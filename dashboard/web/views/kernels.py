@@ -151,9 +151,11 @@ view.show = (
 if view.show == "metrics":
     view.q = st.text_input("Filter metrics", value=view.q, placeholder="e.g. dram__ or Occupancy")
 widgets.sync(view.params())
-# one section at a time: the page stays light in the browser (the export has all three)
+# one section at a time: the page stays light in the browser (the export has all of them)
 if view.show == "detail":
     render_streamlit(kernel_detail.detail(src, view))
+elif view.show == "source":
+    render_streamlit(kernel_detail.hotspot_blocks(src, view))
 elif view.show == "metrics":
     render_streamlit(kernel_detail.metric_blocks(src, view))
 else:
@@ -166,6 +168,7 @@ widgets.share_panel(
             overview.title,
             overview.blocks
             + kernel_detail.detail(src, view)
+            + kernel_detail.hotspot_blocks(src, view)
             + kernel_detail.metric_blocks(src, view)
             + page.chart_blocks(src, view),
             overview.subtitle,
