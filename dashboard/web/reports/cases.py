@@ -20,6 +20,19 @@ from dashboard.web import charts
 from dashboard.web.reports.report_blocks import Chart, Heading, Report, Table, Text, code, text
 from dashboard.web.reports.run_links import param_list, plain_cols
 from dashboard.core.source import Source
+from analyzers.cases import (
+    CASE_IDS,
+    CaseError,
+    Measurement,
+    compare,
+    evaluate,
+    figure_checks,
+    get_case,
+    sweep,
+    to_base,
+)
+from analyzers.cases.checks import chapter_checks
+from analyzers.units import fmt, scale_for
 
 DEFAULT_CASE = "tiling.traffic"
 
@@ -69,7 +82,6 @@ def resolve(
     URL's. Values in the URL apply only to the case it names; a bad value falls back to the default,
     with a problem noted. A rate parameter's default is the GPU's measured ceiling when `ceilings`
     has it."""
-    from analyzers.cases import CaseError, get_case
 
     case = get_case(case_id or params.get("case") or DEFAULT_CASE)
     gpu = find_gpu(gpu_name or params.get("gpu") or "") or case.gpu()
@@ -94,8 +106,6 @@ def resolve(
 
 
 def case_intro(view: CaseView) -> list:
-    from analyzers.cases import fmt
-
     case, gpu = view.case, view.gpu
     specs = {
         "sm_count": ("SMs", ""),
@@ -145,8 +155,6 @@ def case_predictions(view: CaseView) -> tuple[Any, list]:
     """(evaluation, blocks): the predictions on the GPU, the case's tables and its chart. The
     evaluation is None for a case without a model, and when the parameters are impossible (the
     blocks then say why)."""
-    from analyzers.cases import CaseError, evaluate, sweep
-    from analyzers.units import scale_for
 
     case, gpu = view.case, view.gpu
     if not case.runnable:
@@ -273,8 +281,6 @@ def case_predictions(view: CaseView) -> tuple[Any, list]:
 
 def case_other_gpus(view: CaseView, ev) -> list:
     """The same parameters on every GPU of the registry: the predictions that depend on the GPU."""
-    from analyzers.cases import CaseError, evaluate
-
     changed = view.changed()
     fixed = {
         k: v for k, v in view.values.items() if not view.case.param(k).gpu_default or k in changed
@@ -322,8 +328,6 @@ def case_chapter_checks(case) -> list:
 
 @functools.lru_cache(maxsize=64)
 def _figures(case_id: str) -> tuple:
-    from analyzers.cases import figure_checks, get_case
-
     case = get_case(case_id)
     if not case.figures:
         return ()
@@ -350,8 +354,6 @@ def _figures(case_id: str) -> tuple:
 
 @functools.lru_cache(maxsize=64)
 def _chapter_checks(case_id: str) -> tuple:
-    from analyzers.cases.checks import chapter_checks
-
     return tuple(
         Text(f"**{c.verdict}** — {c.title}: {c.explanation}") for c in chapter_checks(case_id)
     )
@@ -359,8 +361,6 @@ def _chapter_checks(case_id: str) -> tuple:
 
 def url_measurements(raw: list[str], gpu_name: str) -> tuple[list, list[str]]:
     """Measurements typed on the page, kept in the URL as meas=QUANTITY:VALUE:UNIT: (measurements, unreadable)."""
-    from analyzers.cases import Measurement, to_base
-
     out, bad = [], []
     for item in raw:
         parts = item.split(":")
@@ -381,8 +381,6 @@ def case_measured(view: CaseView, ev, measurements: list, bad: list[str], bench_
     predicted quantity (Nsight Compute launches recognised by their counters whose own launch
     predicts what the page's parameters do, values typed on the page) judged at the page's
     parameters."""
-    from analyzers.cases import compare
-    from analyzers.units import fmt
 
     out: list = [Heading("Measured vs predicted")]
     if view.case.measurements:
@@ -494,8 +492,6 @@ def case_measured(view: CaseView, ev, measurements: list, bad: list[str], bench_
 
 def build(src: Source, params: dict) -> Report:
     """The Textbook cases page of a URL. An export does not fall back: an unknown case or GPU is an error."""
-    from analyzers.cases import CASE_IDS
-
     if params.get("case") and params["case"] not in CASE_IDS:
         raise UnknownName("textbook case", params["case"], "`kernelscope cases` lists them")
     if params.get("gpu") and find_gpu(params["gpu"]) is None:

@@ -10,6 +10,7 @@ from analyzers.errors import UnknownName
 from dashboard.web.reports.report_blocks import Heading, Report, Table, Text, text
 from dashboard.web.reports.run_links import param_list, plain_cols
 from dashboard.core.source import Source
+from analyzers.cases import CLAIM_VERDICTS, claims
 
 CLAIMS_INTRO = (
     "Numbers, names and code from a self-described internal “whitepaper”, each put through generic "
@@ -22,21 +23,15 @@ CLAIMS_INTRO = (
 
 def checked_claims(src: Source) -> list:
     """Every claim with its verdict, and the store's bench measurement where the claim names one."""
-    from analyzers.cases import claims
-
     return claims(measured=src.claim_measurements())
 
 
 def verdict_kinds() -> list[str]:
-    from analyzers.cases import CLAIM_VERDICTS
-
     return list(CLAIM_VERDICTS)
 
 
 def claim_verdicts(raw) -> list[str]:
     """The verdicts a URL filters on (?verdict=V, repeatable); unknown ones are ignored."""
-    from analyzers.cases import CLAIM_VERDICTS
-
     return [v for v in param_list(raw) if v in CLAIM_VERDICTS]
 
 
@@ -119,7 +114,6 @@ def build(src: Source, params: dict, measured: dict | None = None) -> Report:
     """The Claims page of a URL (?verdict=V…&claim=ID): the claims table and the chosen claim in
     detail, with the store's bench measurements (claim_measurements) unless `measured` is given. An
     export does not fall back: an unknown claim id is an error."""
-    from analyzers.cases import claims
 
     cs = claims(measured=src.claim_measurements() if measured is None else measured)
     if params.get("claim") and params["claim"] not in {c.id for c in cs}:

@@ -20,6 +20,7 @@ from collectors.store import Run
 from dashboard.web.reports.report_blocks import Col, Heading, Metrics, Table, Text, code, num, text
 from dashboard.web.reports.run_links import link
 from dashboard.core.source import Source
+from analyzers.join import bounds_by_signature, name_overlap
 
 MIN_MATCHED = 0.5
 MAX_CANDIDATES = 8
@@ -53,8 +54,6 @@ def _try_join(src: Source, ncu_run: Run, trace_run: Run, problems: list[str]):
     kernels are in the trace at all to match half of its launches (analyzers.join.name_overlap: no
     join computed)."""
     try:
-        from analyzers.join import name_overlap
-
         if (
             name_overlap(
                 src.table(ncu_run.run_id, "kernels"), src.table(trace_run.run_id, "gpu_ops")
@@ -259,7 +258,6 @@ def timeline_bounds(src: Source, ncu_run: Run | None, res) -> pl.DataFrame:
     schema = {"signature": pl.String, "ncu_bound": pl.String, "ncu_link": pl.String}
     if ncu_run is None or res is None or not res.matched:
         return pl.DataFrame(schema=schema)
-    from analyzers.join import bounds_by_signature
 
     rows = [
         {

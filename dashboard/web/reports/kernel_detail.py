@@ -27,6 +27,8 @@ from dashboard.web.reports.report_blocks import (
     text,
 )
 from dashboard.core.source import Source
+from analyzers.cases.kernel_match import kernel_comparisons
+from dashboard.web.reports import join_blocks, textbook_blocks
 
 HOT_ROWS = 25
 
@@ -173,7 +175,6 @@ def detail(src: Source, view) -> list:
                 f"{f.text}\n\n*Based on:* {cited}.\n\n*Model:* {f.model}."
             )
         )
-    from dashboard.web.reports import join_blocks, textbook_blocks
 
     trace, joined = join_blocks.trace_for(src, view.run, getattr(view, "trace", None), [])
     blocks.extend(
@@ -375,7 +376,6 @@ def case_blocks(row: dict, gpu: GPUSpec, src: Source, run_id: str) -> list:
     """Textbook cases this launch runs, recognised by its counters and launch
     (analyzers.cases.kernel_match): the case's prediction for the launch's own parameters next to
     the measurement, with the verdict."""
-    from analyzers.cases.kernel_match import kernel_comparisons
 
     out: list = [Heading("Textbook cases", 3)]
     m = src.launch_metrics(run_id, row["id"]).drop_nulls("value")

@@ -45,6 +45,9 @@ from dashboard.web.reports import join_blocks
 from dashboard.web.reports.run_links import notes_blocks
 from dashboard.web.reports.timeline_detail import event_detail, timeline_block
 from dashboard.core.source import Source
+from analyzers.join import signature
+from analyzers.steps import PROFILER_TOLERANCE
+from analyzers.whatif import what_if
 
 MAX_POINTS = 5000  # points per timeline chart (the largest gaps / a sample of kernels beyond that)
 # bars of the time-per-step chart (the first steps; the statistics cover every step)
@@ -380,8 +383,6 @@ def steps_blocks(src: Source, view: TimelineView) -> list:
             for b in bound
         )
     ):
-        from analyzers.steps import PROFILER_TOLERANCE
-
         lines.append(
             f"The host is the bottleneck, and the profiler adds to it: {info['events_median']:g} "
             f"recorded host events per step (about {st.profiler_ns_per_event / 1e3:g} µs each) = "
@@ -682,8 +683,6 @@ def kernel_blocks(src: Source, view: TimelineView) -> list:
     ncu_run, joined = join_blocks.ncu_for(src, view.run, view.ncu, problems)
     out += [Text(p, "warning") for p in problems]
     if ncu_run is not None:
-        from analyzers.join import signature
-
         b = join_blocks.timeline_bounds(src, ncu_run, joined)
         ks = ks.with_columns(
             pl.col("_name").map_elements(signature, return_dtype=pl.String).alias("signature")
@@ -716,8 +715,6 @@ def whatif(src: Source, view: TimelineView) -> list:
         view.kernel = default_kernel(src, view)
     tr = src.trace(view.run)
     try:
-        from analyzers.whatif import what_if
-
         w = what_if(tr.gpu_ops, tr.api_calls, view.kernel, float(view.speedup))
     except ValueError as e:
         return [Text(f"No what-if: {code(e)}", "error")]

@@ -28,6 +28,15 @@ from dashboard.web.reports.report_blocks import (
 from dashboard.core.source import Source
 from dashboard.web.theme import FONT
 from dashboard.web.timeline_payload import SRCS, encode
+from analyzers.join import (
+    BOUNDS,
+    bound_meanings,
+    kernel_bounds,
+    kernel_key,
+    signature,
+    trace_signature,
+)
+from dashboard.web.reports import join_blocks
 
 DEFAULT_WIDTH = 1100
 
@@ -85,8 +94,6 @@ def _with_bounds(
     the ncu run of the same program that dashboard.web.reports.join_blocks picks: ?ncu=RUN, else found)
     and the legend; (marks, None) when no ncu run is joined. A single kernel is judged by its own
     name, grid and block, a merged mark by name."""
-    from analyzers.join import BOUNDS, bound_meanings, kernel_bounds
-    from dashboard.web.reports import join_blocks
 
     if not hasattr(view.run, "run_id"):
         return marks, None
@@ -190,8 +197,6 @@ def _joined(src: Source, view, row: dict) -> pl.DataFrame | None:
     """The launches the join of an ncu run of the same program (analyzers.join via
     dashboard.web.reports.join_blocks) matched to this kernel, as analysed rows with run_id, source_name
     and basis; None when no join covers it."""
-    from analyzers.join import kernel_key, signature, trace_signature
-    from dashboard.web.reports import join_blocks
 
     ncu_run, res = join_blocks.ncu_for(src, view.run, view.ncu, [])
     if ncu_run is None or res is None:
