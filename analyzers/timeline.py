@@ -6,6 +6,8 @@ what-if, the `api_calls` table. All times are Int64 ns; results carry the unit i
 Groups are (rank, device) for device-level results and (rank, device, stream) for stream-level ones.
 
 More: docs/architecture.md, *analyzers.timeline*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Nsight Compute ingestion: `.ncu-rep` (through NVIDIA's `ncu-report` wheel) and CSV exports.
 
 More: docs/architecture.md, *collectors.ncu*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ tables from what it returns.
                                      "sections": {metric: the first section showing it},
                                      "source": {"sass": [...], "metrics": [...], "files": {...}}}  (collectors.ncu_source)
     ncu_to_base(value, unit) -> (value in base units, base unit)
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

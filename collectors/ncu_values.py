@@ -1,6 +1,8 @@
 """Nsight Compute values and the raw page: units to base units, numbers as ncu prints them, and the
 raw-page CSV (`ncu --page raw --csv`) read in batches of rows into the compact long metric table
-(collectors.schema.METRIC_SCHEMA). Used by collectors.ncu, which reads every Nsight Compute format."""
+(collectors.schema.METRIC_SCHEMA). Used by collectors.ncu, which reads every Nsight Compute format.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ names; TARGET_INFO_GPU, META_DATA_EXPORT, TARGET_INFO_SESSION_START_TIME, PROCES
 that an older or trimmed schema lacks read as null.
 
 More: docs/architecture.md, *collectors.nsys*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

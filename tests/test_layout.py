@@ -385,6 +385,24 @@ def test_one_ingest_entry_point():
     assert "def ingest_" not in (REPO / "collectors" / "store.py").read_text()
 
 
+def test_a_module_that_imports_inside_functions_says_why_once():
+    """Imports sit at the top of a module unless start-up needs them later; a module that keeps
+    three or more inside its functions says so once, in its docstring ("Start-up: ...")."""
+    silent = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inner = sum(
+            isinstance(x, (ast.Import, ast.ImportFrom))
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for stmt in node.body
+            for x in ast.walk(stmt)
+        )
+        if inner >= 3 and "start-up" not in (ast.get_docstring(tree) or "").lower():
+            silent.append(f"{name} ({inner})")
+    assert not silent, "function-level imports without the module saying why: " + ", ".join(silent)
+
+
 #: what never needs Streamlit: the application core (dashboard.core: what the command line, the
 #: pages and the server all call), the CLI, the page builders and the page registry
 CORE_PREFIXES = (

@@ -2,6 +2,8 @@
 record.
 
 More: docs/architecture.md, *analyzers.cases.bench_verdicts*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Chapter sections 5.3 and 5.5 cases: fusion, buffers, pipelines and runtime replay
-(fusion.activation_chain, flash.attention_traffic, graph.replay)."""
+(fusion.activation_chain, flash.attention_traffic, graph.replay).
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

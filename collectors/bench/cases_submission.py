@@ -1,5 +1,7 @@
 """Chapter section 5.1 cases: submission, copies and synchronisation (h2d.chunked_copy,
-timing.positions, compile.amortization, launch.overhead, littles_law, occupancy.sm)."""
+timing.positions, compile.amortization, launch.overhead, littles_law, occupancy.sm).
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ CuPy and launched on torch's current stream; the rest are torch and Triton.
 
 In an `--ncu-child` process the same functions run with `ctx.ncu_child` set: every custom kernel is
 launched once (`ctx.profile_point`) and listed in a manifest, for Nsight Compute to profile.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

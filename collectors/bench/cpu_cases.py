@@ -2,6 +2,8 @@
 
 `run_cpu_cases(quick)` returns a bench document (same format as the GPU suite's, "gpu" = the CPU) so
 the result is stored and shown like any other bench run.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

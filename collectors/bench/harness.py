@@ -8,6 +8,8 @@ A result record is one measured number:
     {"case", "metric", "value", "unit", "params", "cv", "n", "source", "notes", "flags"}
 `value` is in base units (s, B, B/s, FLOP/s, count, %); `cv` is the coefficient of variation
 (std / mean) of the repetitions behind it, `n` their count; `source` says how it was measured.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

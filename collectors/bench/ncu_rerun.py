@@ -11,6 +11,8 @@ launch order, in the manifest (kernel name and the case's params). The parent pa
 profiled kernels with the manifest lines in order and turns the counters into records with source
 "ncu counter" and the same params as the case's event-timing records. Where counters are forbidden
 (ERR_NVGPUCTRPERM in ncu's output) that is recorded once and the stage stops.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

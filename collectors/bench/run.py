@@ -6,6 +6,8 @@ writes DIR/bench_<gpu-slug>_<uuid8>.json, rewritten after every case (a run cut 
 its results; "finished" stays null until the end), and with --ncu the Nsight Compute reports under
 DIR/ncu/. Every case runs in its own try/except under a time limit; its failure is recorded and the
 suite goes on. Progress lines go to stdout (run with PYTHONUNBUFFERED=1 or -u).
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

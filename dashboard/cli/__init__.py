@@ -3,6 +3,8 @@ arguments, ask `dashboard.core.source.Source` (or the analyzers) for the analysi
 JSON or CSV.
 
 More: docs/architecture.md, *dashboard.cli.__init__*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The Typer application object, shared options and output helpers; each command module registers on `app`."""
+"""The Typer application object, shared options and output helpers; each command module registers on `app`.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 one after the other so that they do not disturb each other), store one run per GPU, print the run
 ids. Without a GPU: say so in one line and run the CPU cases (numerics) only. With --ray [ADDRESS]:
 one suite task per GPU of a Ray cluster (dashboard.core.fleet), one run per GPU into this store as each
-finishes."""
+finishes.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`kernelscope cases | predict | claims`: the textbook's predictions, per GPU, and the seed's claims."""
+"""`kernelscope cases | predict | claims`: the textbook's predictions, per GPU, and the seed's claims.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`kernelscope ingest | runs | analyze | gpus | dashboard`."""
+"""`kernelscope ingest | runs | analyze | gpus | dashboard`.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """`kernelscope export URL_OR_RUN --html FILE`: one self-contained offline HTML file of a dashboard
 page; `kernelscope export TRACE_RUN --perfetto FILE`: a trace as a Chrome trace JSON that Perfetto
-opens."""
+opens.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

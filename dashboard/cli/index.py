@@ -1,5 +1,7 @@
 """`kernelscope runs | reindex | query`: the run index (collectors.index) and cross-run questions on it
-(analyzers.history). Every listing reads the index's Parquet files, never every run."""
+(analyzers.history). Every listing reads the index's Parquet files, never every run.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ PyTorch profiler (kind "kineto") and Nsight Systems (kind "nsys") runs.
 `report(trace_analysis)` -> dict with `summary` (whole run + `devices`), `devices`, `kernels` (one
 row per kernel), `launch`, `idle_categories`, `temporal`, `launch_bound`, `top_kernels` and the
 `definitions` used. Times are ns unless the key says `_us`.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ cluster.
     ex.close()
 
 More: docs/architecture.md, *dashboard.core.execute*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

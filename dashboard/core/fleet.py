@@ -6,6 +6,8 @@ the per-GPU suite run that `kernelscope bench` uses on one host.
     fleet_bench(address, ...)                   one Ray task per GPU of the cluster -> [SlotResult]
 
 More: docs/architecture.md, *dashboard.core.fleet*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

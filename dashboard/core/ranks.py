@@ -6,6 +6,8 @@ summaries back.
     mr, info = analyze_sources(sources, executor)   # analyzers.stragglers.MultiRank + how it ran
 
 More: docs/architecture.md, *dashboard.core.ranks*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

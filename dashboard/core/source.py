@@ -2,6 +2,8 @@
 Streamlit here.
 
 More: docs/architecture.md, *dashboard.core.source*.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ program named is HTML-escaped; specs are embedded as JSON with "</" escaped so n
 the script element.
 
     html = render_html([report], source="kernels?run=1f87&kernel=5")
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Small Streamlit helpers shared by the views: query parameters <-> widgets, and the share panel."""
+"""Small Streamlit helpers shared by the views: query parameters <-> widgets, and the share panel.
+Start-up: imports that only some commands, pages or GPUs need sit inside the functions that use
+them, so each command loads what it uses."""
 
 from __future__ import annotations
 
