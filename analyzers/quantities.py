@@ -483,5 +483,164 @@ TIMELINE_QUANTITIES: tuple[Quantity, ...] = (
     Quantity("queue_count", "with queue time", help=DEFINITIONS["queue"]),
     Quantity("queue_median_ns", "queue median", "µs", "ns", 1e-3, "%.2f", DEFINITIONS["queue"]),
     Quantity("delay_outliers", "delay > 100 µs", help="HTA's launch_delay_cutoff"),
+    Quantity("op_count", "GPU ops", help="kernels, copies and memsets on this device"),
+    Quantity("launch_call_count", "launch calls", help=DEFINITIONS["launch_calls"]),
+    Quantity("graph_launch_count", "graph launches", help=DEFINITIONS["launch_calls"]),
+    Quantity("graph_kernel_count", "graph kernels", help=DEFINITIONS["launch_calls"]),
+    Quantity(
+        "launch_latency_median_ns",
+        "launch latency median",
+        "µs",
+        "ns",
+        1e-3,
+        "%.2f",
+        DEFINITIONS["launch_calls"],
+    ),
+    Quantity(
+        "launch_latency_p90_ns",
+        "launch latency p90",
+        "µs",
+        "ns",
+        1e-3,
+        "%.2f",
+        DEFINITIONS["launch_calls"],
+    ),
+    Quantity(
+        "queued_share",
+        "queued behind GPU work",
+        "%",
+        "fraction",
+        100,
+        "%.1f",
+        DEFINITIONS["launch_calls"],
+    ),
+    Quantity(
+        "host_wait_ns", "waiting for the host", "ms", "ns", 1e-6, "%.3f", DEFINITIONS["device_idle"]
+    ),
+    Quantity(
+        "kernel_wait_ns",
+        "between kernels",
+        "ms",
+        "ns",
+        1e-6,
+        "%.3f",
+        DEFINITIONS["device_idle"],
+    ),
+    Quantity("other_idle_ns", "other idle", "ms", "ns", 1e-6, "%.3f", DEFINITIONS["device_idle"]),
+    Quantity("bound", "bound by", text=True, help="analyzers.bound.bound_verdict"),
+    Quantity("bound_evidence", "evidence", text=True, help="analyzers.bound.bound_verdict"),
+    Quantity(
+        "run_ns",
+        "rank's run",
+        "ms",
+        "ns",
+        1e-6,
+        "%.3f",
+        "first to last host call or GPU op of the rank (analyzers.bound.run_spans)",
+    ),
 )
 TIMELINE_BY_KEY: dict[str, Quantity] = {q.key: q for q in TIMELINE_QUANTITIES}
+
+#: `kernelscope analyze TRACE --format json`, `summary.devices`: (JSON key, the summary column of
+#: TIMELINE_QUANTITIES it holds, how): "int" a count or ns as an integer, "int0" the same with 0 for
+#: none, "frac" a fraction rounded to 6 digits, "us" ns shown in µs (3 digits), "raw" as it is. The
+#: keys are those scripts already read (`gpu_busy_ns`, `launch_delay_p90_us`); their units
+#: (`trace_json_units`) come from the catalog.
+TRACE_DEVICE_JSON: tuple[tuple[str, str, str], ...] = (
+    ("rank", "rank", "raw"),
+    ("device", "device", "raw"),
+    ("kernel_count", "kernel_count", "int"),
+    ("kernels_with_launch", "kernels_with_launch", "int"),
+    ("gpu_op_count", "op_count", "int"),
+    ("gpu_busy_ns", "busy_ns", "int"),
+    ("gpu_window_ns", "window_ns", "int"),
+    ("gpu_idle_fraction", "idle_fraction", "frac"),
+    ("launch_delay_median_us", "launch_delay_median_ns", "us"),
+    ("launch_delay_p90_us", "launch_delay_p90_ns", "us"),
+    ("launch_call_count", "launch_call_count", "int"),
+    ("graph_launch_count", "graph_launch_count", "int"),
+    ("graph_kernel_count", "graph_kernel_count", "int"),
+    ("launch_latency_median_us", "launch_latency_median_ns", "us"),
+    ("launch_latency_p90_us", "launch_latency_p90_ns", "us"),
+    ("queued_share", "queued_share", "frac"),
+    ("short_call_share", "short_kernel_share", "frac"),
+    ("host_wait_ns", "host_wait_ns", "int0"),
+    ("kernel_wait_ns", "kernel_wait_ns", "int0"),
+    ("other_idle_ns", "other_idle_ns", "int0"),
+    ("host_wait_fraction", "host_wait_fraction", "frac"),
+    ("launch_verdict", "verdict", "raw"),
+    ("bound", "bound", "raw"),
+    ("bound_evidence", "bound_evidence", "raw"),
+    ("run_ns", "run_ns", "raw"),
+)
+#: the whole run's keys in `summary` that hold a device statistic summed or taken over the devices
+#: (analyzers.timeline.summarize: RUN_SUMMARY_KEYS), with the device column whose unit they share
+TRACE_RUN_JSON: dict[str, str] = {
+    "kernel_count": "kernel_count",
+    "kernels_with_launch": "kernels_with_launch",
+    "gpu_op_count": "op_count",
+    "gpu_busy_ns": "busy_ns",
+    "gpu_window_ns": "window_ns",
+    "gpu_idle_fraction": "idle_fraction",
+    "launch_delay_median_us": "launch_delay_median_ns",
+    "launch_delay_p90_us": "launch_delay_p90_ns",
+    "launch_call_count": "launch_call_count",
+    "graph_launch_count": "graph_launch_count",
+    "graph_kernel_count": "graph_kernel_count",
+    "launch_latency_median_us": "launch_latency_median_ns",
+    "delay_outliers": "delay_outliers",
+    "run_ns": "run_ns",
+}
+#: the other keys of the run's `summary`, which no device column holds: their units
+TRACE_RUN_OWN_UNITS: dict[str, str] = {
+    "memcpy_count": "count",
+    "memset_count": "count",
+    "wall_window_ns": "ns",
+    "device_count": "count",
+    "launch_floor_ns": "ns",
+    "step_median_ns": "ns",
+    "step_p90_ns": "ns",
+    "gpu_name": "text",
+    "slowest_rank": "",
+    "abstains": "text",
+}
+
+
+def _json_unit(json_key: str, column: str) -> str:
+    q = TIMELINE_BY_KEY[column]
+    if q.text:
+        return "text"
+    if json_key.endswith("_us"):
+        return "µs"
+    return q.base_unit or ("count" if column not in ("rank", "device") else "")
+
+
+def trace_json_units() -> dict[str, dict[str, str]]:
+    """The JSON `units` of a trace's report: for `summary` and `summary.devices` / `devices`, each
+    key's unit (analyzers.units spelling), from TIMELINE_QUANTITIES."""
+    run = {k: _json_unit(k, c) for k, c in TRACE_RUN_JSON.items()}
+    run.update(TRACE_RUN_OWN_UNITS)
+    return {
+        "summary": run,
+        "devices": {k: _json_unit(k, c) for k, c, _ in TRACE_DEVICE_JSON},
+        "kernels": dict(TRACE_KERNEL_UNITS),
+    }
+
+
+#: `kernels` of a trace's report, one row per kernel (collectors.schema.GPU_OPS_SCHEMA columns)
+TRACE_KERNEL_UNITS: dict[str, str] = {
+    "name": "text",
+    "rank": "",
+    "device": "",
+    "stream": "",
+    "start_ns": "ns",
+    "end_ns": "ns",
+    "duration_ns": "ns",
+    "launch_api": "text",
+    "correlation": "",
+    "launch_delay_us": "µs",
+    "queue_us": "µs",
+    "op_name": "text",
+    "graph_launch_correlation": "",
+    "graph_position": "",
+}

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from analyzers.quantities import TRACE_DEVICE_JSON, trace_json_units
 from collectors.formats import TRACE_KINDS
 from dashboard.cli._app import (
     ListFormat,
@@ -67,37 +68,7 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
     from analyzers.timeline import DEFINITIONS
 
     s = tr.summary
-    devices = []
-    for u in s.devices.iter_rows(named=True):
-        devices.append(
-            {
-                "rank": u["rank"],
-                "device": u["device"],
-                "kernel_count": int(u["kernel_count"]),
-                "kernels_with_launch": int(u["kernels_with_launch"]),
-                "gpu_op_count": int(u["op_count"]),
-                "gpu_busy_ns": int(u["busy_ns"]),
-                "gpu_window_ns": int(u["window_ns"]),
-                "gpu_idle_fraction": _r(u["idle_fraction"], 6),
-                "launch_delay_median_us": _us(u["launch_delay_median_ns"]),
-                "launch_delay_p90_us": _us(u["launch_delay_p90_ns"]),
-                "launch_call_count": int(u["launch_call_count"]),
-                "graph_launch_count": int(u["graph_launch_count"]),
-                "graph_kernel_count": int(u["graph_kernel_count"]),
-                "launch_latency_median_us": _us(u["launch_latency_median_ns"]),
-                "launch_latency_p90_us": _us(u["launch_latency_p90_ns"]),
-                "queued_share": _r(u["queued_share"], 6),
-                "short_call_share": _r(u["short_kernel_share"], 6),
-                "host_wait_ns": int(u["host_wait_ns"] or 0),
-                "kernel_wait_ns": int(u["kernel_wait_ns"] or 0),
-                "other_idle_ns": int(u["other_idle_ns"] or 0),
-                "host_wait_fraction": _r(u["host_wait_fraction"], 6),
-                "launch_verdict": u["verdict"],
-                "bound": u["bound"],
-                "bound_evidence": u["bound_evidence"],
-                "run_ns": u["run_ns"],
-            }
-        )
+    devices = [_device_row(u) for u in s.devices.iter_rows(named=True)]
     run = s.run
     summary = {
         "kernel_count": run["kernel_count"],
@@ -192,8 +163,23 @@ def report(tr, *, max_kernels: int | None = None) -> dict:
         "integrity": s.integrity or [],
         "remedy": s.remedy,
         "definitions": DEFINITIONS,
+        "units": trace_json_units(),
         "kernels": kern,
     }
+
+
+_HOW = {
+    "raw": lambda v: v,
+    "int": int,
+    "int0": lambda v: int(v or 0),
+    "frac": lambda v: _r(v, 6),
+    "us": _us,
+}
+
+
+def _device_row(u: dict) -> dict:
+    """One row of `summary.devices` from the summary frame's row (analyzers.quantities.TRACE_DEVICE_JSON)."""
+    return {key: _HOW[how](u[col]) for key, col, how in TRACE_DEVICE_JSON}
 
 
 def _graph_position():

@@ -131,3 +131,49 @@ def test_page_and_export_headers_come_from_the_catalog(env):
     on_page = {q.key for q in QUANTITIES if q.on_page}
     # shown only with a measured DRAM ceiling in the store
     assert on_page - seen <= {"dram_measured_fraction"}
+
+
+def test_a_traces_json_units_and_device_rows_come_from_the_timeline_catalog(capsys, tmp_path):
+    """`kernelscope analyze TRACE --format json` on the eager LLM decode: every key of `summary`,
+    `summary.devices` and `kernels` has its unit in `units`, spelled as analyzers.units spells it;
+    each device key holds its catalog column (TIMELINE_QUANTITIES) in that unit; the run's keys
+    share their device column's unit."""
+    from analyzers.quantities import (
+        TIMELINE_BY_KEY,
+        TRACE_DEVICE_JSON,
+        TRACE_RUN_JSON,
+        trace_json_units,
+    )
+    from analyzers.units import BASE_UNITS, to_base
+    from collectors.store import Store
+    from tests.conftest import SAMPLES
+
+    trace = SAMPLES / "llm_workloads" / "h100" / "decode_eager.json.gz"
+    rep = _cli(capsys, "analyze", str(trace), "--format", "json", "--store", str(tmp_path / "s"))
+    units = rep["units"]
+    assert units == trace_json_units()
+    assert set(rep["summary"]) - {"devices"} == set(units["summary"])
+    assert set(rep["devices"][0]) == set(units["devices"]) == set(rep["summary"]["devices"][0])
+    assert set(rep["kernels"][0]) == set(units["kernels"])
+    for section in units.values():
+        for unit in section.values():
+            assert unit in ("text", "") or to_base(1.0, unit)[1] in BASE_UNITS, unit
+    # each device value is the summary column's, in the JSON key's unit
+    src = Source(Store(tmp_path / "s2"))
+    row = src.trace(src.ingest_path(trace)[0]).summary.devices.row(0, named=True)
+    for key, col, _ in TRACE_DEVICE_JSON:
+        q = TIMELINE_BY_KEY[col]
+        got, want = rep["devices"][0][key], row[col]
+        if q.text or got is None or want is None or col in ("rank", "device"):
+            continue
+        unit = units["devices"][key]
+        assert unit == ("µs" if key.endswith("_us") else q.base_unit or "count"), key
+        if unit == "µs":
+            assert got == pytest.approx(convert(want, q.base_unit, "µs"), abs=1e-3), key
+        else:
+            assert got == pytest.approx(want, abs=1e-6), key
+    # the run's keys that sum or take a device statistic share its unit
+    device_key = {c: k for k, c, _ in TRACE_DEVICE_JSON}
+    for key, col in TRACE_RUN_JSON.items():
+        if col in device_key:
+            assert units["summary"][key] == units["devices"][device_key[col]], key
