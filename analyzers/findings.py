@@ -8,12 +8,11 @@ More: docs/architecture.md, *analyzers.findings*.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from analyzers.gpus import GPUSpec
 from analyzers.kernels import TENSOR_RATE
-from analyzers.units import fmt_ns
+from analyzers.units import fmt_ns, number_of
 
 SMEM_WAVEFRONTS_PER_SM_CYCLE = 1.0
 #: below this duration a kernel is "short": a launch call (5-20 µs on the host: the chapter's 5 µs,
@@ -82,32 +81,28 @@ def peaks_for(
     return out
 
 
-def _f(row: dict, key: str) -> float | None:
-    v = row.get(key)
-    if v is None or isinstance(v, bool):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def bounds(row: dict, gpu: GPUSpec, peaks: dict[str, Peak]) -> dict[str, float]:
     """Throughput bounds of one launch in ns (see the module docstring); a bound whose inputs are
     missing is absent. Keys: dram, fp32, tensor, smem, smem_ideal."""
     out: dict[str, float] = {}
-    dram_bytes = _f(row, "dram_bytes")
+    dram_bytes = number_of(row, "dram_bytes")
     if dram_bytes is not None and "dram" in peaks:
         out["dram"] = dram_bytes / peaks["dram"].value * 1e9
-    flop = _f(row, "flop_fp32")
+    flop = number_of(row, "flop_fp32")
     if flop is not None and "fp32" in peaks:
         out["fp32"] = flop / peaks["fp32"].value * 1e9
-    tensor = {t: _f(row, f"tensor_flop_{t}") for t in TENSOR_RATE}
+    tensor = {t: number_of(row, f"tensor_flop_{t}") for t in TENSOR_RATE}
     if any(v is not None for v in tensor.values()) and "tensor" in peaks:
         out["tensor"] = (
             sum((v or 0.0) / TENSOR_RATE[t] for t, v in tensor.items())
             / peaks["tensor"].value
             * 1e9
         )
-    w, c, clk = _f(row, "smem_wavefronts"), _f(row, "smem_bank_conflicts"), _f(row, "sm_clock_hz")
+    w, c, clk = (
+        number_of(row, "smem_wavefronts"),
+        number_of(row, "smem_bank_conflicts"),
+        number_of(row, "sm_clock_hz"),
+    )
     if w is not None and clk and gpu.sm_count:
         rate = gpu.sm_count * SMEM_WAVEFRONTS_PER_SM_CYCLE * clk / 1e9  # wavefronts per ns
         out["smem"] = w / rate
@@ -160,7 +155,7 @@ def kernel_findings(
     `peaks`: peaks_for(gpu, measured), and `b`: bounds(row, gpu, peaks), when the caller has them
     already (one table of launches). `detail=False`: the same findings (keys, titles, losses)
     without their text, metrics and model (the ranking of top_findings)."""
-    d = _f(row, "duration_ns")
+    d = number_of(row, "duration_ns")
     if not d:
         return []
     peaks = peaks_for(gpu, measured) if peaks is None else peaks
@@ -182,16 +177,16 @@ def kernel_findings(
 
     # bank conflicts
     deg, w, c = (
-        _f(row, "smem_conflict_degree"),
-        _f(row, "smem_wavefronts"),
-        _f(row, "smem_bank_conflicts"),
+        number_of(row, "smem_conflict_degree"),
+        number_of(row, "smem_wavefronts"),
+        number_of(row, "smem_bank_conflicts"),
     )
     if deg is not None and deg >= 1.1 and c and "smem" in b:
         others = max([b.get("smem_ideal", 0.0)] + [v for k, v in tb.items() if k != "smem"])
         lost = min(d, b["smem"]) - others
         where = []
         for side in ("ld", "st"):
-            dv = _f(row, f"smem_{side}_conflict_degree")
+            dv = number_of(row, f"smem_{side}_conflict_degree")
             if dv is not None and dv >= 1.1:
                 where.append(f"{'loads' if side == 'ld' else 'stores'} {dv:.1f}-way")
         if lost > 0.05 * d:
@@ -219,19 +214,19 @@ def kernel_findings(
                 "l1tex__data_pipe_lsu_wavefronts_mem_shared (ld+st)": f"{w:,.0f} wavefronts",
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared (ld+st)": f"{c:,.0f} wavefronts",
                 "conflict degree = wavefronts / (wavefronts − conflicts)": f"{deg:.2f} ways",
-                "sm clock (gpc__cycles_elapsed.avg.per_second)": f"{_f(row, 'sm_clock_hz') / 1e9:.3g} "
+                "sm clock (gpc__cycles_elapsed.avg.per_second)": f"{number_of(row, 'sm_clock_hz') / 1e9:.3g} "
                 f"GHz",
             },
             lambda: SMEM_MODEL + f"; SMs = {gpu.sm_count} ({gpu.source_of('sm_count')})",
         )
 
     # uncoalesced global loads
-    r = _f(row, "global_ld_coalescing_ratio")
+    r = number_of(row, "global_ld_coalescing_ratio")
     if r is not None and r >= 1.2:
         lost = b["dram"] * (1 - 1 / r) if limiter == "dram" and "dram" in b else 0.0
         spr, ideal = (
-            _f(row, "global_ld_sectors_per_request"),
-            _f(row, "global_ld_ideal_sectors_per_request"),
+            number_of(row, "global_ld_sectors_per_request"),
+            number_of(row, "global_ld_ideal_sectors_per_request"),
         )
         add(
             "uncoalesced",
@@ -262,8 +257,11 @@ def kernel_findings(
         )
 
     # below the roofline / at a bound
-    occ_a, occ_t = _f(row, "achieved_occupancy_pct"), _f(row, "theoretical_occupancy_pct")
-    occ_ours, lim = _f(row, "predicted_occupancy_pct"), row.get("occupancy_limiter")
+    occ_a, occ_t = (
+        number_of(row, "achieved_occupancy_pct"),
+        number_of(row, "theoretical_occupancy_pct"),
+    )
+    occ_ours, lim = number_of(row, "predicted_occupancy_pct"), row.get("occupancy_limiter")
     if t_bound is not None:
         util = t_bound / d
         res = RESOURCE_NAMES[limiter]
@@ -308,7 +306,7 @@ def kernel_findings(
                         if p and p.measured
                         else "the datasheet quotes its peak at NVIDIA's reference "
                         "clock and this launch's SMs ran at "
-                        f"{(_f(row, 'sm_clock_hz') or 0) / 1e9:.2f} GHz."
+                        f"{(number_of(row, 'sm_clock_hz') or 0) / 1e9:.2f} GHz."
                     )
                 )
             title = (
@@ -362,7 +360,7 @@ def kernel_findings(
             )
 
     # grid smaller than one wave
-    blocks, per_sm = _f(row, "grid_size"), _f(row, "predicted_blocks_per_sm")
+    blocks, per_sm = number_of(row, "grid_size"), number_of(row, "predicted_blocks_per_sm")
     if blocks and per_sm and gpu.sm_count:
         wave = blocks / (per_sm * gpu.sm_count)
         if wave < 1:
@@ -444,7 +442,7 @@ def bound_of(
     """What limits one launch, from the throughput bounds: the busiest resource ("dram", "fp32",
     "tensor", "smem") when its time is >= AT_BOUND of the duration, else "latency"; None when no
     bound can be computed."""
-    d = _f(row, "duration_ns")
+    d = number_of(row, "duration_ns")
     peaks = peaks_for(gpu, measured) if peaks is None else peaks
     tb = {
         k: v

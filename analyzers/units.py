@@ -176,6 +176,15 @@ def scale_for(max_abs: float, unit: str) -> tuple[float, str]:
 MISSING = "—"
 
 
+def number_of(row: dict, key: str) -> float | None:
+    """row[key] as a finite float; None when absent, null, a bool, NaN or infinite."""
+    v = row.get(key)
+    if v is None or isinstance(v, bool):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
 def missing(x) -> bool:
     return x is None or (isinstance(x, float) and not math.isfinite(x))
 

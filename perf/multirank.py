@@ -187,9 +187,9 @@ SERIAL = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
 from dashboard.core import execute, ranks
-from dashboard.cli import ranks as R
+from dashboard.cli import ranks as cli_ranks
 mr, info = ranks.analyze_sources(ranks.path_sources(sys.argv[1]), execute.SerialExecutor())
-print(json.dumps(R.folder_report(mr, info, sys.argv[1]), default=str))
+print(json.dumps(cli_ranks.folder_report(mr, info, sys.argv[1]), default=str))
 """
 
 WHOLE = r"""

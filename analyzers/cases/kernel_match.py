@@ -14,6 +14,7 @@ from analyzers.cases.catalog import Comparison, compare, evaluate, measurements_
 from analyzers.cases.model import CaseError
 from analyzers.cases.verdicts import Measurement
 from analyzers.gpus import GPUSpec
+from analyzers.units import number_of
 
 SMEM_SHARE_MIN = 0.25
 POW2_TOL = 0.02
@@ -31,14 +32,6 @@ class KernelCase:
     problem: str | None = None
 
 
-def _f(row: dict, key: str) -> float | None:
-    v = row.get(key)
-    if v is None or isinstance(v, bool):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def _pow2(x: float) -> int | None:
     if x is None or x < 0.95:
         return None
@@ -47,9 +40,9 @@ def _pow2(x: float) -> int | None:
 
 
 def _column_read(row: dict, gpu: GPUSpec):
-    wf, cf = _f(row, "smem_ld_wavefronts"), _f(row, "smem_ld_bank_conflicts")
-    req = (_f(row, "smem_ld_requests") or 0) + (_f(row, "smem_ldsm_requests") or 0)
-    d, clk = _f(row, "duration_ns"), _f(row, "sm_clock_hz")
+    wf, cf = number_of(row, "smem_ld_wavefronts"), number_of(row, "smem_ld_bank_conflicts")
+    req = (number_of(row, "smem_ld_requests") or 0) + (number_of(row, "smem_ldsm_requests") or 0)
+    d, clk = number_of(row, "duration_ns"), number_of(row, "sm_clock_hz")
     if not (wf and cf is not None and req and d and clk and gpu.sm_count):
         return None
     if wf / (gpu.sm_count * clk) * 1e9 < SMEM_SHARE_MIN * d:
@@ -92,11 +85,11 @@ def _column_read(row: dict, gpu: GPUSpec):
 
 
 def _transpose(row: dict, gpu: GPUSpec):
-    bx, by, bz = (_f(row, f"block_{a}") for a in "xyz")
-    gx, gy = _f(row, "grid_x"), _f(row, "grid_y")
-    smem = _f(row, "smem_static_bytes")
-    rd, wr = _f(row, "dram_read_bytes"), _f(row, "dram_write_bytes")
-    flop = (_f(row, "flop_fp32") or 0) + (_f(row, "flop_tensor") or 0)
+    bx, by, bz = (number_of(row, f"block_{a}") for a in "xyz")
+    gx, gy = number_of(row, "grid_x"), number_of(row, "grid_y")
+    smem = number_of(row, "smem_static_bytes")
+    rd, wr = number_of(row, "dram_read_bytes"), number_of(row, "dram_write_bytes")
+    flop = (number_of(row, "flop_fp32") or 0) + (number_of(row, "flop_tensor") or 0)
     if not (
         bx
         and bx == by
@@ -123,10 +116,10 @@ def _transpose(row: dict, gpu: GPUSpec):
 
 
 def _tiling(row: dict, gpu: GPUSpec):
-    gx, gy = _f(row, "grid_x"), _f(row, "grid_y")
-    smem = (_f(row, "smem_static_bytes") or 0) + (_f(row, "smem_dynamic_bytes") or 0)
-    flop = (_f(row, "flop_fp32") or 0) + (_f(row, "flop_tensor") or 0)
-    wr = _f(row, "dram_write_bytes")
+    gx, gy = number_of(row, "grid_x"), number_of(row, "grid_y")
+    smem = (number_of(row, "smem_static_bytes") or 0) + (number_of(row, "smem_dynamic_bytes") or 0)
+    flop = (number_of(row, "flop_fp32") or 0) + (number_of(row, "flop_tensor") or 0)
+    wr = number_of(row, "dram_write_bytes")
     if not (gx and gy and gy > 1 and smem and flop > 0 and wr):
         return None
     fits = []
@@ -158,10 +151,10 @@ def _tiling(row: dict, gpu: GPUSpec):
         "is written once, and part of it can stay in L2 when the kernel ends)",
     }
     params = {"M": M, "N": N, "K": K, "m": m, "n": n, "k": k, "stage": stage, "acc": acc, "elem": e}
-    if _f(row, "block_size"):
-        params["threads"] = int(_f(row, "block_size"))
-    if _f(row, "registers_per_thread") is not None:
-        params["regs"] = int(_f(row, "registers_per_thread"))
+    if number_of(row, "block_size"):
+        params["threads"] = int(number_of(row, "block_size"))
+    if number_of(row, "registers_per_thread") is not None:
+        params["regs"] = int(number_of(row, "registers_per_thread"))
     return params, how, []
 
 

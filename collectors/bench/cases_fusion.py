@@ -9,7 +9,7 @@ import json
 import os
 import tempfile
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.context import NAN, Context
 from collectors.bench.harness import MIB, make_record, timing_records
 
@@ -42,7 +42,7 @@ def case_fusion_activation_chain(ctx: Context) -> None:
                 ("unfused torch", lambda: F.silu(g) * u, False),
                 ("fused triton", lambda: tk.silu_mul(g, u, z), True),
             ):
-                nbytes = H.silu_mul_bytes(m, f, 2, fused=fused)
+                nbytes = harness.silu_mul_bytes(m, f, 2, fused=fused)
                 t = ctx.time(fn, flush=ctx.flush_if(nbytes))
                 ctx.emit(
                     timing_records(
@@ -113,7 +113,7 @@ def case_flash_attention_traffic(ctx: Context) -> None:
                         params,
                         t.stats,
                         source=t.source,
-                        bytes_moved=H.attention_min_bytes(length, d),
+                        bytes_moved=harness.attention_min_bytes(length, d),
                         notes=t.note(),
                     )
                 )
@@ -136,7 +136,7 @@ def _profile_counts(ctx: Context, fn, calls: int) -> dict:
         prof.export_chrome_trace(path)
         with open(path) as f:
             events = json.load(f).get("traceEvents", [])
-    return H.count_launches(events)
+    return harness.count_launches(events)
 
 
 def case_graph_replay(ctx: Context) -> None:

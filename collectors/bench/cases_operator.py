@@ -3,7 +3,7 @@ bank.column_read, transpose.tile, rmsnorm.split)."""
 
 from __future__ import annotations
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.context import NAN, Context
 from collectors.bench.harness import make_record, timing_records
 
@@ -90,7 +90,7 @@ def case_tiling_traffic(ctx: Context) -> None:
                     params,
                     t.stats,
                     source=t.source,
-                    flop=H.matmul_flop(m, n, k),
+                    flop=harness.matmul_flop(m, n, k),
                     notes=(
                         "BF16 tensor cores (mma.sync), the chapter's shared-memory budget; "
                         if engine == "tensor"
@@ -156,7 +156,9 @@ def case_bank_column_read(ctx: Context) -> None:
                 got = out.view(-1, 32).cpu().numpy()
                 ref = colread_reference(width, s, iters)
                 if not np.array_equal(got, np.broadcast_to(ref, got.shape)):
-                    raise H.CheckFailed(f"{kname} stride {s}: output differs from the reference")
+                    raise harness.CheckFailed(
+                        f"{kname} stride {s}: output differs from the reference"
+                    )
                 ctx.checks[f"{kname} stride {s}"] = 0.0
                 times[s] = t = ctx.time(fn, target_s=ctx.pick(0.1, 0.02))
                 ctx.emit(
@@ -235,7 +237,7 @@ def case_transpose_tile(ctx: Context) -> None:
                     params,
                     t.stats,
                     source=t.source,
-                    bytes_moved=H.transpose_bytes(n),
+                    bytes_moved=harness.transpose_bytes(n),
                     notes=t.note(),
                 )
             )
@@ -278,7 +280,7 @@ def case_rmsnorm_split(ctx: Context) -> None:
                         params,
                         t.stats,
                         source=t.source,
-                        bytes_moved=H.rmsnorm_bytes(rows, h, s),
+                        bytes_moved=harness.rmsnorm_bytes(rows, h, s),
                         notes=t.note(),
                     )
                 )

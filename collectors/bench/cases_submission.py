@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.context import NAN, Context, ceiling_record
 from collectors.bench.harness import GIB, MIB, make_record, timing_records
 
@@ -116,7 +116,7 @@ def case_h2d_chunked_copy(ctx: Context) -> None:
         with ctx.part(f"host memcpy, {bounce >> 20} MiB pieces"):
             buf = torch.empty(bounce // 4, pin_memory=True)
             fn = host_memcpy_pieces(src_np, buf.numpy(), bounce)
-            t = H.time_host(fn, reps=ctx.pick(15, 3))
+            t = harness.time_host(fn, reps=ctx.pick(15, 3))
             key = f"numpy copy of {total >> 20} MiB pageable into a {bounce >> 20} MiB pinned buffer, one thread"
             memcpy_vals[key], memcpy_t[key] = total / t.median, t
     if memcpy_vals:
@@ -188,7 +188,7 @@ def case_timing_positions(ctx: Context) -> None:
                 ctx.sync()
             # call + synchronize, `inner` times per sample (host jitter averages out)
             inner = ctx.pick(10, 2)
-            with H._no_gc():
+            with harness._no_gc():
                 for _ in range(reps):
                     ctx.sync()
                     t0 = time.perf_counter()
@@ -208,7 +208,7 @@ def case_timing_positions(ctx: Context) -> None:
                     "flushed",
                 ),
             ):
-                s = H.summarize(samples)
+                s = harness.summarize(samples)
                 ctx.emit(
                     make_record(
                         "timing.positions",
@@ -264,7 +264,7 @@ def case_compile_amortization(ctx: Context) -> None:
                 fn()
             ctx.sync()
 
-        return H.time_host(many, reps=ctx.pick(15, 2), per_call=calls)
+        return harness.time_host(many, reps=ctx.pick(15, 2), per_call=calls)
 
     for i, m in enumerate(ms):
         g = torch.randn(m, f, device=ctx.dev, dtype=torch.bfloat16)
@@ -406,7 +406,7 @@ def case_launch_overhead(ctx: Context) -> None:
                 ("host_submit_time_per_launch", submit),
                 ("back_to_back_time_per_launch", done),
             ):
-                s = H.summarize(samples)
+                s = harness.summarize(samples)
                 ctx.emit(
                     make_record(
                         "launch.overhead",
@@ -419,15 +419,15 @@ def case_launch_overhead(ctx: Context) -> None:
                         n=s.n,
                     )
                 )
-            s_done = H.summarize(done)
+            s_done = harness.summarize(done)
             b2b_vals[label] = s_done.median
-            b2b_t[label] = H.Timing(s_done, "host clock")
+            b2b_t[label] = harness.Timing(s_done, "host clock")
 
             def sync_each(fn=fn):
                 fn()
                 ctx.sync()
 
-            t = H.time_host(sync_each, reps=max(n // 4, 20))
+            t = harness.time_host(sync_each, reps=max(n // 4, 20))
             sync_vals[label], sync_t[label] = t.median, t
             ctx.emit(
                 make_record(
@@ -609,7 +609,7 @@ def cxx_launch_floor(ctx: Context, n: int, rounds: int) -> None:
         ("back_to_back_time_per_launch", "back_to_back"),
         ("launch_and_sync_time", "launch_sync"),
     ):
-        s = H.summarize(d[key])
+        s = harness.summarize(d[key])
         ctx.emit(
             make_record(
                 "launch.overhead",
@@ -630,7 +630,7 @@ def cxx_launch_floor(ctx: Context, n: int, rounds: int) -> None:
             "launch_cxx_back_to_back",
             "s",
             {CXX_LAUNCHER: b2b.median},
-            {CXX_LAUNCHER: H.Timing(b2b, "host clock")},
+            {CXX_LAUNCHER: harness.Timing(b2b, "host clock")},
             higher_is_better=False,
         )
     )
@@ -678,7 +678,7 @@ def case_littles_law(ctx: Context) -> None:
                         params,
                         t.stats,
                         source=t.source,
-                        bytes_moved=H.copy_bytes(nbytes),
+                        bytes_moved=harness.copy_bytes(nbytes),
                         notes=f"buffer {nbytes} B; " + t.note(),
                     )
                 )

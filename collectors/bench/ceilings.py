@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.context import NAN, Context, ceiling_record
 from collectors.bench.harness import GIB, MIB
 
@@ -61,7 +61,7 @@ def ceiling_dram_copy(ctx: Context) -> None:
                 ctx.check_equal(kname, dst, src)
                 key = f"{kname}, {label} ({grid} blocks x 256)"
                 timings[key] = t = ctx.time(fn)
-                values[key] = H.copy_bytes(nbytes) / t.median
+                values[key] = harness.copy_bytes(nbytes) / t.median
     if ctx.props.major >= 9:  # Hopper+: the Tensor Memory Accelerator's bulk copies (ks_copy_tma)
         for chunk, stages, per_sm in TMA_COPY_CONFIGS:
             with ctx.part(f"ks_copy_tma {chunk} B x {stages}, {per_sm}/SM"):
@@ -90,13 +90,13 @@ def ceiling_dram_copy(ctx: Context) -> None:
                 ctx.check_equal("ks_copy_tma", dst, src)
                 key = f"ks_copy_tma, {chunk // 1024} KiB x {stages} stages, {grid} blocks ({per_sm}/SM)"
                 timings[key] = t = ctx.time(fn)
-                values[key] = H.copy_bytes(nbytes) / t.median
+                values[key] = harness.copy_bytes(nbytes) / t.median
     with ctx.part("torch copy_"):
         dst.fill_(NAN)
         dst.copy_(src)
         ctx.check_equal("torch copy_", dst, src)
         timings["torch Tensor.copy_"] = t = ctx.time(lambda: dst.copy_(src))
-        values["torch Tensor.copy_"] = H.copy_bytes(nbytes) / t.median
+        values["torch Tensor.copy_"] = harness.copy_bytes(nbytes) / t.median
     ctx.emit(
         ceiling_record(
             "dram_copy_bandwidth",
@@ -194,7 +194,7 @@ def ceiling_bf16_matmul(ctx: Context) -> None:
     def fn():
         torch.matmul(a, b, out=c)
 
-    flop = H.matmul_flop(n, n, n)
+    flop = harness.matmul_flop(n, n, n)
     base = f"torch.matmul bf16 {n}x{n}x{n}"
     values, timings = {}, {}
     # burst: after an idle pause, before the board reaches its power limit (the clock NVIDIA's peak

@@ -21,7 +21,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.harness import MIB, make_record
 
 KERNEL_SRC = Path(__file__).resolve().parent / "kernels" / "chapter5.cuh"
@@ -143,7 +143,7 @@ class Context:
         kw.setdefault("target_s", self.pick(0.25, 0.03))
         kw.setdefault("min_reps", self.pick(10, 3))
         kw.setdefault("max_reps", self.pick(200, 20))
-        return H.time_gpu(fn, **kw)
+        return harness.time_gpu(fn, **kw)
 
     def flush(self) -> None:
         self.flush_buf.zero_()
@@ -156,12 +156,12 @@ class Context:
         self.torch.cuda.synchronize()
 
     def check(self, name, out, ref, tol) -> float:
-        err = H.check(name, out, ref, tol)
+        err = harness.check(name, out, ref, tol)
         self.checks[name] = err
         return err
 
     def check_equal(self, name, out, ref) -> float:
-        err = H.check_equal(name, out, ref)
+        err = harness.check_equal(name, out, ref)
         self.checks[name] = err
         return err
 
@@ -225,7 +225,7 @@ def ceiling_record(
         raise RuntimeError(f"{metric}: no method succeeded")
     best = (max if higher_is_better else min)(values, key=values.get)
     t = timings[best]
-    flags = ["noisy"] if H.is_noisy(t.median, t.stats.cv) else []
+    flags = ["noisy"] if harness.is_noisy(t.median, t.stats.cv) else []
     params = {"method": best, **(extra or {}), "variants": {k: float(v) for k, v in values.items()}}
     return make_record(
         "ceiling",

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 
 # The main cases must start before this many seconds; the ncu reruns must end before the second.
 BUDGET_S = {False: (270.0, 400.0), True: (150.0, 320.0)}  # full, quick
@@ -185,7 +185,7 @@ def gpu_info(ctx) -> tuple[dict, object, float | None]:
 
 
 def _on_alarm(signum, frame):
-    raise H.CaseTimeout()
+    raise harness.CaseTimeout()
 
 
 def _on_term(signum, frame):
@@ -202,14 +202,14 @@ def run_case(ctx, case_id: str, fn, limit_s: float, doc: dict, handle, max_clk) 
     ctx.begin_case(case_id)
     t0 = time.monotonic()
     error = None
-    sampler = H.NvmlSampler(handle, max_sm_clock_mhz=max_clk)
+    sampler = harness.NvmlSampler(handle, max_sm_clock_mhz=max_clk)
     old = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, limit_s, 2.0)  # fires again every 2 s until cleared
     try:
         with sampler:
             fn(ctx)
             ctx.sync()
-    except H.CaseTimeout:
+    except harness.CaseTimeout:
         error = f"timed out after {limit_s:.0f} s (results measured before that are kept)"
     except Exception as e:  # noqa: BLE001 - a failing case is reported and the suite goes on
         import traceback
@@ -288,7 +288,9 @@ def _run_cases(
             status = run_case(
                 ctx, case_id, fn, quick_limit if quick else full_limit, doc, handle, max_clk
             )
-        except H.CaseTimeout:  # a repeat of the alarm that slipped past run_case's own handler
+        except (
+            harness.CaseTimeout
+        ):  # a repeat of the alarm that slipped past run_case's own handler
             signal.setitimer(signal.ITIMER_REAL, 0)
             doc["failures"].append({"case": case_id, "error": "timed out"})
             doc["cases"].setdefault(
@@ -365,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     seed = secrets.randbits(31)
     ctx.torch.manual_seed(seed)
     gpu, handle, max_clk = gpu_info(ctx)
-    path = out_dir / H.result_file_name(gpu["name"], gpu["uuid"])
+    path = out_dir / harness.result_file_name(gpu["name"], gpu["uuid"])
     doc = {
         "kernelscope_bench": 1,
         "suite": SUITE_VERSION,

@@ -295,7 +295,7 @@ def analyze_ranks(
     """`kernelscope analyze FOLDER_OR_GLOB`: one task per rank trace on a process pool or Ray,
     summaries only back here (dashboard.core.ranks)."""
     from dashboard.core import execute, ranks
-    from dashboard.cli import ranks as R
+    from dashboard.cli import ranks as cli_ranks
 
     src = open_source(store)
     sources = ranks.path_sources(target)
@@ -306,13 +306,18 @@ def analyze_ranks(
         for c in src.ceilings().select("gpu_name").unique().to_dicts()
     }
     mr, info = ranks.analyze_sources(
-        sources, ex, step_pattern=step, threshold=threshold, floors=floors, on_done=R.progress()
+        sources,
+        ex,
+        step_pattern=step,
+        threshold=threshold,
+        floors=floors,
+        on_done=cli_ranks.progress(),
     )
-    rep = R.folder_report(mr, info, target)
+    rep = cli_ranks.folder_report(mr, info, target)
     if format is Format.json:
         echo_json(rep)
     elif format is Format.csv:
-        sys.stdout.write(to_csv(R.csv_rows(rep)))
+        sys.stdout.write(to_csv(cli_ranks.csv_rows(rep)))
     else:
         typer.echo(
             f"{target}: {rep['summary']['rank_count']} ranks, {rep['summary']['iteration_count']} "
@@ -323,8 +328,8 @@ def analyze_ranks(
                 else ""
             )
         )
-        R.print_tables(rep)
-    R.echo_execution(info)
+        cli_ranks.print_tables(rep)
+    cli_ranks.echo_execution(info)
     if info.failures:
         raise typer.Exit(1)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analyzers import ceilings as C
+from analyzers import ceilings
 from analyzers.errors import AnalysisError
 from analyzers.gpu_compare import gpu_label
 from analyzers.gpu_identify import Evidence, Identified, identify_gpu
@@ -245,11 +245,11 @@ class Source:
 
         def make():
             runs = self.bench_runs()
-            labels = C.gpu_labels(
+            labels = ceilings.gpu_labels(
                 [(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs]
             )
             frames = [
-                C.ceilings_frame(
+                ceilings.ceilings_frame(
                     r.table("ceilings"),
                     run_id=r.run_id,
                     gpu_name=r.meta.get("gpu_name"),
@@ -259,8 +259,8 @@ class Source:
                 for r in runs
                 if "ceilings" in r.tables
             ]
-            frame = pl.concat(frames) if frames else pl.DataFrame(schema=C.CEILING_SCHEMA)
-            return C.judge_ceilings(frame, *self.ceiling_choices())
+            frame = pl.concat(frames) if frames else pl.DataFrame(schema=ceilings.CEILING_SCHEMA)
+            return ceilings.judge_ceilings(frame, *self.ceiling_choices())
 
         return self._cached(("ceilings", self._ceilings_key()), make)
 
@@ -278,11 +278,11 @@ class Source:
                         out.append({**row, "run_id": r.run_id, "gpu_name": r.meta.get("gpu_name")})
         return out
 
-    def best_ceilings(self, gpu_name: str, host: str | None = None) -> dict[str, C.Ceiling]:
-        return C.best_ceilings(self.ceilings(), gpu_name, host)
+    def best_ceilings(self, gpu_name: str, host: str | None = None) -> dict[str, ceilings.Ceiling]:
+        return ceilings.best_ceilings(self.ceilings(), gpu_name, host)
 
     def launch_floor_ns(self, gpu_name: str | None) -> float | None:
-        return C.launch_floor_ns(self.ceilings(), gpu_name)
+        return ceilings.launch_floor_ns(self.ceilings(), gpu_name)
 
     # ---- analyses
     # ----------------------------------------------------------------------------------
@@ -451,7 +451,9 @@ class Source:
             else pl.DataFrame()
         )
 
-    def run_ceilings(self, run: Run | Parsed, gpu_name: str | None = None) -> dict[str, C.Ceiling]:
+    def run_ceilings(
+        self, run: Run | Parsed, gpu_name: str | None = None
+    ) -> dict[str, ceilings.Ceiling]:
         """The measured ceilings a bench run's predictions use: the store's best for its GPU
         (`gpu_name`, else the run's; host-side ones from the run's host), overridden by the run's
         own (same host, same session)."""
@@ -459,8 +461,8 @@ class Source:
         host = (run.meta.get("host") or {}).get(
             "id"
         ) or f"host of run {getattr(run, 'run_id', None) or 'this file'}"
-        own = C.best_ceilings(
-            C.ceilings_frame(
+        own = ceilings.best_ceilings(
+            ceilings.ceilings_frame(
                 run.table("ceilings") if "ceilings" in run.tables else pl.DataFrame(),
                 run_id=getattr(run, "run_id", None) or "this file",
                 gpu_name=name,
@@ -559,7 +561,7 @@ class Source:
 
         def make():
             runs = self.bench_runs()
-            labels = C.gpu_labels(
+            labels = ceilings.gpu_labels(
                 [(r.run_id, r.meta.get("gpu_name"), r.meta.get("gpu_uuid")) for r in runs]
             )
             frames = [

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from analyzers import distributed as D
-from analyzers import stragglers as S
+from analyzers import distributed
+from analyzers import stragglers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def _numpy_stats(x: np.ndarray) -> dict:
     }
 
 
-def _numpy_histogram(x: np.ndarray, bins: int = S.HISTOGRAM_BINS) -> list[dict]:
+def _numpy_histogram(x: np.ndarray, bins: int = stragglers.HISTOGRAM_BINS) -> list[dict]:
     lo, hi = float(np.min(x)), float(np.max(x))
     if hi <= lo:
         return [{"lo_ns": lo, "hi_ns": hi, "count": int(len(x))}]
@@ -76,7 +76,7 @@ def test_stats_are_numpys_bit_for_bit(xs):
     lists; quantiles round the rank half to even, as np.around (half up fails n = 6, p = 0.1)."""
     with np.errstate(all="ignore"):
         want = _numpy_stats(np.asarray(xs, dtype=np.float64))
-    got = S._stats(xs)
+    got = stragglers._stats(xs)
     assert got.keys() == want.keys()
     for k in want:
         assert _same(got[k], want[k]), (k, got[k], want[k])
@@ -96,12 +96,12 @@ def test_stats_are_numpys_bit_for_bit(xs):
 )
 def test_stats_on_chosen_lists(xs):
     want = _numpy_stats(np.asarray(xs, dtype=np.float64))
-    got = S._stats(xs)
+    got = stragglers._stats(xs)
     assert all(_same(got[k], want[k]) for k in want), (got, want)
 
 
 def test_stats_of_nothing():
-    assert S._stats([]) == {"count": 0} and S._histogram([]) == []
+    assert stragglers._stats([]) == {"count": 0} and stragglers._histogram([]) == []
 
 
 @settings(max_examples=300, deadline=None)
@@ -110,7 +110,7 @@ def test_histogram_is_numpys(xs, bins):
     """Edges as np.linspace's and each value in the bin np.histogram puts it in (values on an edge
     go up; the maximum into the last bin)."""
     want = _numpy_histogram(np.asarray(xs, dtype=np.float64), bins)
-    got = S._histogram(xs, bins)
+    got = stragglers._histogram(xs, bins)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert all(_same(g[k], w[k]) for k in w), (g, w)
@@ -118,8 +118,8 @@ def test_histogram_is_numpys(xs, bins):
 
 def test_histogram_values_on_edges():
     xs = [0, 5, 10, 15, 20, 20]  # every value on an edge of 4 bins of 5
-    assert [b["count"] for b in S._histogram(xs, 4)] == [1, 1, 1, 3]
-    assert [b["count"] for b in S._histogram(xs, 4)] == [
+    assert [b["count"] for b in stragglers._histogram(xs, 4)] == [1, 1, 1, 3]
+    assert [b["count"] for b in stragglers._histogram(xs, 4)] == [
         b["count"] for b in _numpy_histogram(np.array(xs, float), 4)
     ]
 
@@ -128,7 +128,7 @@ def test_histogram_values_on_edges():
 @given(st.lists(st.integers(-(10**6), 10**6), min_size=1, max_size=30))
 def test_argmax_is_the_first_largest(xs):
     f = [float(x) for x in xs]
-    assert S._argmax(f) == int(np.argmax(np.array(f)))
+    assert stragglers._argmax(f) == int(np.argmax(np.array(f)))
 
 
 # ------------------------------------------------------------------ interval arithmetic: the numpy
@@ -161,7 +161,7 @@ def _np_covered(S_, E_, a, b):
 
 
 def _np_host_gaps(s, e, api):
-    LO, HI = D._LO, D._HI
+    LO, HI = distributed._LO, distributed._HI
     if len(s) == 0:
         return [LO], [HI]
     prev_end = np.maximum.accumulate(e)
@@ -183,7 +183,7 @@ def test_merge_and_covered_are_the_numpy_codes(path, monkeypatch):
     """Both ways of computing (Python lists for small inputs, polars above D.SMALL) against the
     numpy code: ties, zero and negative lengths, windows outside, empty windows and empty sets
     included."""
-    monkeypatch.setattr(D, "SMALL", 4096 if path == "lists" else 0)
+    monkeypatch.setattr(distributed, "SMALL", 4096 if path == "lists" else 0)
 
     @settings(max_examples=300, deadline=None)
     @given(intervals, windows)
@@ -192,11 +192,13 @@ def test_merge_and_covered_are_the_numpy_codes(path, monkeypatch):
         e = np.array([x + n for x, n in iv], np.int64)
         a = np.array([x for x, _ in win], np.int64)
         b = np.array([x + n for x, n in win], np.int64)
-        S_, E_ = D.merge(pl.Series(s, dtype=pl.Int64), pl.Series(e, dtype=pl.Int64))
+        S_, E_ = distributed.merge(pl.Series(s, dtype=pl.Int64), pl.Series(e, dtype=pl.Int64))
         wS, wE = _np_merge(s, e)
         assert S_.dtype == E_.dtype == pl.Int64
         assert S_.to_list() == wS.tolist() and E_.to_list() == wE.tolist()
-        got = D.covered(S_, E_, pl.Series(a, dtype=pl.Int64), pl.Series(b, dtype=pl.Int64))
+        got = distributed.covered(
+            S_, E_, pl.Series(a, dtype=pl.Int64), pl.Series(b, dtype=pl.Int64)
+        )
         assert got.dtype == pl.Int64 and got.to_list() == _np_covered(wS, wE, a, b).tolist()
 
     same()
@@ -206,7 +208,7 @@ def test_merge_and_covered_are_the_numpy_codes(path, monkeypatch):
 def test_host_gaps_are_the_numpy_code(path, monkeypatch):
     """Gaps the host caused, both ways, against the numpy code it replaced: launches before, inside
     and after gaps, unknown launch times (null), ties and overlaps."""
-    monkeypatch.setattr(D, "SMALL", 4096 if path == "lists" else 0)
+    monkeypatch.setattr(distributed, "SMALL", 4096 if path == "lists" else 0)
     op = st.tuples(
         st.integers(0, 300), st.integers(0, 60), st.one_of(st.none(), st.integers(-20, 400))
     )
@@ -226,9 +228,9 @@ def test_host_gaps_are_the_numpy_code(path, monkeypatch):
         want = _np_host_gaps(
             o["start_ns"].to_numpy(),
             o["end_ns"].to_numpy(),
-            o["api_start_ns"].fill_null(D._LO).to_numpy(),
+            o["api_start_ns"].fill_null(distributed._LO).to_numpy(),
         )
-        gs, ge = D._host_gaps(ops)
+        gs, ge = distributed._host_gaps(ops)
         assert (gs.to_list(), ge.to_list()) == want
 
     same()

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from analyzers import timeline as T
-from analyzers import whatif as W
+from analyzers import timeline
+from analyzers import whatif
 from collectors.ingest import parse_bytes
 from collectors.schema import API_CALLS_SCHEMA
 from tests.conftest import H200_TORCH, SHARED_NSYS
@@ -53,13 +53,13 @@ def test_busy_time_is_a_union_not_a_sum():
             {"start_ns": 22, "end_ns": 24, "stream": 9, "kind": "memcpy"},
         ]
     )
-    u = T.utilization(g).row(0, named=True)
+    u = timeline.utilization(g).row(0, named=True)
     assert (u["busy_ns"], u["window_ns"], u["idle_ns"]) == (25, 30, 5)
     assert u["idle_fraction"] == pytest.approx(5 / 30)
-    assert T.gaps(g).select("start_ns", "end_ns", "gap_ns").rows() == [(15, 20, 5)]
-    per_stream = T.utilization(g, T.STREAM)
+    assert timeline.gaps(g).select("start_ns", "end_ns", "gap_ns").rows() == [(15, 20, 5)]
+    per_stream = timeline.utilization(g, timeline.STREAM)
     assert per_stream["busy_ns"].to_list() == [20, 12]
-    tb = T.temporal_breakdown(g).row(0, named=True)
+    tb = timeline.temporal_breakdown(g).row(0, named=True)
     # the copy hides under a kernel
     assert (tb["compute_ns"], tb["memcpy_ns"], tb["idle_ns"]) == (25, 0, 5)
 
@@ -73,7 +73,7 @@ def test_temporal_breakdown_priorities():
             {"start_ns": 40, "end_ns": 50, "name": "gemm"},
         ]
     )
-    tb = T.temporal_breakdown(g).row(0, named=True)
+    tb = timeline.temporal_breakdown(g).row(0, named=True)
     assert (
         tb["window_ns"],
         tb["compute_ns"],
@@ -97,7 +97,7 @@ def test_idle_categories_follow_hta():
             {"start_ns": 100_050, "end_ns": 100_060},
         ]
     )
-    sg = T.stream_gaps(g)
+    sg = timeline.stream_gaps(g)
     assert sg.select("gap_ns", "category").rows() == [
         (2, "host_wait"),
         (5, "kernel_wait"),
@@ -106,11 +106,11 @@ def test_idle_categories_follow_hta():
     ]
     ic = {
         r["category"]: (r["idle_ns"], r["gap_count"])
-        for r in T.idle_categories(g).iter_rows(named=True)
+        for r in timeline.idle_categories(g).iter_rows(named=True)
     }
     assert ic == {"host_wait": (2, 1), "kernel_wait": (15, 2), "other": (100_000, 1)}
     # the threshold is a parameter in ns (HTA's 30 is µs)
-    ic2 = T.idle_categories(g, kernel_wait_threshold_ns=4)
+    ic2 = timeline.idle_categories(g, kernel_wait_threshold_ns=4)
     assert dict(ic2.select("category", "idle_ns").rows())["other"] == 100_015
 
 
@@ -129,7 +129,7 @@ def test_launch_stats_and_outliers():
             {"start_ns": 400_000, "end_ns": 400_001},
         ]
     )  # no launch call
-    s = T.launch_stats(g).row(0, named=True)
+    s = timeline.launch_stats(g).row(0, named=True)
     assert (
         s["op_count"],
         s["with_launch"],
@@ -138,7 +138,7 @@ def test_launch_stats_and_outliers():
         s["short_ops"],
     ) == (4, 3, 2, 1, 1)
     assert (s["launch_delay_median_ns"], s["launch_delay_max_ns"]) == (5, 299_991)
-    assert T.launch_delay_outliers(g)["launch_delay_ns"].to_list() == [299_991]
+    assert timeline.launch_delay_outliers(g)["launch_delay_ns"].to_list() == [299_991]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -178,31 +178,31 @@ def test_launch_stats_and_outliers():
 )
 def test_samples_busy_idle_and_launch_bound(name, busy, window, idle_cat, verdict):
     g = sample(name).tables["gpu_ops"]
-    u = T.utilization(g).row(0, named=True)
+    u = timeline.utilization(g).row(0, named=True)
     assert (u["busy_ns"], u["window_ns"]) == (busy, window)
-    assert dict(T.idle_categories(g).select("category", "idle_ns").rows()) == idle_cat
+    assert dict(timeline.idle_categories(g).select("category", "idle_ns").rows()) == idle_cat
     # idle = the gaps; per stream (one stream here) the categories add up to it
-    assert sum(idle_cat.values()) == window - busy == T.gaps(g)["gap_ns"].sum()
-    lb = T.launch_bound(g, launch_floor_ns=4400).row(0, named=True)
+    assert sum(idle_cat.values()) == window - busy == timeline.gaps(g)["gap_ns"].sum()
+    lb = timeline.launch_bound(g, launch_floor_ns=4400).row(0, named=True)
     assert lb["verdict"] == verdict
     assert lb["floor_kernels_per_s"] == pytest.approx(1e9 / 4400)
 
 
 def test_sample_launch_numbers():
-    s = T.launch_stats(sample("ffn_M1_eager").tables["gpu_ops"]).row(0, named=True)
+    s = timeline.launch_stats(sample("ffn_M1_eager").tables["gpu_ops"]).row(0, named=True)
     assert (s["with_launch"], s["launch_delay_median_ns"], s["queue_count"], s["short_ops"]) == (
         120,
         5508,
         119,
         61,
     )
-    t = T.launch_bound(sample("triton_add_x300").tables["gpu_ops"]).row(0, named=True)
+    t = timeline.launch_bound(sample("triton_add_x300").tables["gpu_ops"]).row(0, named=True)
     # every Triton kernel is shorter than its launch
     assert (t["short_kernels"], t["kernel_count"]) == (300, 300)
 
 
 def test_kernel_summary():
-    ks = T.kernel_summary(sample("ffn_M1024_eager").tables["gpu_ops"])
+    ks = timeline.kernel_summary(sample("ffn_M1024_eager").tables["gpu_ops"])
     top = ks.row(0, named=True)
     assert top["name"].startswith("nvjet_sm90") and (
         top["count"],
@@ -225,7 +225,7 @@ def test_whatif_gpu_bound_synthetic():
         ]
     )
     a = api([("cudaDeviceSynchronize", 3, 310, True)])
-    w = W.what_if(g, a, "k2", 2.0)
+    w = whatif.what_if(g, a, "k2", 2.0)
     assert (w.run_ns, w.predicted_ns, w.amdahl_ns) == (310, 260, 260)
 
 
@@ -238,7 +238,7 @@ def test_whatif_host_bound_synthetic():
         ]
     )
     a = api([("cudaDeviceSynchronize", 220, 230, True)])
-    w = W.what_if(g, a, "^k$", 10.0)
+    w = whatif.what_if(g, a, "^k$", 10.0)
     assert (w.run_ns, w.predicted_ns, w.matched_kernels) == (230, 230, 3)  # the host sets the pace
     # Amdahl still promises 27 ns
     assert w.amdahl_ns == pytest.approx(230 - 27)
@@ -249,7 +249,7 @@ def test_whatif_host_bound_synthetic():
 )
 def test_whatif_identity_on_samples(name):
     p = sample(name)
-    w = W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], ".", 1.0)
+    w = whatif.what_if(p.tables["gpu_ops"], p.tables["api_calls"], ".", 1.0)
     assert w.predicted_ns == w.run_ns and w.amdahl_ns == w.run_ns
 
 
@@ -268,16 +268,16 @@ def test_whatif_identity_on_samples(name):
 )
 def test_whatif_on_samples(name, pattern, run, predicted, amdahl):
     p = sample(name)
-    w = W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], pattern, 2.0)
+    w = whatif.what_if(p.tables["gpu_ops"], p.tables["api_calls"], pattern, 2.0)
     assert (w.run_ns, round(w.predicted_ns), w.amdahl_ns) == (run, predicted, amdahl)
 
 
 def test_whatif_rejects_bad_input():
     p = sample("ffn_M1024_eager")
     with pytest.raises(ValueError, match="invalid kernel regex"):
-        W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "(", 2.0)
+        whatif.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "(", 2.0)
     with pytest.raises(ValueError, match="speedup"):
-        W.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "nvjet", 0)
+        whatif.what_if(p.tables["gpu_ops"], p.tables["api_calls"], "nvjet", 0)
 
 
 @pytest.mark.shared_data
@@ -285,8 +285,11 @@ def test_whatif_on_real_nsys_pair():
     for f, pred in (("mfu_2gpu_before.sqlite", 237134647), ("mfu_2gpu_after.sqlite", 240243684)):
         p = parse_bytes((SHARED_NSYS / f).read_bytes(), f)
         g, a = p.tables["gpu_ops"], p.tables["api_calls"]
-        assert W.what_if(g, a, "flash", 1.0).predicted_ns == W.what_if(g, a, "flash", 1.0).run_ns
-        w = W.what_if(g, a, "flash", 2.0)
+        assert (
+            whatif.what_if(g, a, "flash", 1.0).predicted_ns
+            == whatif.what_if(g, a, "flash", 1.0).run_ns
+        )
+        w = whatif.what_if(g, a, "flash", 2.0)
         assert round(w.predicted_ns) == pred and len(w.ranks) == 2
 
 
@@ -417,10 +420,10 @@ def test_one_pass_busy_gaps_and_merge_match_a_plain_merge(seed):
                 }
             )
     g = ops(rows)
-    u = {r["device"]: r for r in T.utilization(g).iter_rows(named=True)}
-    gp = T.gaps(g)
-    mi = T.merge_intervals(g)
-    tb = {r["device"]: r for r in T.temporal_breakdown(g).iter_rows(named=True)}
+    u = {r["device"]: r for r in timeline.utilization(g).iter_rows(named=True)}
+    gp = timeline.gaps(g)
+    mi = timeline.merge_intervals(g)
+    tb = {r["device"]: r for r in timeline.temporal_breakdown(g).iter_rows(named=True)}
     for dev in {r["device"] for r in rows}:
         iv = [(r["start_ns"], r["end_ns"]) for r in rows if r["device"] == dev]
         busy, gaps, merged = _brute_union(iv)
@@ -447,7 +450,9 @@ def test_one_pass_busy_gaps_and_merge_match_a_plain_merge(seed):
             else 0
         )
         assert t["memcpy_ns"] == busy - k_busy
-    s = T.summarize(g)
-    assert s.devices["busy_ns"].to_list() == T.utilization(g)["busy_ns"].to_list()
-    assert s.temporal.equals(T.temporal_breakdown(g)) and s.launch_bound.equals(T.launch_bound(g))
-    assert s.idle_categories.equals(T.idle_categories(g))
+    s = timeline.summarize(g)
+    assert s.devices["busy_ns"].to_list() == timeline.utilization(g)["busy_ns"].to_list()
+    assert s.temporal.equals(timeline.temporal_breakdown(g)) and s.launch_bound.equals(
+        timeline.launch_bound(g)
+    )
+    assert s.idle_categories.equals(timeline.idle_categories(g))

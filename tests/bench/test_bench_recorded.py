@@ -22,13 +22,15 @@ MIB = 1 << 20
 def _read(path):
     """A recorded run read as the store reads it: today's derived records, predictions and verdicts,
     with the run's own measured ceilings in place of the spec-derived rates."""
-    from analyzers import ceilings as C
+    from analyzers import ceilings
     from analyzers.cases.bench_verdicts import attach
     from dashboard.core.source import gpu_for
 
     p = parse_bytes(path.read_bytes(), path.name)
-    ceil = C.best_ceilings(
-        C.ceilings_frame(p.table("ceilings"), run_id="recorded", gpu_name=p.meta["gpu_name"]),
+    ceil = ceilings.best_ceilings(
+        ceilings.ceilings_frame(
+            p.table("ceilings"), run_id="recorded", gpu_name=p.meta["gpu_name"]
+        ),
         p.meta["gpu_name"],
     )
     res = attach(p.table("results"), gpu_for(p.meta), ceil)

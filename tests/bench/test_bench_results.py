@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from collectors.ingest import parse_bytes
-from collectors.bench import harness as H
+from collectors.bench import harness
 from analyzers.cases.bench_verdicts import attach
 from analyzers.cases import evaluate
 from analyzers.gpus import get_gpu
@@ -27,7 +27,7 @@ from dashboard.core.source import Source
 
 
 def _doc() -> dict:
-    rec = H.make_record
+    rec = harness.make_record
     return {
         "kernelscope_bench": 1,
         "gpu": {

@@ -11,11 +11,11 @@ import json
 import polars as pl
 import pytest
 
-from analyzers import ceilings as C
+from analyzers import ceilings
 from analyzers.cases import evaluate
 from analyzers.cases.bench_verdicts import attach
 from analyzers.gpus import get_gpu
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.results import parse
 
 H200 = get_gpu("H200")
@@ -23,7 +23,7 @@ MIB = 1 << 20
 
 
 def _doc(mma_times=(0.40e-3, 0.33e-3, 0.21e-3), cxx=2.6e-6) -> dict:
-    rec = H.make_record
+    rec = harness.make_record
     results = []
     for (kname, bm, bn), t in zip(
         (("ks_mma_64x64", 64, 64), ("ks_mma_64x128", 64, 128), ("ks_mma_128x128", 128, 128)),
@@ -42,10 +42,10 @@ def _doc(mma_times=(0.40e-3, 0.33e-3, 0.21e-3), cxx=2.6e-6) -> dict:
             "smem_static_bytes": 0,
             "smem_dynamic_bytes": 2 * bm * 32 + 2 * 32 * bn + 4 * bm * bn,
         }
-        results += H.timing_records(
+        results += harness.timing_records(
             "tiling.traffic",
             p,
-            H.Stats(t, t, t * 0.003, 0.003, 100, t, t),
+            harness.Stats(t, t, t * 0.003, 0.003, 100, t, t),
             source="event timing",
             flop=2 * 1024 * 4096 * 12288,
         )
@@ -56,10 +56,10 @@ def _doc(mma_times=(0.40e-3, 0.33e-3, 0.21e-3), cxx=2.6e-6) -> dict:
         ("ks_transpose_b256_t64_pad", 64, True, 128e-6),
     ):
         p = {"kernel": kname, "tile": tile, "padded": pad, "n": 8192, "block_threads": 256}
-        results += H.timing_records(
+        results += harness.timing_records(
             "transpose.tile",
             p,
-            H.Stats(t, t, t * 0.002, 0.002, 200, t, t),
+            harness.Stats(t, t, t * 0.002, 0.002, 200, t, t),
             source="event timing",
             bytes_moved=2 * 8192 * 8192 * 4,
         )
@@ -93,19 +93,19 @@ def _doc(mma_times=(0.40e-3, 0.33e-3, 0.21e-3), cxx=2.6e-6) -> dict:
         "total_bytes": 64 * MIB,
         "bounce_bytes": 4 * MIB,
     }
-    results += H.timing_records(
+    results += harness.timing_records(
         "h2d.chunked_copy",
         staged,
-        H.Stats(6.9e-3, 6.9e-3, 1e-5, 0.01, 30, 6.9e-3, 7e-3),
+        harness.Stats(6.9e-3, 6.9e-3, 1e-5, 0.01, 30, 6.9e-3, 7e-3),
         source="event timing",
         bytes_moved=64 * MIB,
         prefix="staged_copy_",
     )
     pageable = {"memory": "pageable", "chunks": 1, "chunk_bytes": 64 * MIB, "total_bytes": 64 * MIB}
-    results += H.timing_records(
+    results += harness.timing_records(
         "h2d.chunked_copy",
         pageable,
-        H.Stats(7.0e-3, 7.0e-3, 1e-5, 0.01, 30, 7e-3, 7e-3),
+        harness.Stats(7.0e-3, 7.0e-3, 1e-5, 0.01, 30, 7e-3, 7e-3),
         source="event timing",
         bytes_moved=64 * MIB,
         prefix="copy_",
@@ -165,8 +165,9 @@ def _doc(mma_times=(0.40e-3, 0.33e-3, 0.21e-3), cxx=2.6e-6) -> dict:
 
 def _read(doc):
     p = parse(json.dumps(doc).encode(), "bench_nvidia-h200_06deee61.json")
-    ceil = C.best_ceilings(
-        C.ceilings_frame(p.table("ceilings"), run_id="r", gpu_name="NVIDIA H200"), "NVIDIA H200"
+    ceil = ceilings.best_ceilings(
+        ceilings.ceilings_frame(p.table("ceilings"), run_id="r", gpu_name="NVIDIA H200"),
+        "NVIDIA H200",
     )
     res = attach(p.table("results"), H200, ceil)
     return (

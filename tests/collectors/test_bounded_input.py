@@ -416,12 +416,12 @@ def test_a_name_longer_than_the_string_limit_is_refused_by_its_characters_not_it
     """A kernel name over MAX_STRING_CHARS characters is one refusal naming the table and the
     column; a name of more bytes than that but no more characters (UTF-8 text) is read, and the
     limit's edge is exact."""
-    from collectors import validate as V
+    from collectors import validate
 
     d = json.loads(gzip.decompress((H200_TORCH / "ffn_M1_eager.json.gz").read_bytes()))
     # above every name the trace has
     n = 1 + max(len(str(e.get("name", ""))) for e in d["traceEvents"])
-    monkeypatch.setattr(V, "MAX_STRING_CHARS", n)
+    monkeypatch.setattr(validate, "MAX_STRING_CHARS", n)
     k = next(e for e in d["traceEvents"] if e.get("cat") == "kernel")
     for name, refused in (
         ("é" * n, False),

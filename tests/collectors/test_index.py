@@ -14,7 +14,7 @@ import sys
 import polars as pl
 import pytest
 
-from collectors import index as I
+from collectors import index
 from collectors.schema import TABLE_VERSIONS
 from collectors.store import Store
 from tests.conftest import H200_KERNELS, H200_TORCH, REPO, SAMPLES
@@ -89,10 +89,10 @@ def test_eight_concurrent_writers_while_compactions_run(tmp_path):
     assert not [p for p in (root / "runs").iterdir() if p.name.startswith(".")]
     # no temporary folder left
     assert not [p for p in (root / "index").rglob(".*") if p.name != ".lock"]
-    df = I.collect(root, lambda ix: ix.runs.collect())
+    df = index.collect(root, lambda ix: ix.runs.collect())
     assert df.height == 48 and df["run_id"].n_unique() == 48
     # compactions happened while the writers wrote
-    assert I.stats(root)["base"] is not None
+    assert index.stats(root)["base"] is not None
     assert st.refresh_index() == {"added": 0, "dropped": 0}
 
 
@@ -104,19 +104,19 @@ def test_refresh_adds_missing_reindexes_stale_and_drops_gone_runs(tmp_path):
     shutil.rmtree(tmp_path / "s" / "index")
     assert st.refresh_index() == {"added": 2, "dropped": 0}
     # a indexed by a version with older tables
-    stale = I.index_rows(a)
+    stale = index.index_rows(a)
     stale["runs"] = stale["runs"].with_columns(pl.lit(1, pl.Int64).alias("table_version"))
-    rb = I.index_rows(b)
-    I.compact(st.root, full=True)
-    I._new_base(st.root, {t: pl.concat([stale[t], rb[t]]) for t in I.TABLES})
+    rb = index.index_rows(b)
+    index.compact(st.root, full=True)
+    index._new_base(st.root, {t: pl.concat([stale[t], rb[t]]) for t in index.TABLES})
     shutil.rmtree(b.path)  # a run removed by hand
     assert st.refresh_index() == {"added": 1, "dropped": 1}
-    runs = I.collect(st.root, lambda ix: ix.runs.collect())
+    runs = index.collect(st.root, lambda ix: ix.runs.collect())
     assert (
         runs["run_id"].to_list() == [a.run_id]
         and runs["table_version"][0] == TABLE_VERSIONS["kineto"]
     )
-    assert I.collect(st.root, lambda ix: ix.kernels.collect())["run_id"].unique().to_list() == [
+    assert index.collect(st.root, lambda ix: ix.kernels.collect())["run_id"].unique().to_list() == [
         a.run_id
     ]
 
@@ -124,13 +124,15 @@ def test_refresh_adds_missing_reindexes_stale_and_drops_gone_runs(tmp_path):
 def test_an_index_of_another_format_is_rebuilt(tmp_path):
     st = Store(tmp_path / "s")
     st.put_path(H200_TORCH / "ffn_M1_eager.json.gz")
-    I.compact(st.root, full=True)
-    cur = I.index_dir(st.root) / "CURRENT"
+    index.compact(st.root, full=True)
+    cur = index.index_dir(st.root) / "CURRENT"
     cur.write_text(cur.read_text().split()[0] + " 999\n")
     msgs = []
     st.refresh_index(log=msgs.append)
-    assert msgs and "rebuilding" in msgs[0] and I.stats(st.root)["version"] == I.INDEX_VERSION
-    assert I.collect(st.root, lambda ix: ix.runs.collect()).height == 1
+    assert (
+        msgs and "rebuilding" in msgs[0] and index.stats(st.root)["version"] == index.INDEX_VERSION
+    )
+    assert index.collect(st.root, lambda ix: ix.runs.collect()).height == 1
 
 
 def test_reindex_and_the_runs_command(tmp_path):
@@ -144,7 +146,7 @@ def test_reindex_and_the_runs_command(tmp_path):
     ]
     shutil.rmtree(tmp_path / "s" / "index")
     assert main(["reindex", "--store", s]) == 0
-    assert I.stats(st.root)["base"] is not None and I.stats(st.root)["segments"] == 0
+    assert index.stats(st.root)["base"] is not None and index.stats(st.root)["segments"] == 0
     r = subprocess.run(
         [
             sys.executable,

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from collectors import nsys
-from collectors import schema as S
+from collectors import schema as schemas
 from collectors.ingest import parse_bytes
 from collectors.errors import ArtifactError
 from tests.conftest import SHARED_NSYS, store_snapshot
@@ -24,7 +24,7 @@ def test_synthetic_export_tables(tmp_path, old_schema):
     p = parse_bytes(two_process_export(tmp_path, old_schema=old_schema), "two.sqlite")
     assert p.kind == "nsys" and p.meta["schema_version"] == ("2.0.0" if old_schema else "3.25.0")
     g = p.tables["gpu_ops"]
-    for t, schema in S.TIMELINE_SCHEMAS.items():
+    for t, schema in schemas.TIMELINE_SCHEMAS.items():
         assert dict(p.tables[t].schema) == dict(schema), t
     k = g.filter(pl.col("kind") == "kernel").sort("rank", "start_ns")
     assert k.select("rank", "pid", "device", "stream", "name", "launch_api").rows() == [

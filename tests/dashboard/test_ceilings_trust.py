@@ -10,7 +10,7 @@ import json
 import polars as pl
 import pytest
 
-from analyzers import ceilings as C
+from analyzers import ceilings
 from analyzers.gpus import find_gpu
 from tests.conftest import H200_KERNELS, SAMPLES
 
@@ -89,9 +89,9 @@ def test_a_poisoned_bench_result_changes_no_finding_or_percent_of_peak(store):
     # the same for the trace analysis' launch floor
     trace = src.ingest_path(SAMPLES / "h200" / "torch_ffn" / "ffn_M1_eager.json.gz")[0].run_id
     assert Source(store).trace(trace).summary.launch_floor_ns == pytest.approx(
-        C.launch_floor_ns(
-            C.judge_ceilings(
-                C.ceilings_frame(
+        ceilings.launch_floor_ns(
+            ceilings.judge_ceilings(
+                ceilings.ceilings_frame(
                     Source(store).bench_runs()[-1].table("ceilings"),
                     run_id="x",
                     gpu_name="NVIDIA H200",
@@ -126,7 +126,7 @@ def test_a_poisoned_bench_result_changes_no_finding_or_percent_of_peak(store):
 )
 def test_plausibility_bounds_on_the_h200(value, unit, resource, ok):
     """Each bound flips: the H200's real measurements pass, a little above the datasheet or a broken value fails."""
-    why = C.implausible(resource, unit, value, find_gpu("NVIDIA H200"))
+    why = ceilings.implausible(resource, unit, value, find_gpu("NVIDIA H200"))
     assert (why is None) == ok, why
 
 

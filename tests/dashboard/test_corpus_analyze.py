@@ -12,7 +12,7 @@ import sys
 import polars as pl
 import pytest
 
-from analyzers import timeline as T
+from analyzers import timeline
 from collectors.errors import ArtifactError
 from collectors.ingest import parse_path
 from collectors.store import Store
@@ -115,7 +115,7 @@ def test_tensorboard_plugin_kernel_tables(stored, fragment):
     src, runs = stored
     e = _entry(fragment)
     table = e["source_numbers"]["kernel_table_us"]
-    s = T.kernel_summary(src.table(runs[e["file"]].run_id, "gpu_ops"))
+    s = timeline.kernel_summary(src.table(runs[e["file"]].run_id, "gpu_ops"))
     ours = {n: [c, t / 1000] for n, c, t in s.select("name", "count", "total_ns").iter_rows()}
     assert {n: ours[n] for n in table} == {n: [c, float(t)] for n, (c, t) in table.items()}
     assert set(ours) == set(table)

@@ -10,7 +10,7 @@ import math
 
 import polars as pl
 
-from analyzers import history as H
+from analyzers import history
 from analyzers.ceilings import RESOURCES
 from analyzers.compare import NOISE_FLOOR
 from analyzers.errors import ParameterError
@@ -69,7 +69,7 @@ def kernel_blocks(src: Source, p: dict) -> list:
             Text("Give a kernel name regex to follow its duration across runs and GPUs.", "info")
         ]
     df = src.history(
-        lambda ix: H.kernel_history(ix.kernels, p["kernel"], gpu=p["gpu"], source=p["source"])
+        lambda ix: history.kernel_history(ix.kernels, p["kernel"], gpu=p["gpu"], source=p["source"])
     )
     if df.height == 0:
         return [Text(f"No run has a kernel matching {code(p['kernel'])}.", "info")]
@@ -140,7 +140,7 @@ def kernel_blocks(src: Source, p: dict) -> list:
 
 
 def ceiling_blocks(src: Source, p: dict) -> list:
-    df = src.history(lambda ix: H.ceiling_history(ix.ceilings, gpu=p["gpu"]))
+    df = src.history(lambda ix: history.ceiling_history(ix.ceilings, gpu=p["gpu"]))
     if df.height == 0:
         return [Text("No `kernelscope bench` runs in the store yet: no measured ceilings.", "info")]
     out = []
@@ -201,7 +201,7 @@ def ceiling_blocks(src: Source, p: dict) -> list:
 
 def regression_blocks(src: Source, p: dict) -> list:
     df = src.history(
-        lambda ix: H.regressions(
+        lambda ix: history.regressions(
             ix.kernels, source=p["source"], gpu=p["gpu"], noise_floor=p["noise"] / 100
         )
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzers import timeline as T
+from analyzers import timeline
 from analyzers.errors import UnknownName
 from analyzers.remedy import remedy_sentence
 from analyzers.quantities import TIMELINE_BY_KEY
@@ -224,7 +224,7 @@ def _kernel_summary(src: Source, view: TimelineView) -> pl.DataFrame:
     """analyzers.timeline.kernel_summary of the chosen device (of the whole run: the summary's, computed once)."""
     if view.device == "all":
         return src.trace(view.run).summary.kernels
-    return T.kernel_summary(device_ops(src, view))
+    return timeline.kernel_summary(device_ops(src, view))
 
 
 def timeline_cols(keys) -> dict[str, Col]:
@@ -516,7 +516,7 @@ def delay_blocks(src: Source, view: TimelineView) -> list:
     s = device_summary(src, view)
     out: list = []
     out.append(Heading("Launch delay"))
-    k = T.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
+    k = timeline.kernels(g).filter(pl.col("launch_delay_ns").is_not_null())
     if k.height:
         h = k.select(
             (pl.col("launch_delay_ns") / 1e3).alias("launch_delay_us"), pl.col("launch_api")
@@ -538,7 +538,7 @@ def delay_blocks(src: Source, view: TimelineView) -> list:
             Chart("launch_delay", charts.launch_delay_histogram(h)),
             Table("launch_delay_stats", s.select(keys), timeline_cols(keys)),
         ]
-        late = T.launch_delay_outliers(g, limit=50)
+        late = timeline.launch_delay_outliers(g, limit=50)
         if late.height:
             t0 = src.timeline_tracks(view.run).origin_ns
             shown = late.select(
@@ -588,7 +588,7 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
     tr = src.trace(view.run)
     out: list = []
     out.append(Heading("GPU idle gaps per stream"))
-    sg = T.stream_gaps(g)
+    sg = timeline.stream_gaps(g)
     if sg.height:
         t0 = int(g["start_ns"].min())
         pts = (
@@ -599,19 +599,21 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
                 ((pl.col("start_ns") - t0) / 1e6).alias("t_ms"),
                 (pl.col("gap_ns") / 1e3).alias("gap_us"),
                 pl.col("category").replace_strict(
-                    T.IDLE_CATEGORY_WORDS, default=pl.col("category")
+                    timeline.IDLE_CATEGORY_WORDS, default=pl.col("category")
                 ),
                 pl.col("next_name").str.slice(0, 80).alias("next op"),
             )
         )
         cats = (
-            tr.summary.idle_categories if view.device == "all" else T.idle_categories(g)
+            tr.summary.idle_categories if view.device == "all" else timeline.idle_categories(g)
         ).with_columns(
             pl.format("{}:{}:{}", "rank", "device", "stream").alias("stream_key"),
             (pl.col("idle_ns") / 1e3).alias("idle_us"),
-            pl.col("category").replace_strict(T.IDLE_CATEGORY_WORDS, default=pl.col("category")),
+            pl.col("category").replace_strict(
+                timeline.IDLE_CATEGORY_WORDS, default=pl.col("category")
+            ),
         )
-        words = [T.IDLE_CATEGORY_WORDS[c] for c in T.IDLE_CATEGORIES]
+        words = [timeline.IDLE_CATEGORY_WORDS[c] for c in timeline.IDLE_CATEGORIES]
         out += [
             Chart("idle_gaps", charts.idle_gaps(pts, words)),
             Chart(
@@ -622,7 +624,7 @@ def idle_blocks(src: Source, view: TimelineView) -> list:
         ]
     else:
         out.append(Text("No idle gaps between ops on any stream.", "info"))
-    tb = tr.summary.temporal if view.device == "all" else T.temporal_breakdown(g)
+    tb = tr.summary.temporal if view.device == "all" else timeline.temporal_breakdown(g)
     fractions = ("compute_fraction", "communication_fraction", "memcpy_fraction", "idle_fraction")
     out.append(
         Table(
@@ -738,7 +740,7 @@ def whatif(src: Source, view: TimelineView) -> list:
     blocks: list = [
         Metrics(
             [
-                ("measured run time", ms(w.run_ns), T.DEFINITIONS["run_time"]),
+                ("measured run time", ms(w.run_ns), timeline.DEFINITIONS["run_time"]),
                 (
                     "what-if (trace dependencies)",
                     ms(w.predicted_ns),
@@ -760,7 +762,7 @@ def whatif(src: Source, view: TimelineView) -> list:
     return blocks + [
         Text(
             f"{who} (f = {w.fraction:.1%} of {'its' if multi else 'the'} run), made "
-            f"{view.speedup:g}× faster. What-if: {T.DEFINITIONS['whatif']}. The replay keeps "
+            f"{view.speedup:g}× faster. What-if: {timeline.DEFINITIONS['whatif']}. The replay keeps "
             "launch calls, stream order and synchronisations; it cannot see waits between streams "
             "or ranks (so it may be optimistic there), and the host floor it keeps is why it can "
             "promise less than Amdahl.",

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analyzers import distributed as D
-from analyzers import stragglers as S
+from analyzers import distributed
+from analyzers import stragglers
 from collectors.schema import GPU_OPS_SCHEMA, NVTX_SCHEMA
 from tests.support.frames import ops
 
@@ -84,7 +84,7 @@ def job(
 
 
 def summaries(j) -> list:
-    return [D.rank_summary(g, nv, rank=r, source=f"rank{r}") for r, (g, nv) in j.items()]
+    return [distributed.rank_summary(g, nv, rank=r, source=f"rank{r}") for r, (g, nv) in j.items()]
 
 
 # -------------------------------------------------------------------------------------------
@@ -94,13 +94,13 @@ def test_merge_and_covered_match_brute_force():
     for _ in range(50):
         s = rng.integers(0, 1000, 30)
         e = s + rng.integers(0, 80, 30)
-        S_, E_ = D.merge(s, e)
+        S_, E_ = distributed.merge(s, e)
         mask = np.zeros(1200, bool)
         for a, b in zip(s, e):
             mask[a:b] = True
         a = rng.integers(0, 1100, 20)
         b = a + rng.integers(0, 300, 20)
-        got = D.covered(S_, E_, a, b)
+        got = distributed.covered(S_, E_, a, b)
         want = [int(mask[x:y].sum()) for x, y in zip(a, b)]
         assert got.to_list() == want
         S_, E_ = S_.to_numpy(), E_.to_numpy()
@@ -130,7 +130,7 @@ def test_iteration_breakdown_adds_up_exactly():
             {"start_ns": 90, "end_ns": 95, "api_start_ns": 75, "api_end_ns": 76},
         ]
     )
-    s = D.rank_summary(g, nvtx([("ProfilerStep#3", 0, 100)]), rank=0)
+    s = distributed.rank_summary(g, nvtx([("ProfilerStep#3", 0, 100)]), rank=0)
     row = s.steps.row(0, named=True)
     assert row["step"] == 3
     assert (
@@ -140,7 +140,7 @@ def test_iteration_breakdown_adds_up_exactly():
         row["overlapped_comm_ns"],
     ) == (55, 25, 10, 15)
     assert (row["memcpy_ns"], row["host_wait_ns"], row["idle_ns"]) == (10, 15, 10)
-    assert sum(row[c] for c in D.COMPONENTS) == row["step_ns"] == 100
+    assert sum(row[c] for c in distributed.COMPONENTS) == row["step_ns"] == 100
     assert row["own_ns"] == 90
     assert s.totals["overlap_fraction"] == pytest.approx(15 / 25)
     assert s.collectives.select("kind", "count", "total_ns", "exposed_ns", "overlapped_ns").row(
@@ -150,33 +150,45 @@ def test_iteration_breakdown_adds_up_exactly():
 
 def test_without_step_ranges_the_whole_window_is_one_iteration_and_other_names_work():
     g = ops([{"start_ns": 10, "end_ns": 20}, {"start_ns": 30, "end_ns": 50}])
-    s = D.rank_summary(g, nvtx([]), rank=0)
+    s = distributed.rank_summary(g, nvtx([]), rank=0)
     assert s.step_pattern is None and s.steps.select("step", "start_ns", "end_ns").row(0) == (
         -1,
         10,
         50,
     )
-    s = D.rank_summary(
+    s = distributed.rank_summary(
         g, nvtx([("train_step 4", 0, 25), ("Step 5", 25, 60), ("step 5", 26, 59)]), rank=0
     )
     assert s.steps.select("step", "start_ns", "end_ns").rows() == [(4, 0, 25), (5, 25, 60)]
 
 
 def test_collective_kinds_and_sizes():
-    assert D.collective_kind("allreduce", "x") == "all_reduce"
-    assert D.collective_kind("_allgather_base", "ncclDevKernel_AllGather_RING_LL") == "all_gather"
-    assert D.collective_kind("reduce_scatter_tensor_coalesced", "") == "reduce_scatter"
-    assert D.collective_kind(None, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t") == "send_recv"
-    assert D.collective_kind(None, "ncclDevKernel_Broadcast_RING_LL") == "broadcast"
-    assert D.collective_kind(None, "ncclDevKernel_Generic") == "nccl (other)"
-    assert [D.size_bucket(x) for x in (None, 0, 1, 4096, 4097)] == [None, 0, 1, 4096, 8192]
+    assert distributed.collective_kind("allreduce", "x") == "all_reduce"
+    assert (
+        distributed.collective_kind("_allgather_base", "ncclDevKernel_AllGather_RING_LL")
+        == "all_gather"
+    )
+    assert distributed.collective_kind("reduce_scatter_tensor_coalesced", "") == "reduce_scatter"
+    assert (
+        distributed.collective_kind(None, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t")
+        == "send_recv"
+    )
+    assert distributed.collective_kind(None, "ncclDevKernel_Broadcast_RING_LL") == "broadcast"
+    assert distributed.collective_kind(None, "ncclDevKernel_Generic") == "nccl (other)"
+    assert [distributed.size_bucket(x) for x in (None, 0, 1, 4096, 4097)] == [
+        None,
+        0,
+        1,
+        4096,
+        8192,
+    ]
 
 
 # -------------------------------------------------------------------------------------------
 # stragglers
 def test_the_rank_others_wait_for_is_the_straggler_and_compute_its_cause():
     j = job([10_000, 10_000, 16_000, 10_500])
-    mr = S.combine(summaries(j))
+    mr = stragglers.combine(summaries(j))
     it = mr.iterations.row(0, named=True)
     assert (it["straggler_rank"], it["cause"], it["found_by"]) == (2, "compute", "collective waits")
     # the others waited 6000, 6000 and 5500 ns for rank 2: mean 5833.3
@@ -190,7 +202,7 @@ def test_the_rank_others_wait_for_is_the_straggler_and_compute_its_cause():
 
 def test_host_launch_cause():
     j = job([10_000] * 4, host=[100, 9_000, 100, 100])
-    it = S.combine(summaries(j)).iterations.row(0, named=True)
+    it = stragglers.combine(summaries(j)).iterations.row(0, named=True)
     assert (it["straggler_rank"], it["cause"]) == (1, "host/launch")
 
 
@@ -202,14 +214,16 @@ def test_tolerance_flips_the_verdict(extra, threshold, verdict):
     """Steps last ~111 us here: a straggler must make the others wait more than threshold x the
     median step, 2.2 us at 2 %, 5.6 us at 5 %."""
     j = job([10_000, 10_000 + extra, 10_000], tail=100_000)
-    it = S.combine(summaries(j), threshold=threshold).iterations.row(0, named=True)
+    it = stragglers.combine(summaries(j), threshold=threshold).iterations.row(0, named=True)
     assert it["verdict"] == verdict
     assert (it["straggler_rank"] == 1) == (verdict == "straggler")
 
 
 def test_clock_offsets_do_not_change_the_answer():
-    base = S.combine(summaries(job([10_000, 10_000, 16_000, 10_500]))).iterations
-    skewed = S.combine(summaries(job([10_000, 10_000, 16_000, 10_500], skew=[0, 0, 0, 5_000_000])))
+    base = stragglers.combine(summaries(job([10_000, 10_000, 16_000, 10_500]))).iterations
+    skewed = stragglers.combine(
+        summaries(job([10_000, 10_000, 16_000, 10_500], skew=[0, 0, 0, 5_000_000]))
+    )
     assert (
         skewed.iterations.select("straggler_rank", "cause", "lateness_ns").rows()
         == base.select("straggler_rank", "cause", "lateness_ns").rows()
@@ -239,7 +253,7 @@ def test_collectives_not_left_together_are_not_waits():
             .alias("end_ns")
         ),
     )
-    mr = S.combine(summaries(j))
+    mr = stragglers.combine(summaries(j))
     assert mr.sync["synchronising"] == 0
     it = mr.iterations.row(0, named=True)
     assert (it["found_by"], it["straggler_rank"], it["cause"]) == (
@@ -265,7 +279,7 @@ def test_without_collectives_the_slowest_step_is_the_straggler():
             ]
         )
         ranks[r] = (g, nvtx([("ProfilerStep#1", 0, c + 2_000)], r))
-    it = S.combine(summaries(ranks)).iterations.row(0, named=True)
+    it = stragglers.combine(summaries(ranks)).iterations.row(0, named=True)
     assert (it["straggler_rank"], it["cause"], it["found_by"]) == (2, "compute", "step time")
     assert it["lateness_ns"] == 80_000
 
@@ -274,12 +288,12 @@ def test_repeated_ranks_are_refused():
     s = summaries(job([10, 10]))
     s[1].rank = 0
     with pytest.raises(ValueError, match="rank 0 appears twice"):
-        S.combine(s)
+        stragglers.combine(s)
 
 
 def test_iteration_time_distribution():
     j = job([10_000, 12_000], steps=5)
-    mr = S.combine(summaries(j))
+    mr = stragglers.combine(summaries(j))
     d = mr.distribution
     assert d["job"]["count"] == 5 and d["rank"]["count"] == 10
     assert d["job"]["median_ns"] == mr.iterations["job_ns"].median()
@@ -302,7 +316,7 @@ def test_the_straggler_median_is_numpys():
     value alone (or of the upper one) would fail the even cases."""
     from hypothesis import given, settings, strategies as st
 
-    med = S._median
+    med = stragglers._median
 
     @settings(max_examples=300, deadline=None)
     @given(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analyzers import history as H
+from analyzers import history
 from analyzers.errors import ParameterError
 from collectors.index import CEILING_ROW_SCHEMA, KERNEL_ROW_SCHEMA
 
@@ -53,23 +53,23 @@ K = krows(
 
 
 def test_kernel_history_filters_and_orders():
-    h = H.kernel_history(K, "gem")
+    h = history.kernel_history(K, "gem")
     assert h["run_id"].to_list() == ["r1", "r2", "r3", "r4", "r5"]
-    assert H.kernel_history(K.lazy(), "gemm", gpu="H200", source="ci.json")[
+    assert history.kernel_history(K.lazy(), "gemm", gpu="H200", source="ci.json")[
         "median_ns"
     ].to_list() == [100, 110, 111]
-    assert H.kernel_history(K, "gemm", last=2)["run_id"].to_list() == ["r4", "r5"]
+    assert history.kernel_history(K, "gemm", last=2)["run_id"].to_list() == ["r4", "r5"]
     with pytest.raises(ParameterError, match="invalid kernel regex"):
-        H.kernel_history(K, "(")
+        history.kernel_history(K, "(")
 
 
 @pytest.mark.parametrize("noise,expected", [(0.05, [("r2", "gemm")]), (0.15, [])])
 def test_regressions_are_consecutive_runs_of_the_same_source_and_gpu(noise, expected):
     """r1 -> r2: gemm +10 % (a regression above a 5 % floor, not above 15 %); r2 -> r5: +0.9 %; r3
     (H100) and r4 (another file) have no predecessor."""
-    r = H.regressions(K, noise_floor=noise)
+    r = history.regressions(K, noise_floor=noise)
     assert [(x["run_id"], x["name"]) for x in r.iter_rows(named=True)] == expected
-    every = H.regressions(K, noise_floor=noise, statuses=None)
+    every = history.regressions(K, noise_floor=noise, statuses=None)
     assert set(every["run_id"]) == {"r2", "r5"}
     assert (
         every.filter((pl.col("run_id") == "r5") & (pl.col("name") == "gemm"))["previous_run_id"][0]
@@ -83,13 +83,13 @@ def test_regressions_are_consecutive_runs_of_the_same_source_and_gpu(noise, expe
 
 def test_spread_widens_the_threshold():
     noisy = krows([("a", 1, "s", "g", "k", 100, 10), ("b", 2, "s", "g", "k", 110, 10)])
-    r = H.regressions(noisy, statuses=None).row(0, named=True)
+    r = history.regressions(noisy, statuses=None).row(0, named=True)
     assert r["threshold_pct"] == pytest.approx(100 * 2 * ((0.1**2 + (10 / 110) ** 2) ** 0.5))
     # a 10 % change inside a 27 % threshold (over twice the 5 % floor) is not "unchanged": it could
     # not be seen
     assert r["status"] == "too noisy to judge"
     calm = krows([("a", 1, "s", "g", "k", 100, 1), ("b", 2, "s", "g", "k", 102, 1)])
-    assert H.regressions(calm, statuses=None).row(0, named=True)["status"] == "unchanged"
+    assert history.regressions(calm, statuses=None).row(0, named=True)["status"] == "unchanged"
 
 
 def test_ceiling_history_labels_gpus_of_the_same_name_by_uuid():
@@ -121,11 +121,11 @@ def test_ceiling_history_labels_gpus_of_the_same_name_by_uuid():
                 }
             )
     c = pl.DataFrame(rows, schema=CEILING_ROW_SCHEMA)
-    h = H.ceiling_history(c, resource="dram")
+    h = history.ceiling_history(c, resource="dram")
     assert h["value"].to_list() == [4.2e12, 4.3e12, 4.1e12]
     assert h["gpu"].to_list() == [
         "NVIDIA H200 · GPU-aaaaaaaa",
         "NVIDIA H200 · GPU-bbbbbbbb",
         "NVIDIA H200 · GPU-aaaaaaaa",
     ]  # as the GPUs page labels them
-    assert set(H.ceiling_history(c)["resource"]) == {"dram", "fp32"}
+    assert set(history.ceiling_history(c)["resource"]) == {"dram", "fp32"}

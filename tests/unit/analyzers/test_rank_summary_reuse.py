@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from analyzers import distributed as D
+from analyzers import distributed
 from analyzers.timeline import summarize
 from collectors.ingest import parse_bytes, parse_path
 from tests.conftest import SHARED_NSYS
@@ -46,23 +46,26 @@ def _old_collectives(c: pl.DataFrame, u: dict, rank: int) -> pl.DataFrame:
     import numpy as np
 
     if c.height == 0:
-        return pl.DataFrame(schema=D.COLLECTIVE_SCHEMA)
+        return pl.DataFrame(schema=distributed.COLLECTIVE_SCHEMA)
     kinds = [
-        D.collective_kind(x, n) for x, n in zip(c["collective"].to_list(), c["name"].to_list())
+        distributed.collective_kind(x, n)
+        for x, n in zip(c["collective"].to_list(), c["name"].to_list())
     ]
-    per = [D.DTYPE_BYTES.get((d or "").lower()) for d in c["comm_dtype"].to_list()]
+    per = [distributed.DTYPE_BYTES.get((d or "").lower()) for d in c["comm_dtype"].to_list()]
     sizes = []
     for i_n, o_n, b in zip(c["comm_in_nelems"].to_list(), c["comm_out_nelems"].to_list(), per):
         n = max([x for x in (i_n, o_n) if x is not None], default=None)
         sizes.append(None if n is None or b is None else int(n) * b)
     s = c["start_ns"].to_numpy().astype(np.int64)
     e = c["end_ns"].to_numpy().astype(np.int64)
-    under = D.covered(*u["compute"], s, e)
+    under = distributed.covered(*u["compute"], s, e)
     k = pl.DataFrame(
         {
             "kind": kinds,
             "size_bytes": pl.Series(sizes, dtype=pl.Int64),
-            "size_bucket_bytes": pl.Series([D.size_bucket(x) for x in sizes], dtype=pl.Int64),
+            "size_bucket_bytes": pl.Series(
+                [distributed.size_bucket(x) for x in sizes], dtype=pl.Int64
+            ),
             "duration_ns": e - s,
             "exposed_ns": (e - s) - under,
         }
@@ -81,8 +84,8 @@ def _old_collectives(c: pl.DataFrame, u: dict, rank: int) -> pl.DataFrame:
             pl.col("size_bytes").is_not_null().sum().cast(pl.Int64).alias("sized_count"),
         )
         .with_columns(pl.lit(rank, pl.Int64).alias("rank"))
-        .select(list(D.COLLECTIVE_SCHEMA))
-        .cast(dict(D.COLLECTIVE_SCHEMA))
+        .select(list(distributed.COLLECTIVE_SCHEMA))
+        .cast(dict(distributed.COLLECTIVE_SCHEMA))
         .sort("kind", "size_bucket_bytes")
     )
 
@@ -96,8 +99,8 @@ def test_rank_summary_with_the_trace_summary_equals_its_own(label, load):
     comm_seen = 0
     for r in ranks:
         gr, nr = g.filter(pl.col("rank") == r), nv.filter(pl.col("rank") == r)
-        own = D.rank_summary(gr, nr, rank=r, launch_floor_ns=2500.0)
-        reused = D.rank_summary(gr, nr, rank=r, launch_floor_ns=2500.0, summary=whole)
+        own = distributed.rank_summary(gr, nr, rank=r, launch_floor_ns=2500.0)
+        reused = distributed.rank_summary(gr, nr, rank=r, launch_floor_ns=2500.0, summary=whole)
         for f in ("steps", "collectives", "devices", "top_kernels", "events"):
             assert_frame_equal(getattr(own, f), getattr(reused, f)), (label, r, f)
         assert own.totals == reused.totals
@@ -105,14 +108,14 @@ def test_rank_summary_with_the_trace_summary_equals_its_own(label, load):
         # the devices a rank keeps are exactly its rows of the whole trace's summary
         assert_frame_equal(reused.devices, whole.devices.filter(pl.col("rank") == r))
         # the column-wise collectives equal the row-by-row computation they replaced
-        ops = gr.filter(pl.col("device") == D.primary_device(gr))
-        mask = D._comm_mask(ops)
-        comm = D._comm_kernels(ops, mask)
+        ops = gr.filter(pl.col("device") == distributed.primary_device(gr))
+        mask = distributed._comm_mask(ops)
+        comm = distributed._comm_kernels(ops, mask)
         comm_seen += comm.height
-        u = D._unions(ops, mask)
-        assert_frame_equal(D._collectives(comm, u, r), _old_collectives(comm, u, r))
+        u = distributed._unions(ops, mask)
+        assert_frame_equal(distributed._collectives(comm, u, r), _old_collectives(comm, u, r))
         assert comm["_kind"].to_list() == [
-            D.collective_kind(x, n)
+            distributed.collective_kind(x, n)
             for x, n in zip(comm["collective"].to_list(), comm["name"].to_list())
         ]
     assert comm_seen > 0, f"{label}: no collective kernels, the comparison would be empty"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analyzers import timeline as T
-from analyzers import whatif as W
+from analyzers import timeline
+from analyzers import whatif
 from analyzers.timeline_view import build_tracks, window, with_launches
 from tests.conftest import H200_TORCH
 
@@ -82,7 +82,7 @@ def test_kernels_link_to_their_launch_call():
     ],
 )
 def test_bound_verdict_thresholds(idle, host, short, verdict):
-    v, evidence = T.bound_verdict(idle, host, short)
+    v, evidence = timeline.bound_verdict(idle, host, short)
     assert v == verdict and f"{host:.1%}" in evidence
 
 
@@ -99,17 +99,21 @@ def _delay_host(t: dict, gap_ns: int) -> dict:
 
 def test_real_traces_and_a_measurement_that_flips_the_verdict():
     m1024 = sample("ffn_M1024_eager")
-    s = T.summarize(m1024["gpu_ops"], m1024["api_calls"])
+    s = timeline.summarize(m1024["gpu_ops"], m1024["api_calls"])
     assert s.devices["bound"].to_list() == ["GPU-bound"]
     # one run time: the what-if's
     assert s.run["run_ns"] == 2_302_313 and s.run["slowest_rank"] == 0
-    assert W.what_if(m1024["gpu_ops"], m1024["api_calls"], "nvjet", 1.0).run_ns == s.run["run_ns"]
+    assert (
+        whatif.what_if(m1024["gpu_ops"], m1024["api_calls"], "nvjet", 1.0).run_ns == s.run["run_ns"]
+    )
     t = sample("triton_add_x300")
-    assert T.summarize(t["gpu_ops"], t["api_calls"]).devices["bound"].to_list() == ["launch-bound"]
+    assert timeline.summarize(t["gpu_ops"], t["api_calls"]).devices["bound"].to_list() == [
+        "launch-bound"
+    ]
     # the M = 1024 FFN with the host 2 ms late before every launch: the GPU now waits for the host,
     # and its kernels are long: host-bound (not launch-bound)
     slow = _delay_host(m1024, 2_000_000)
-    d = T.summarize(slow["gpu_ops"], slow["api_calls"]).devices.row(0, named=True)
+    d = timeline.summarize(slow["gpu_ops"], slow["api_calls"]).devices.row(0, named=True)
     assert (
         d["bound"] == "host-bound"
         and d["host_wait_fraction"] > 0.3

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from collectors.bench import harness as H
+from collectors.bench import harness
 from collectors.bench.cases import select_cases
 from collectors.bench.cases_operator import BANK_STRIDES, colread_reference
 from collectors.bench.context import device_attributes
@@ -26,18 +26,18 @@ MIB = 1 << 20
 
 
 def test_summarize_median_cv():
-    s = H.summarize([1.0, 2.0, 3.0, 4.0])
+    s = harness.summarize([1.0, 2.0, 3.0, 4.0])
     assert s.median == 2.5 and s.mean == 2.5 and s.n == 4 and (s.min, s.max) == (1.0, 4.0)
     assert s.std == pytest.approx(math.sqrt(1.25))
     assert s.cv == pytest.approx(math.sqrt(1.25) / 2.5)
 
 
 def test_summarize_single_and_bad():
-    assert H.summarize([5e-3]).cv is None
+    assert harness.summarize([5e-3]).cv is None
     with pytest.raises(ValueError):
-        H.summarize([])
+        harness.summarize([])
     with pytest.raises(ValueError):
-        H.summarize([1.0, float("nan")])
+        harness.summarize([1.0, float("nan")])
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_summarize_single_and_bad():
     ],
 )
 def test_is_noisy(dur, cv, noisy):
-    assert H.is_noisy(dur, cv) is noisy
+    assert harness.is_noisy(dur, cv) is noisy
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ def _rec(**kw):
         n=50,
     )
     base.update(kw)
-    return H.make_record(
+    return harness.make_record(
         base.pop("case"),
         base.pop("metric"),
         base.pop("value"),
@@ -80,7 +80,7 @@ def _rec(**kw):
 
 def test_make_record_fields():
     r = _rec(flags=["noisy", "noisy"])
-    assert set(r) == set(H.RECORD_KEYS)
+    assert set(r) == set(harness.RECORD_KEYS)
     assert r["flags"] == ["noisy"] and r["notes"] is None
 
 
@@ -106,12 +106,12 @@ def test_validate_record_missing_key():
     r = _rec()
     del r["unit"]
     with pytest.raises(ValueError, match="lacks unit"):
-        H.validate_record(r)
+        harness.validate_record(r)
 
 
 def test_timing_records_derive_rates_and_flag_noise():
-    s = H.Stats(median=2e-3, mean=2e-3, std=1e-4, cv=0.05, n=20, min=1.9e-3, max=2.2e-3)
-    recs = H.timing_records(
+    s = harness.Stats(median=2e-3, mean=2e-3, std=1e-4, cv=0.05, n=20, min=1.9e-3, max=2.2e-3)
+    recs = harness.timing_records(
         "littles_law",
         {"kernel": "ks_copy_u4"},
         s,
@@ -137,40 +137,41 @@ def test_timing_records_derive_rates_and_flag_noise():
 
 def test_best_record():
     recs = [_rec(metric="bandwidth", unit="B/s", value=v) for v in (1e12, 3e12, 2e12)]
-    assert H.best_record(recs, "bandwidth")["value"] == 3e12
-    assert H.best_record(recs, "bandwidth", higher_is_better=False)["value"] == 1e12
-    assert H.best_record(recs, "time") is None
+    assert harness.best_record(recs, "bandwidth")["value"] == 3e12
+    assert harness.best_record(recs, "bandwidth", higher_is_better=False)["value"] == 1e12
+    assert harness.best_record(recs, "time") is None
 
 
 # ---- byte / FLOP accounting (the chapter's numbers) ------------------------------------------
 
 
 def test_accounting_matches_chapter():
-    assert H.copy_bytes(2 << 30) == 4 << 30
-    assert H.matmul_flop(8192, 8192, 8192) == 2 * 8192**3
-    assert H.transpose_bytes(8192) == 512 * MIB
+    assert harness.copy_bytes(2 << 30) == 4 << 30
+    assert harness.matmul_flop(8192, 8192, 8192) == 2 * 8192**3
+    assert harness.transpose_bytes(8192) == 512 * MIB
     # Example 5-4: 120 MiB unfused vs 72 MiB fused at M = 1024, F = 12288, BF16
-    assert H.silu_mul_bytes(1024, 12288, 2, fused=False) == 120 * MIB
-    assert H.silu_mul_bytes(1024, 12288, 2, fused=True) == 72 * MIB
+    assert harness.silu_mul_bytes(1024, 12288, 2, fused=False) == 120 * MIB
+    assert harness.silu_mul_bytes(1024, 12288, 2, fused=True) == 72 * MIB
     # Example 5-6: Q, K, V, O of one head at L = 8192, d = 128 = 8 MiB
-    assert H.attention_min_bytes(8192, 128) == 8 * MIB
+    assert harness.attention_min_bytes(8192, 128) == 8 * MIB
     # Example 5-3: the tile model's read traffic, 3072 MiB (64x64) and 1536 MiB (128x128)
-    assert H.tile_read_model_bytes(1024, 4096, 12288, 64, 64) == 3072 * MIB
-    assert H.tile_read_model_bytes(1024, 4096, 12288, 128, 128) == 1536 * MIB
-    assert H.rmsnorm_bytes(1, 4096, 1) == 3 * 4096 * 2
-    assert H.rmsnorm_bytes(2, 4096, 4) == 7 * 4096 * 2 + 4 * 2 * 4 * 5
+    assert harness.tile_read_model_bytes(1024, 4096, 12288, 64, 64) == 3072 * MIB
+    assert harness.tile_read_model_bytes(1024, 4096, 12288, 128, 128) == 1536 * MIB
+    assert harness.rmsnorm_bytes(1, 4096, 1) == 3 * 4096 * 2
+    assert harness.rmsnorm_bytes(2, 4096, 4) == 7 * 4096 * 2 + 4 * 2 * 4 * 5
 
 
 # ---- naming -----------------------------------------------------------------------------------
 
 
 def test_result_file_name():
-    assert H.gpu_slug("NVIDIA H200") == "nvidia-h200"
-    assert H.gpu_slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
-    assert H.uuid8("GPU-2ab1ed74-3a4e-0e1f-9b63-cb9a3a59abcd") == "2ab1ed74"
-    assert H.uuid8(None) == "00000000"
+    assert harness.gpu_slug("NVIDIA H200") == "nvidia-h200"
+    assert harness.gpu_slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
+    assert harness.uuid8("GPU-2ab1ed74-3a4e-0e1f-9b63-cb9a3a59abcd") == "2ab1ed74"
+    assert harness.uuid8(None) == "00000000"
     assert (
-        H.result_file_name("NVIDIA H200", "GPU-2ab1ed74-3a4e") == "bench_nvidia-h200_2ab1ed74.json"
+        harness.result_file_name("NVIDIA H200", "GPU-2ab1ed74-3a4e")
+        == "bench_nvidia-h200_2ab1ed74.json"
     )
 
 
@@ -178,11 +179,11 @@ def test_result_file_name():
 
 
 def _s(clk, reasons, t=0.0):
-    return H.NvmlSample(t, clk, 650.0, 60.0, reasons)
+    return harness.NvmlSample(t, clk, 650.0, 60.0, reasons)
 
 
 def test_nvml_throttle_detected_from_reason_bits():
-    out = H.summarize_nvml([_s(1980, 0), _s(1755, 0x4), _s(1980, 0x1)], max_sm_clock_mhz=1980)
+    out = harness.summarize_nvml([_s(1980, 0), _s(1755, 0x4), _s(1980, 0x1)], max_sm_clock_mhz=1980)
     assert out["throttled"] is True
     assert out["throttle_reasons"] == ["sw_power_cap"]
     assert out["throttled_fraction"] == pytest.approx(1 / 3)
@@ -191,21 +192,21 @@ def test_nvml_throttle_detected_from_reason_bits():
 
 
 def test_nvml_idle_is_not_throttling_but_low_clock_is_reported():
-    out = H.summarize_nvml([_s(345, 0x1), _s(400, 0x1)], max_sm_clock_mhz=1980)
+    out = harness.summarize_nvml([_s(345, 0x1), _s(400, 0x1)], max_sm_clock_mhz=1980)
     assert out["throttled"] is False and out["throttle_reasons"] == []
     assert out["clock_below_max"] is True
-    assert H.throttle_names(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
+    assert harness.throttle_names(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
 
 
 def test_nvml_sampler_without_handle():
-    with H.NvmlSampler(None) as s:
+    with harness.NvmlSampler(None) as s:
         pass
     assert s.summary() is None
 
 
 def test_time_host_divides_per_call():
     calls = []
-    t = H.time_host(lambda: calls.append(1), reps=5, warmup=1, per_call=10)
+    t = harness.time_host(lambda: calls.append(1), reps=5, warmup=1, per_call=10)
     assert len(calls) == 6 and t.stats.n == 5 and t.source == "host clock"
 
 
@@ -266,7 +267,7 @@ def _fake_torch(monkeypatch, durations):
 
 def test_time_gpu_batches_holds_and_divides(monkeypatch):
     cuda = _fake_torch(monkeypatch, [100e-6])
-    t = H.time_gpu(
+    t = harness.time_gpu(
         cuda.fn, warmup=1, target_s=0.01, min_reps=5, max_reps=5, batch=4, allow_graph=False
     )
     assert t.stats.n == 5 and t.batch == 4 and t.median == pytest.approx(100e-6)
@@ -286,7 +287,9 @@ def test_time_gpu_batches_holds_and_divides(monkeypatch):
 
 def test_time_gpu_flushes_then_holds_then_times(monkeypatch):
     cuda = _fake_torch(monkeypatch, [80e-6])
-    t = H.time_gpu(cuda.fn, flush=cuda.flush, warmup=0, min_reps=3, max_reps=3, allow_graph=False)
+    t = harness.time_gpu(
+        cuda.fn, flush=cuda.flush, warmup=0, min_reps=3, max_reps=3, allow_graph=False
+    )
     assert (
         cuda.log[-5:] == ["flush", "spin", "event", "fn", "event"] and cuda.log.count("flush") == 3
     )
@@ -299,7 +302,9 @@ def test_time_gpu_flushes_then_holds_then_times(monkeypatch):
 
 def test_time_gpu_does_not_hold_a_sync_each_measurement(monkeypatch):
     cuda = _fake_torch(monkeypatch, [100e-6])
-    t = H.time_gpu(cuda.fn, warmup=0, min_reps=3, max_reps=3, sync_each=True, allow_graph=False)
+    t = harness.time_gpu(
+        cuda.fn, warmup=0, min_reps=3, max_reps=3, sync_each=True, allow_graph=False
+    )
     assert not t.held and cuda.spins == [] and "stream held" not in t.note()
 
 
@@ -307,31 +312,31 @@ def test_time_gpu_remeasures_a_disturbed_attempt_and_says_so(monkeypatch):
     # warm-up 1 + estimate 3, then attempt 1 = 10 calls of which one is 90 us slower: cv > 2 %
     durs = [200e-6] * 4 + [200e-6] * 9 + [290e-6] + [200e-6] * 10
     cuda = _fake_torch(monkeypatch, durs)
-    t = H.time_gpu(cuda.fn, warmup=1, min_reps=10, max_reps=10, allow_graph=False)
+    t = harness.time_gpu(cuda.fn, warmup=1, min_reps=10, max_reps=10, allow_graph=False)
     assert (
         len(t.attempts) == 2
-        and t.attempts[0][1] > H.NOISY_CV
+        and t.attempts[0][1] > harness.NOISY_CV
         and t.attempts[1][1] == pytest.approx(0, abs=1e-9)
     )
     assert t.stats.cv == pytest.approx(0, abs=1e-9) and "2 attempts" in t.note()
     # a measurement that stays noisy keeps the quietest attempt and stops after `attempts`
     cuda = _fake_torch(monkeypatch, [200e-6, 260e-6] * 100)
-    t = H.time_gpu(cuda.fn, warmup=0, min_reps=10, max_reps=10, allow_graph=False, attempts=3)
+    t = harness.time_gpu(cuda.fn, warmup=0, min_reps=10, max_reps=10, allow_graph=False, attempts=3)
     assert (
         len(t.attempts) == 3
         and t.stats.cv == min(c for _, c in t.attempts)
-        and H.is_noisy(t.median, t.stats.cv)
+        and harness.is_noisy(t.median, t.stats.cv)
     )
 
 
 def test_time_host_remeasures_a_disturbed_attempt(monkeypatch):
     # 2nd sample 3x longer
     clock = iter([0.0, 100e-6, 100e-6, 400e-6] + [i * 100e-6 for i in range(4, 40)])
-    monkeypatch.setattr(H.time, "perf_counter", lambda: next(clock))
-    t = H.time_host(lambda: None, reps=3, warmup=0)
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: next(clock))
+    t = harness.time_host(lambda: None, reps=3, warmup=0)
     assert (
         len(t.attempts) == 2
-        and t.attempts[0][1] > H.NOISY_CV
+        and t.attempts[0][1] > harness.NOISY_CV
         and t.stats.cv == pytest.approx(0, abs=1e-9)
     )
     assert "re-measured after a disturbed attempt: 2 attempts" in t.attempts_note()
@@ -352,9 +357,9 @@ def test_tma_copy_args_refuses_shapes_the_kernel_cannot_run():
 
 
 def test_hold_seconds_covers_the_enqueue_and_is_bounded():
-    assert H.hold_seconds(0) == pytest.approx(20e-6)
-    assert H.hold_seconds(30e-6) == pytest.approx(110e-6)
-    assert H.hold_seconds(1.0) == H.HOLD_MAX_S
+    assert harness.hold_seconds(0) == pytest.approx(20e-6)
+    assert harness.hold_seconds(30e-6) == pytest.approx(110e-6)
+    assert harness.hold_seconds(1.0) == harness.HOLD_MAX_S
 
 
 # ---- launch counting on recorded PyTorch traces
@@ -368,7 +373,7 @@ def _events(name):
 
 def test_count_launches_eager_ffn():
     # 20 FFN calls at M = 1, six kernels and six launch calls each
-    assert H.count_launches(_events("ffn_M1_eager.json.gz")) == {
+    assert harness.count_launches(_events("ffn_M1_eager.json.gz")) == {
         "kernels": 120,
         "kernel_launches": 120,
         "graph_launches": 0,
@@ -377,7 +382,7 @@ def test_count_launches_eager_ffn():
 
 def test_count_launches_graph_ffn():
     # 10 replays of a graph of 3 FFN calls: 18 kernels per replay, one graph launch each
-    assert H.count_launches(_events("ffn_M1_graph.json.gz")) == {
+    assert harness.count_launches(_events("ffn_M1_graph.json.gz")) == {
         "kernels": 180,
         "kernel_launches": 0,
         "graph_launches": 10,
@@ -484,7 +489,7 @@ def test_counter_records_tiling_l2_reads_within_10pct_of_tile_model():
     by = {r["metric"]: r for r in counter_records("tiling.traffic", entry, vals)}
     l2 = by["l2_read_from_l1_bytes"]
     assert l2["value"] == 91894368 * 32 and l2["unit"] == "B" and l2["source"] == "ncu counter"
-    model = H.tile_read_model_bytes(1024, 4096, 12288, 64, 64)
+    model = harness.tile_read_model_bytes(1024, 4096, 12288, 64, 64)
     assert abs(l2["value"] / model - 1) < 0.10
     assert by["kernel_duration"]["value"] == pytest.approx(3.37312e-3)
     assert by["theoretical_occupancy"]["value"] == 75.0
@@ -593,13 +598,15 @@ def test_run_case_keeps_records_of_a_failing_case():
 
     def case(c):
         c.emit(
-            H.make_record(
+            harness.make_record(
                 "ceiling", "dram_copy_bandwidth", 4.4e12, "B/s", {}, source="event timing"
             )
         )
         with c.part("variant A"):
-            raise H.CheckFailed("variant A: relative error 0.5 > 0.01")
-        c.emit(H.make_record("littles_law", "bandwidth", 1e12, "B/s", {}, source="event timing"))
+            raise harness.CheckFailed("variant A: relative error 0.5 > 0.01")
+        c.emit(
+            harness.make_record("littles_law", "bandwidth", 1e12, "B/s", {}, source="event timing")
+        )
         raise RuntimeError("boom")
 
     status = run_case(ctx, "littles_law", case, 10, doc, None, None)
@@ -623,14 +630,14 @@ def test_run_case_time_limit_keeps_what_was_measured():
 
     def slow(c):
         c.emit(
-            H.make_record(
+            harness.make_record(
                 "bank.column_read", "time", 1e-3, "s", {"stride_words": 1}, source="event timing"
             )
         )
         with c.part("stride 2"):  # the time limit is not swallowed by a part
             _t.sleep(5)
         c.emit(
-            H.make_record(
+            harness.make_record(
                 "bank.column_read", "time", 1e-3, "s", {"stride_words": 2}, source="event timing"
             )
         )
@@ -645,18 +652,18 @@ def test_run_case_time_limit_keeps_what_was_measured():
 def test_run_cases_skips_after_budget(monkeypatch):
     import time as _t
 
-    from collectors.bench import cases as C
-    from collectors.bench import run as R
+    from collectors.bench import cases
+    from collectors.bench import run
 
     calls = []
     monkeypatch.setattr(
-        C,
+        cases,
         "CASES",
         {"a": (lambda c: calls.append("a"), 5, 5), "b": (lambda c: calls.append("b"), 5, 5)},
     )
     ctx, doc = _FakeCtx(), _doc()
     saves = []
-    dead = R._run_cases(
+    dead = run._run_cases(
         ctx,
         ["a", "b"],
         doc,
@@ -670,7 +677,7 @@ def test_run_cases_skips_after_budget(monkeypatch):
     )
     assert dead is None and calls == [] and len(doc["failures"]) == 2
     assert "budget" in doc["failures"][0]["error"]
-    dead = R._run_cases(
+    dead = run._run_cases(
         ctx,
         ["a", "b"],
         doc,
