@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["KERNELSCOPE_FAKE_NVML"] = "1"
     os.environ.pop("KERNELSCOPE_TOKEN", None)
     from collectors.store import Store
-    from dashboard.web.data import ensure_samples
+    from dashboard.web.store_access import ensure_samples
 
     # after the dashboard package: perf/dashboard.py is this file
     sys.path.insert(0, str(REPO / "perf"))
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def server_times(pages, repeat: int):
-    from dashboard.web.data import clear_caches
+    from dashboard.web.store_access import clear_caches
     from streamlit.testing.v1 import AppTest
 
     app = str(REPO / "dashboard" / "web" / "app.py")
@@ -298,7 +298,7 @@ def runs_times(root: Path, n: int, repeat: int) -> dict:
     of `repeat` more) and the Runs page in AppTest."""
     import gzip
     from collectors.store import Store
-    from dashboard.web.data import clear_caches
+    from dashboard.web.store_access import clear_caches
     from measure import Tool, run_once
     from streamlit.testing.v1 import AppTest
 

@@ -21,7 +21,7 @@ PACKAGES = ("collectors", "analyzers", "dashboard")
 #: modules allowed to import streamlit: the app, its pages, their helpers and the Streamlit renderer
 STREAMLIT_MODULES = (
     "dashboard.web.app",
-    "dashboard.web.data",
+    "dashboard.web.store_access",
     "dashboard.web.widgets",
     "dashboard.web.render_streamlit",
     "dashboard.web.components",
@@ -152,7 +152,7 @@ def test_cli_imports_no_page_or_view_modules():
         "dashboard.web.views",
         "dashboard.web.render_streamlit",
         "dashboard.web.widgets",
-        "dashboard.web.data",
+        "dashboard.web.store_access",
         "dashboard.web.app",
     )
     bad = {
@@ -491,7 +491,7 @@ UNIT_FORBIDDEN = (
     "streamlit",
     "collectors.store",
     "dashboard.core.source",
-    "dashboard.web.data",
+    "dashboard.web.store_access",
     "playwright",
     "ray",
     "tests.ray_helpers",

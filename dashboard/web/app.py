@@ -19,7 +19,7 @@ import os
 
 import streamlit as st
 
-from dashboard.web import auth, data, widgets
+from dashboard.web import auth, store_access, widgets
 from dashboard.web import pages as registry
 
 st.set_page_config(page_title="Kernelscope", page_icon="🔬", layout="wide")
@@ -74,7 +74,7 @@ if token and st.session_state.pop("set_cookie", False):
     st.html(auth.cookie_script(auth.make_cookie(token)), unsafe_allow_javascript=True)
 
 if "samples_checked" not in st.session_state:
-    n = data.ensure_samples(data.store()) if data.samples_wanted() else 0
+    n = store_access.ensure_samples(store_access.store()) if store_access.samples_wanted() else 0
     st.session_state["samples_checked"] = True
     if n:
         st.toast(f"Loaded {n} bundled sample artifacts into the empty store.")

@@ -83,18 +83,18 @@ def test_analyze_and_the_kernels_page_carry_the_note(tmp_path, capsys, monkeypat
         assert main(["analyze", str(H200_KERNELS / name), "--store", str(store)]) == 0
         assert ("precision: " in capsys.readouterr().out) is (not exact)
     from collectors.store import Store
-    from dashboard.web import data
+    from dashboard.web import store_access
     from tests.dashboard.helpers import open_page, texts
 
     run = Source(Store(store)).ingest_path(H200_KERNELS / "full_details.csv.gz")[0].run_id
     monkeypatch.setenv("KERNELSCOPE_STORE", str(store))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
-    data.clear_caches()
+    store_access.clear_caches()
     try:
         t = texts(open_page("kernels", run=run))
         assert "Precision: A details-page CSV carries three significant digits" in t
     finally:
-        data.clear_caches()
+        store_access.clear_caches()
 
 
 def test_a_launch_whose_collection_failed_is_said_and_shown_with_its_reason():

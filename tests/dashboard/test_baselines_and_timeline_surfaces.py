@@ -49,15 +49,15 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
-    data.clear_caches()
+    store_access.clear_caches()
     yield root, ids
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def _cli(capsys, *argv):

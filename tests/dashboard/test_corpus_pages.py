@@ -17,15 +17,15 @@ CPU_ONLY = CORPUS / "hta" / "cpu_only_gloo_rank34_2024-07.pt.trace.json.gz"
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "1")
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
-    data.clear_caches()
+    store_access.clear_caches()
     yield tmp_path / "store"
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_upload_with_the_gpu_picker(root):

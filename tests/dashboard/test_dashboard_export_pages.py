@@ -43,12 +43,12 @@ def env(tmp_path_factory):
 @pytest.fixture
 def wired(env, monkeypatch):
     """The module's store behind the pages (KERNELSCOPE_STORE), with fresh caches."""
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(env[0]))
-    data.clear_caches()
+    store_access.clear_caches()
     yield env
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def _export(root, target: str) -> str:

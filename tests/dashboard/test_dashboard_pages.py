@@ -40,16 +40,16 @@ def base_store(tmp_path_factory):
 @pytest.fixture
 def ids(base_store, monkeypatch, tmp_path):
     """A private copy of the module's store (pages may write to it), wired through the environment."""
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     root = copy_store(base_store[0], tmp_path / "store")
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
     monkeypatch.setenv("KERNELSCOPE_FAKE_NVML", "1")
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
-    data.clear_caches()
+    store_access.clear_caches()
     yield {**base_store[1], "root": root}
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_home_lists_gpus_with_measured_ceilings_findings_and_runs(ids):
@@ -471,7 +471,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
     does."""
     from collectors.store import Store
     from tests.conftest import SAMPLES
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     s = Store(tmp_path / "store")
     run = (
@@ -482,7 +482,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
     Source(s).ingest_path(SAMPLES / "h200" / "bench_suite" / "bench_nvidia-h200_06deee61.json.gz")
     monkeypatch.setenv("KERNELSCOPE_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
-    data.clear_caches()
+    store_access.clear_caches()
     try:
         at = open_page("kernels", run=run, kernel="1", cols="compute", by="launch")
         assert not at.exception
@@ -525,7 +525,7 @@ def test_kernels_page_puts_tensor_core_launches_on_tensor_roofs(tmp_path, monkey
         # launch 1 (the BF16 matmul) in detail
         assert "tensor-core throughput-bound" in texts(at)
     finally:
-        data.clear_caches()
+        store_access.clear_caches()
 
 
 def test_a_long_table_is_sent_in_part_down_to_its_selected_row():

@@ -17,7 +17,7 @@ HERE = SAMPLES / "h200" / "train_step"
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     from collectors.store import Store
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     s = Store(tmp_path / "store")
     ids = {
@@ -27,9 +27,9 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_STORE", str(s.root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
     monkeypatch.delenv("KERNELSCOPE_TOKEN", raising=False)
-    data.clear_caches()
+    store_access.clear_caches()
     yield s, ids
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_kernels_page_shows_the_timeline_of_the_same_program(env):

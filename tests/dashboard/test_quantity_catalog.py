@@ -82,13 +82,13 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def env(store, monkeypatch, tmp_path):
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     monkeypatch.setenv("KERNELSCOPE_STORE", str(store[0]))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "none"))
-    data.clear_caches()
+    store_access.clear_caches()
     yield store
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_cli_table_and_json_units_come_from_the_catalog(env, capsys):

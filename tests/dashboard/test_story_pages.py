@@ -50,14 +50,14 @@ def llm_store(tmp_path_factory):
 
 @pytest.fixture
 def ids(llm_store, monkeypatch, tmp_path):
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     root, ids = llm_store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
-    data.clear_caches()
+    store_access.clear_caches()
     yield ids
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_eager_decode_timeline_leads_with_verdict_step_time_and_the_graph_estimate(ids):

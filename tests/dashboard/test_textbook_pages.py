@@ -42,14 +42,14 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def ids(store, monkeypatch, tmp_path):
-    from dashboard.web import data
+    from dashboard.web import store_access
 
     root, ids = store
     monkeypatch.setenv("KERNELSCOPE_STORE", str(root))
     monkeypatch.setenv("KERNELSCOPE_SAMPLES", str(tmp_path / "no_samples"))
-    data.clear_caches()
+    store_access.clear_caches()
     yield ids
-    data.clear_caches()
+    store_access.clear_caches()
 
 
 def test_kernels_page_judges_every_kernel_against_the_textbook(ids):

@@ -51,10 +51,10 @@ def build(src, params: dict) -> Report:
 
 VIEW = """import streamlit as st
 
-from dashboard.web import data
+from dashboard.web import store_access
 from dashboard.web.render_streamlit import render_streamlit
 from tests.support.fake_plugin import build
 
 st.title("Widgets")
-render_streamlit(build(data.source(), dict(st.query_params)))
+render_streamlit(build(store_access.source(), dict(st.query_params)))
 """

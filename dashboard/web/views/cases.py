@@ -16,7 +16,7 @@ import streamlit as st
 
 from analyzers.cases import Measurement, all_cases, get_case, to_base
 from analyzers.gpus import all_gpus, find_gpu
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import cases as pages
 from dashboard.web.reports.report_blocks import Heading, Report, Text, code
@@ -36,7 +36,7 @@ def _set_qp(key: str, value: str | None) -> None:
 
 
 def _stored_measurements(case_id: str, gpu_name: str, values: dict) -> list[Measurement]:
-    return list(data.source().case_measurements(case_id, gpu_name, values))
+    return list(store_access.source().case_measurements(case_id, gpu_name, values))
 
 
 st.title("Textbook cases")
@@ -78,7 +78,7 @@ view = pages.resolve(
     params,
     case_id,
     gpu_name,  # the URL's parameter values apply to its case only
-    data.source().best_ceilings(gpu_name),
+    store_access.source().best_ceilings(gpu_name),
 )
 intro = pages.case_intro(view)
 render_streamlit(intro)
@@ -174,7 +174,7 @@ measured = pages.case_measured(
     ev,
     (_stored_measurements(case.id, gpu.name, view.values) if ev is not None else []) + typed,
     bad,
-    data.source().case_bench_rows(case.id, gpu.name) if ev is not None else None,
+    store_access.source().case_bench_rows(case.id, gpu.name) if ev is not None else None,
 )
 render_streamlit(measured)
 rep.add(*measured)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import claims as pages
 from dashboard.web.reports.report_blocks import Report
@@ -21,7 +21,7 @@ st.title("Claims")
 st.caption(pages.CLAIMS_INTRO)
 
 
-cs = pages.checked_claims(data.source())
+cs = pages.checked_claims(store_access.source())
 wanted = pages.claim_verdicts(qp.get_all("verdict"))
 chosen = st.multiselect("Verdicts", pages.verdict_kinds(), default=wanted)
 if sorted(chosen) != sorted(qp.get_all("verdict")):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import compare as page
 from dashboard.web.reports.run_links import run_label
 
-src = data.source()
+src = store_access.source()
 view = page.resolve(src, widgets.params())
 st.title("Compare")
 for p in view.problems:

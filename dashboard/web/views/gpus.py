@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import gpus as page
 from dashboard.web.reports.report_blocks import code
 
-src = data.source()
+src = store_access.source()
 qp = widgets.params()
 st.title("GPUs")
 res = src.bench_results()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import history as page
 
-src = data.source()
+src = store_access.source()
 p = page.params_of(widgets.params(), strict=False)
 st.title("History")
 c1, c2, c3 = st.columns([4, 3, 3])

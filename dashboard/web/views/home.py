@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import home as page
 
-src = data.source()
+src = store_access.source()
 rep = page.build(src, {})
 st.title(rep.title)
 st.caption(rep.subtitle)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard.web import components, data, widgets
+from dashboard.web import components, store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import kernel_detail
 from dashboard.web.reports import kernels as page
 from dashboard.web.reports.report_blocks import Report, Table, Text
 from dashboard.web.reports.run_links import run_label
 
-src = data.source()
+src = store_access.source()
 view = page.resolve(src, widgets.params())
 st.title("Kernels")
 runs = src.runs(("ncu",))

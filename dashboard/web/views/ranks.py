@@ -9,12 +9,12 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import ranks as page
 from dashboard.web.reports.run_links import run_label
 
-src = data.source()
+src = store_access.source()
 view = page.resolve(src, widgets.params())
 st.title("Ranks")
 if view.run is None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.web import data, widgets
+from dashboard.web import store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import runs as page
 from dashboard.web.reports.run_links import KIND_WORDS
 
-src = data.source()
+src = store_access.source()
 qp = widgets.params()
 runs = src.runs()
 st.title("Runs")

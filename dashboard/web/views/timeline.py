@@ -14,12 +14,12 @@ from __future__ import annotations
 import streamlit as st
 
 from collectors.schema import TRACE_KINDS
-from dashboard.web import components, data, widgets
+from dashboard.web import components, store_access, widgets
 from dashboard.web.render_streamlit import render_streamlit
 from dashboard.web.reports import timeline as page
 from dashboard.web.reports import timeline_detail as detail
 
-src = data.source()
+src = store_access.source()
 view = page.resolve(src, widgets.params())
 st.title("Timeline")
 if view.run is None:

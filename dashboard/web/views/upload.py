@@ -17,7 +17,7 @@ import streamlit as st
 from analyzers.gpus import all_gpus
 from collectors.errors import ArtifactError, StoreError
 from collectors.progress import Step, reporting
-from dashboard.web import data
+from dashboard.web import store_access
 from dashboard.web.reports.report_blocks import code
 from dashboard.web.reports.run_links import link
 from dashboard.web.pages import PAGE_FOR_KIND
@@ -36,8 +36,8 @@ def cap_bytes() -> int:
     return int(mb * 1e6)
 
 
-store = data.store()
-src = data.source()
+store = store_access.store()
+src = store_access.source()
 st.title("Upload")
 cap = cap_bytes()
 st.markdown(
@@ -98,7 +98,7 @@ if files:
                     show = _stages(bar, f.name, i, len(files))
                     show(Step("received", f.size, None, "B"))
                     # a bound on the parses running at once
-                    with data.PARSE_SLOTS, reporting(show):
+                    with store_access.PARSE_SLOTS, reporting(show):
                         run, created = src.ingest_bytes(f.getvalue(), f.name, gpu=gpu)
                     done[key] = (
                         "ok",
