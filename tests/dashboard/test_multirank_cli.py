@@ -165,18 +165,23 @@ def test_repeated_ranks_are_one_clear_line(tmp_path, ks):
     )
 
 
+def _json(r: Result) -> dict:
+    """The command's JSON; on failure its exit code and error output say why."""
+    assert r.returncode == 0 and r.stdout.strip(), (r.returncode, r.stderr[-3000:])
+    return json.loads(r.stdout)
+
+
 def test_a_stored_rank_folder_gives_the_folders_numbers(tmp_path, ks):
     s = str(tmp_path / "s")
-    folder = json.loads(ks("analyze", str(DLRM), "--format", "json", "--store", s).stdout)
+    folder = _json(ks("analyze", str(DLRM), "--format", "json", "--store", s))
     r = ks("ingest", str(DLRM), "--store", s)
+    assert r.returncode == 0, r.stderr[-3000:]
     rid = r.stdout.split()[0]
-    stored = json.loads(ks("analyze", rid, "--format", "json", "--store", s).stdout)
+    stored = _json(ks("analyze", rid, "--format", "json", "--store", s))
     # the timeline report, plus the sections
     assert stored["kind"] == "kineto" and len(stored["kernels"]) > 0
     assert numbers(stored) == numbers(folder)
-    pooled = json.loads(
-        ks("analyze", rid, "--format", "json", "--workers", "2", "--store", s).stdout
-    )
+    pooled = _json(ks("analyze", rid, "--format", "json", "--workers", "2", "--store", s))
     # each rank read from the store by a worker
     assert numbers(pooled) == numbers(folder)
     names = [r["source"] for r in stored["ranks"]]  # each rank's own trace name
