@@ -61,32 +61,24 @@ def _has_gpu() -> bool:
         return False
 
 
-#: the modules whose tests take longest, longest first (the sums of `--durations=0` of a whole run
-#: on the 2-core machine, 2026-12-07: fuzz 153 s, e2e dashboard 128 s, layout 121 s, corpus 86 s, ...).
-#: `./ks test` deals whole modules to the workers (`--dist loadfile`), the next one to the worker that
-#: finishes first, in this order: the long modules start at once and spread over the workers, and the
-#: last minutes are short modules, never one worker finishing a long one alone
+#: the modules whose tests take longest (`--durations` of the CI runs), longest first: they run
+#: first, so that with `pytest -n --dist load` (./ks test) the last minutes are not one worker
+#: finishing a long test alone
 SLOW_FIRST = (
-    "tests/fuzz/test_fuzz.py",
-    "tests/e2e/test_e2e_dashboard.py",
     "tests/e2e/test_real_workload_layout.py",
-    "tests/dashboard/test_corpus_analyze.py",
-    "tests/collectors/test_kineto_typed.py",
-    "tests/dashboard/test_server_hardening.py",
-    "tests/e2e/test_ray_cluster.py",
+    "tests/fuzz/",
+    "tests/e2e/",
+    "tests/analyzers/test_kernel_models_real.py",
+    "tests/collectors/test_hardening.py",
     "tests/collectors/test_kineto_scan.py",
     "tests/collectors/test_store_robustness.py",
-    "tests/dashboard/test_ncu_three_formats.py",
-    "tests/dashboard/test_dashboard_pages.py",
     "tests/collectors/test_ncu_source_and_delete.py",
-    "tests/collectors/test_hardening.py",
-    "tests/dashboard/test_join_pages.py",
-    "tests/dashboard/test_quantity_catalog.py",
-    "tests/dashboard/test_textbook_pages.py",
-    "tests/dashboard/test_single_source.py",
-    "tests/analyzers/test_join.py",
-    "tests/dashboard/test_ranks_history_pages.py",
-    "tests/test_layout.py",
+    "tests/collectors/test_store.py",
+    "tests/dashboard/test_multirank_cli.py",
+    "tests/dashboard/test_threads.py",
+    "tests/dashboard/test_corpus_analyze.py",
+    "tests/analyzers/test_steps_real.py",
+    "tests/dashboard/test_server_hardening.py",
 )
 
 
