@@ -54,10 +54,12 @@ enum { T_I64, T_I32, T_F64, T_STR };
 
 typedef struct {
     int type;
-    Buf data;  /* values; for T_STR the UTF-8 bytes */
-    Buf offs;  /* T_STR: int64 offsets, n + 1 of them */
+    Buf data;  /* values; for T_STR the UTF-8 bytes of the strings longer than 12 bytes */
+    Buf views; /* T_STR: Arrow string views, 16 bytes a row (length, then the string itself when it has at most
+                * 12 bytes, else its first 4 bytes, buffer 0 and its offset in data) */
     Buf valid; /* one byte per row */
     size_t nulls;
+    size_t start_data; /* T_STR: data.len when the piece being read began (what a rollback returns to) */
 } Col;
 
 enum { G_GPU, G_API, G_CPU, G_ANN, N_GROUPS };
@@ -743,26 +745,43 @@ static int put_f64(Col *col, double v) {
     return put_valid(col, 1);
 }
 
+/* A string as an Arrow view (Utf8View): no offsets to keep beside it, and short strings (the kinds, most API
+ * names' prefixes aside) take no data bytes at all. A column whose long strings pass 2 GiB (a view's offset is a
+ * 32-bit integer) is refused: the piece goes to tier 0. */
 static int put_str(Col *col, int has, const unsigned char *s, size_t n, int esc) {
-    if (col->offs.len == 0) {
-        if (buf_reserve(&col->offs, 8)) return -2;
-        memset(col->offs.p, 0, 8);
-        col->offs.len = 8;
-    }
+    unsigned char v[16] = {0};
+    if (buf_reserve(&col->views, 16)) return -2;
     if (has) {
-        if (esc) {
+        size_t start = col->data.len;
+        if (esc) { /* unescaped into data first; a short result moves into the view */
             int r = unescape(s, n, &col->data);
             if (r) return r;
+            n = col->data.len - start;
+            s = (const unsigned char *)col->data.p + start;
+        }
+        if (n > 0x7fffffffu || start > 0x7fffffffu - n) {
+            col->data.len = start;
+            REFUSE("a column's strings beyond 2 GiB");
+        }
+        int32_t len = (int32_t)n;
+        memcpy(v, &len, 4);
+        if (n <= 12) {
+            memcpy(v + 4, s, n);
+            col->data.len = start; /* an unescaped short string leaves data as it was */
         } else {
-            if (buf_reserve(&col->data, n)) return -2;
-            memcpy(col->data.p + col->data.len, s, n);
-            col->data.len += n;
+            if (!esc) {
+                if (buf_reserve(&col->data, n)) return -2;
+                memcpy(col->data.p + start, s, n);
+                col->data.len = start + n;
+                s = (const unsigned char *)col->data.p + start;
+            }
+            int32_t off = (int32_t)start;
+            memcpy(v + 4, s, 4); /* prefix; buffer index 0 stays 0 */
+            memcpy(v + 12, &off, 4);
         }
     }
-    int64_t end = (int64_t)col->data.len;
-    if (buf_reserve(&col->offs, 8)) return -2;
-    memcpy(col->offs.p + col->offs.len, &end, 8);
-    col->offs.len += 8;
+    memcpy(col->views.p + col->views.len, v, 16);
+    col->views.len += 16;
     return put_valid(col, has);
 }
 
@@ -854,13 +873,10 @@ static void truncate_col(Col *col, int type, size_t n) {
     switch (type) {
         case T_I64: case T_F64: col->data.len = n * 8; break;
         case T_I32: col->data.len = n * 4; break;
-        case T_STR: {
-            int64_t end;
-            memcpy(&end, col->offs.p + n * 8, 8);
-            col->data.len = (size_t)end;
-            col->offs.len = (n + 1) * 8;
+        case T_STR: /* n is the row the piece began at (rollback) */
+            col->data.len = col->start_data;
+            col->views.len = n * 16;
             break;
-        }
     }
 }
 
@@ -938,7 +954,10 @@ static int scan_piece(Scanner *sc, const unsigned char *p, size_t n) {
 static PyObject *Scanner_feed(Scanner *sc, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    for (int g = 0; g < N_GROUPS; g++) sc->start_rows[g] = sc->groups[g].n;
+    for (int g = 0; g < N_GROUPS; g++) {
+        sc->start_rows[g] = sc->groups[g].n;
+        for (const int *ci = GROUP_COLS[g]; *ci >= 0; ci++) sc->groups[g].cols[*ci].start_data = sc->groups[g].cols[*ci].data.len;
+    }
     memcpy(sc->start_counts, sc->cat_counts, sizeof sc->cat_counts);
     sc->start_n_cats = sc->n_cats;
     sc->start_events = sc->n_events;
@@ -1001,13 +1020,13 @@ static void release_schema(struct ArrowSchema *s) {
 }
 
 typedef struct {
-    void *bufs[3];
-    const void *ptrs[3];
+    void *bufs[4];
+    const void *ptrs[4];
 } ArrayPrivate;
 
 static void release_array(struct ArrowArray *a) {
     ArrayPrivate *pd = a->private_data;
-    for (int i = 0; i < 3; i++) free(pd->bufs[i]);
+    for (int i = 0; i < 4; i++) free(pd->bufs[i]);
     free(pd);
     a->release = NULL;
 }
@@ -1030,7 +1049,7 @@ static void capsule_array_free(PyObject *cap) {
 
 /* A column's buffers handed to a (schema, array) capsule pair; the column is left empty. */
 static PyObject *export_col(Col *col, int type, const char *name, size_t n) {
-    static const char *formats[] = {"l", "i", "g", "U"};
+    static const char *formats[] = {"l", "i", "g", "vu"};
     struct ArrowSchema *s = calloc(1, sizeof *s);
     struct ArrowArray *a = calloc(1, sizeof *a);
     ArrayPrivate *pd = calloc(1, sizeof *pd);
@@ -1053,28 +1072,29 @@ static PyObject *export_col(Col *col, int type, const char *name, size_t n) {
     a->length = (int64_t)n;
     a->null_count = (int64_t)col->nulls;
     pd->bufs[0] = bits;
-    if (type == T_STR) {
-        if (col->offs.len == 0) { /* no rows */
-            buf_reserve(&col->offs, 8);
-            memset(col->offs.p, 0, 8);
-            col->offs.len = 8;
+    if (type == T_STR) { /* validity, views, one data buffer, and the data buffers' sizes */
+        int64_t *sizes = malloc(sizeof *sizes);
+        if (!sizes || (!col->views.p && buf_reserve(&col->views, 16)) || (!col->data.p && buf_reserve(&col->data, 1))) {
+            free(sizes), free(s), free(a), free(pd), free(nm), free(bits);
+            return PyErr_NoMemory();
         }
-        if (!col->data.p) buf_reserve(&col->data, 1);
-        pd->bufs[1] = col->offs.p;
+        *sizes = (int64_t)col->data.len;
+        pd->bufs[1] = col->views.p;
         pd->bufs[2] = col->data.p;
-        a->n_buffers = 3;
+        pd->bufs[3] = sizes;
+        a->n_buffers = 4;
     } else {
         if (!col->data.p) buf_reserve(&col->data, 8);
         pd->bufs[1] = col->data.p;
         a->n_buffers = 2;
     }
-    for (int i = 0; i < 3; i++) pd->ptrs[i] = pd->bufs[i];
+    for (int i = 0; i < 4; i++) pd->ptrs[i] = pd->bufs[i];
     a->buffers = pd->ptrs;
     a->private_data = pd;
     a->release = release_array;
     /* the buffers now belong to the array */
     col->data = (Buf){0};
-    col->offs = (Buf){0};
+    col->views = (Buf){0};
     buf_free(&col->valid);
     col->nulls = 0;
     PyObject *cs = PyCapsule_New(s, "arrow_schema", capsule_schema_free);
@@ -1147,7 +1167,7 @@ static void Scanner_dealloc(Scanner *sc) {
     for (int g = 0; g < N_GROUPS; g++)
         for (int c = 0; c < N_COLS; c++) {
             buf_free(&sc->groups[g].cols[c].data);
-            buf_free(&sc->groups[g].cols[c].offs);
+            buf_free(&sc->groups[g].cols[c].views);
             buf_free(&sc->groups[g].cols[c].valid);
         }
     for (int i = 0; i < sc->n_cats; i++) free(sc->cats[i].text);

@@ -42,6 +42,7 @@ from collectors.schema import (
     conform,
     empty,
     finish_meta,
+    sorted_by,
 )
 
 
@@ -179,11 +180,11 @@ def _build(
     if cat["api"] is not None:
         api = cat["api"]
         api = pl.concat([api, api_kind_columns(api["name"])], how="horizontal")
-        api = conform(api, API_CALLS_SCHEMA, "api_calls").sort("start_ns")
+        api = sorted_by(conform(api, API_CALLS_SCHEMA, "api_calls"), "start_ns")
     else:
         api = empty(API_CALLS_SCHEMA)
     cpu = (
-        conform(cat["cpu"], CPU_OPS_SCHEMA, "cpu_ops")
+        sorted_by(conform(cat["cpu"], CPU_OPS_SCHEMA, "cpu_ops"), "start_ns")
         if cat["cpu"] is not None
         else empty(CPU_OPS_SCHEMA)
     )
@@ -221,8 +222,8 @@ def _build(
     return {
         "gpu_ops": gpu,
         "api_calls": api,
-        "cpu_ops": cpu.sort("start_ns"),
-        "nvtx": nvtx.sort("start_ns"),
+        "cpu_ops": cpu,
+        "nvtx": sorted_by(nvtx, "start_ns"),
     }, meta
 
 

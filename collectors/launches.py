@@ -17,7 +17,7 @@ import re
 
 import polars as pl
 
-from collectors.schema import GPU_OPS_SCHEMA, conform
+from collectors.schema import GPU_OPS_SCHEMA, conform, sorted_by
 
 GRAPH_LAUNCH_APIS = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
 _SYNC_APIS = {
@@ -177,11 +177,15 @@ def link_launches(
         .alias("graph_launch_correlation"),
     )
     on, key = _key(cpu_ops, g, "external_id")
-    ops = (
-        cpu_ops.filter(pl.col("external_id").is_not_null())
-        .sort("start_ns")
-        .select(*key, pl.col("name").alias("op_name"))
-        .filter(_first(on, last=True))
+    # only the columns the join needs are filtered and sorted (not copies of the whole table)
+    ops = sorted_by(
+        cpu_ops.select("rank", "external_id", "name", "start_ns").filter(
+            pl.col("external_id").is_not_null()
+        ),
+        "start_ns",
+    )
+    ops = ops.select(*key, pl.col("name").alias("op_name")).filter(
+        _first(on, last=True)
     )  # innermost op of a nest
     names = g.select(*key).join(ops, on=on, how="left", maintain_order="left")
     g = g.with_columns(names["op_name"])

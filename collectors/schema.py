@@ -443,5 +443,13 @@ def conform(
     )
 
 
+def sorted_by(df: pl.DataFrame, column: str) -> pl.DataFrame:
+    """df sorted by one column; df itself when it already is (a trace's events usually come in time
+    order), so no copy of the table is made."""
+    if df.height < 2 or df[column].is_sorted():
+        return df
+    return df.sort(column)
+
+
 def empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
