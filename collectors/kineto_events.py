@@ -21,6 +21,7 @@ from typing import Iterable
 import orjson
 import polars as pl
 
+from collectors import progress
 from collectors.errors import ArtifactError
 
 loads = orjson.loads
@@ -330,6 +331,8 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
         if end > done and hasattr(buf, "madvise"):
             buf.madvise(mmap.MADV_DONTNEED, done, end - done)
             done = end
+        # the bytes read so far (a stream's are said by collectors.decompress.read_chunks)
+        progress.report("reading", upto, len(buf), "B")
 
     # the head
     while (m := _EVENTS_KEY.search(buf, lo, hi if done is None else min(hi, _HEAD_MAX))) is None:
@@ -382,6 +385,8 @@ def split_events(chunks: Iterable, read, step: int, framed: bool = False) -> dic
         pos = cut + len(sep) - 1
     if _NOT_BLANK.search(buf, pos, close):
         give(pos, close)
+    if done is not None:
+        progress.report("reading", len(buf), len(buf), "B")
     return top
 
 

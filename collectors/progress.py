@@ -32,9 +32,10 @@ class Step:
         """The step in words: "reading launch 12 of 89", "inflating 40 of 120 MB", "storing"."""
         if self.done is None:
             return self.stage
-        if self.unit == "B":
-            tot = f" of {self.total / 1e6:,.0f} MB" if self.total else " MB"
-            return f"{self.stage} {self.done / 1e6:,.0f}{tot}"
+        if self.unit == "B":  # MB, or kB for a file under a megabyte
+            scale, unit = (1e6, "MB") if (self.total or self.done) >= 1e6 else (1e3, "kB")
+            tot = f" of {self.total / scale:,.0f} {unit}" if self.total else f" {unit}"
+            return f"{self.stage} {self.done / scale:,.0f}{tot}"
         tot = f" of {self.total:,.0f}" if self.total else ""
         unit = f" {self.unit}" if self.unit and self.unit not in self.stage else ""
         return f"{self.stage} {self.done:,.0f}{tot}{unit}"

@@ -109,7 +109,7 @@ def run_once(tool: Tool, timeout: float = 3600) -> dict:
         "sys_s": ru["sys_s"],
         "maxrss_mib": ru["maxrss_kib"] / 1024,
         "steal_pct": steal_pct(ticks, cpu_ticks()),
-        "stderr_tail": err[-500:],
+        "stderr_tail": err[-2000:],
     }
 
 

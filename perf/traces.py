@@ -13,7 +13,14 @@ Inputs, built from real recordings in a temporary folder (nothing generated is k
 - nsys: the real 2-GPU export ../shared/data/nsys/mfu_2gpu_before.sqlite (4,010 kernels; the tests'
   synthetic builder where that folder is absent) with its kernel, runtime, memcpy and memset rows
   replicated to --nsys-kernels kernels (times shifted, correlation ids offset);
-- small: the real trace ffn_M1_eager.json.gz itself (12 KB compressed, 216 KB of JSON).
+- small: the real trace ffn_M1_eager.json.gz itself (12 KB compressed, 216 KB of JSON);
+- big: the Kineto replication at --big-mb MB (2,080: about 2 GiB), for memory: the peak of its
+  reading and of the whole command against the memory its tables hold once read (measured in a
+  fresh process that frees each table in turn, with the allocators returning pages at once).
+
+`analyze` runs with `--timings`, so each run also says what its reading stage (the file to the
+joined timeline tables) took in CPU time and peak memory: the Kineto rows give it beside the
+whole command.
 
 Tools, each in a fresh process per run, alternated within every round (perf/measure.py):
 `kernelscope analyze ... --format json` (its output written to a file), HTA (perf/hta_baseline.py:
@@ -46,6 +53,78 @@ SAMPLE = REPO / "sample_traces/h200/torch_ffn/ffn_M1_eager.json.gz"
 NSYS_SAMPLE = REPO.parent / "shared/data/nsys/mfu_2gpu_before.sqlite"
 KS = str(Path(sys.executable).with_name("kernelscope"))
 _NUM = re.compile(rb'("ts": |"id": |"correlation": |"External id": )(\d+(?:\.\d+)?)')
+_STAGE_ROW = re.compile(r"^(\S[\w -]*?)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+([\d,]+)")
+
+
+def stages(stderr: str) -> dict[str, dict]:
+    """The `--timings` table a command printed on stderr (dashboard/cli/timings.py) -> {stage:
+    {wall_s, cpu_s, peak_mib}}."""
+    out = {}
+    for line in stderr.splitlines():
+        m = _STAGE_ROW.match(line)
+        if m:
+            out[m.group(1)] = {
+                "wall_s": float(m.group(2)),
+                "cpu_s": float(m.group(3)),
+                "peak_mib": float(m.group(4).replace(",", "")),
+            }
+    return out
+
+
+def stage_stats(res: dict, stage: str) -> dict:
+    """Median, min and max of one `--timings` stage over a tool's samples (compare()'s result)."""
+    rows = [stages(s["stderr_tail"])[stage] for s in res["samples"]]
+    return {
+        k: {
+            "median": statistics.median(r[k] for r in rows),
+            "min": min(r[k] for r in rows),
+            "max": max(r[k] for r in rows),
+        }
+        for k in ("wall_s", "cpu_s", "peak_mib")
+    }
+
+
+#: run in a fresh process by table_memory(): reads a trace as `analyze` does, then frees its tables one
+#: by one; jemalloc (polars) and glibc return freed pages at once, so each RSS drop is what that table
+#: held resident
+_TABLE_MEMORY = r"""
+import ctypes, gc, json, sys
+from collectors.ingest import parse_path
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+def settled():
+    gc.collect(); ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return rss()
+p = parse_path(sys.argv[1], metrics="analysis")
+tables, p = dict(p.tables), None
+est = {k: t.estimated_size() / 2**20 for k, t in tables.items()}
+freed = {}
+for k in list(tables):
+    before = settled()
+    del tables[k]
+    freed[k] = before - settled()
+print(json.dumps({"resident_mib": freed, "polars_estimate_mib": est}))
+"""
+
+
+def table_memory(trace: Path) -> dict:
+    """The memory the trace's timeline tables hold once read: {"resident_mib": {table: MiB},
+    "polars_estimate_mib": {...}}. polars' estimated_size counts a string column by the length of its
+    text; the 16-byte view each string has (and each null) is not in it."""
+    import subprocess
+
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO), _RJEM_MALLOC_CONF="dirty_decay_ms:0,muzzy_decay_ms:0"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _TABLE_MEMORY, str(trace)],
+        capture_output=True,
+        env=env,
+        check=True,
+        timeout=3600,
+    )
+    return json.loads(out.stdout)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -224,15 +303,18 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--mb", type=float, default=300, help="size of the replicated Kineto trace, MB (>= 290)"
     )
+    ap.add_argument(
+        "--big-mb", type=float, default=2080, help="size of the large Kineto trace (--only big), MB"
+    )
     ap.add_argument("--nsys-kernels", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument(
         "--hta-python", default=os.environ.get("HTA_PYTHON", "/tmp/hta-venv/bin/python")
     )
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--only", choices=["kineto", "nsys", "small"], action="append")
+    ap.add_argument("--only", choices=["kineto", "big", "nsys", "small"], action="append")
     args = ap.parse_args(argv)
-    only = set(args.only or ["kineto", "nsys", "small"])
+    only = set(args.only or ["kineto", "big", "nsys", "small"])
     work = Path(args.workdir or tempfile.mkdtemp(prefix="ks-perf-traces-"))
     work.mkdir(parents=True, exist_ok=True)
     doc: dict = {"machine": machine(), "rounds": args.rounds}
@@ -260,7 +342,16 @@ def main(argv=None) -> int:
             tools = [
                 Tool(
                     "kernelscope analyze",
-                    [KS, "analyze", str(trace), "--format", "json", "--store", str(empty)],
+                    [
+                        KS,
+                        "analyze",
+                        str(trace),
+                        "--format",
+                        "json",
+                        "--store",
+                        str(empty),
+                        "--timings",
+                    ],
                     stdout=str(work / "kineto.json"),
                 )
             ]
@@ -339,6 +430,22 @@ def main(argv=None) -> int:
                         "—",
                     ]
                 )
+            # the reading stage of the same runs (`--timings`): file -> joined timeline tables
+            rd = stage_stats(a, "reading")
+            doc["kineto_reading"] = rd
+            mb = facts["bytes"] / 1e6
+            rows.append(
+                [
+                    f"{label}: its reading (`analyze --timings`, stage `reading`)",
+                    fmt_spread(rd, "cpu_s", "s"),
+                    fmt_spread(rd, "wall_s", "s"),
+                    f"{rd['peak_mib']['median']:,.0f} MiB",
+                    "—",
+                    f"{mb / rd['cpu_s']['median']:,.0f} MB/s of CPU "
+                    f"({mb / rd['cpu_s']['max']:,.0f}–{mb / rd['cpu_s']['min']:,.0f})",
+                    "≥ 300 MB/s",
+                ]
+            )
             i = res["kernelscope ingest"]
             rows.append(
                 [
@@ -350,6 +457,69 @@ def main(argv=None) -> int:
                     "—",
                     "—",
                 ]
+            )
+            shutil.rmtree(tdir, ignore_errors=True)
+
+        if "big" in only:
+            # a trace of --big-mb (2 GiB by default): its reading's peak memory against the memory
+            # its tables hold
+            tdir = work / "big"
+            tdir.mkdir(exist_ok=True)
+            trace = tdir / "rank0.pt.trace.json"
+            t = time.perf_counter()
+            facts = build_kineto(trace, args.big_mb)
+            facts["build_s"] = round(time.perf_counter() - t, 1)
+            doc["big_input"] = facts
+            print(
+                f"large Kineto trace: {facts['bytes'] / 1e6:,.0f} MB, {facts['events']:,} events, "
+                f"{facts['kernels']:,} kernels",
+                flush=True,
+            )
+            tm = table_memory(trace)
+            doc["big_tables"] = tm
+            held = sum(tm["resident_mib"].values())
+            est = sum(tm["polars_estimate_mib"].values())
+            res = compare(
+                [
+                    Tool(
+                        "kernelscope analyze",
+                        [KS, "analyze", str(trace), "--format", "json", "--store", str(empty)]
+                        + ["--timings"],
+                    )
+                ],
+                args.rounds,
+            )
+            a = res["kernelscope analyze"]
+            rd = stage_stats(a, "reading")
+            doc["big"] = res
+            doc["big_reading"] = rd
+            label = f"Kineto {facts['bytes'] / 1e6:,.0f} MB, {facts['kernels']:,} kernels"
+            file_mib = facts["bytes"] / 2**20
+            for what, peak, cpu, wall in (
+                ("its reading (stage `reading`)", rd["peak_mib"], rd["cpu_s"], rd["wall_s"]),
+                ("`analyze --format json`", a["maxrss_mib"], a["cpu_s"], a["wall_s"]),
+            ):
+                p = peak["median"]
+                rows.append(
+                    [
+                        f"{label}: {what}",
+                        fmt_spread({"x": cpu}, "x", "s"),
+                        fmt_spread({"x": wall}, "x", "s"),
+                        f"{p:,.0f} MiB",
+                        f"tables: {held:,.0f} MiB resident ({est:,.0f} by polars' estimate); "
+                        f"file {file_mib:,.0f} MiB",
+                        f"{p / held:.2f}× the tables ({p / est:.2f}× the estimate), "
+                        f"{p / file_mib:.2f}× the file",
+                        "≤ 1.5× the tables, < the file",
+                    ]
+                )
+            notes.append(
+                f"Tables of the {facts['bytes'] / 1e6:,.0f} MB trace, resident MiB (each table freed "
+                "in turn, the allocators returning pages at once): "
+                + ", ".join(f"{k} {v:,.0f}" for k, v in tm["resident_mib"].items())
+                + "; polars' estimated_size: "
+                + ", ".join(f"{k} {v:,.0f}" for k, v in tm["polars_estimate_mib"].items())
+                + " (it counts a string column by its text, not the 16-byte view of each row)."
             )
             shutil.rmtree(tdir, ignore_errors=True)
 

@@ -154,11 +154,15 @@ def _main(argv: list[str] | None) -> int:
     if "--debug" in argv:
         argv = [a for a in argv if a != "--debug"]
         os.environ["KERNELSCOPE_DEBUG"] = "1"
+    from dashboard.cli import timings
+
+    timed, argv = timings.wanted(argv)
+    clock = timings.Timings() if timed else None
     try:
         from dashboard.cli.progress import shown
 
         # a progress line on stderr when it is a terminal; nothing when piped
-        with shown():
+        with shown(also=clock):
             app_for(argv)(args=argv, prog_name="kernelscope", standalone_mode=True)
     except SystemExit as e:
         code = e.code
@@ -188,6 +192,10 @@ def _main(argv: list[str] | None) -> int:
             print(f"  {fr.filename}:{fr.lineno} in {fr.name}", file=sys.stderr)
         print(f"  {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_BUG
+    finally:
+        if clock is not None:
+            sys.stdout.flush()
+            print(timings.render(clock.finish()), file=sys.stderr)
     return 0
 
 

@@ -115,12 +115,14 @@ def load(
     that shows nothing else)."""
     import os
 
+    from collectors import progress
     from collectors.errors import ArtifactError
     from collectors.ingest import parse_path
 
     p = Path(path_or_run)
     if p.exists():
         parsed = parse_path(p, metrics=metrics)
+        progress.report("analysing")
         (src or open_source(store, gpu)).check(parsed, path_or_run)
         return parsed, p.name
     if p.suffix or os.sep in path_or_run:

@@ -14,6 +14,7 @@ import typer
 
 from analyzers.errors import AnalysisError
 from analyzers.quantities import cli_columns, json_units
+from collectors import progress
 from collectors.errors import ArtifactError, InputError, StoreError
 from collectors.formats import TRACE_KINDS
 from dashboard.cli._app import (
@@ -441,6 +442,7 @@ def analyze(
             "hta": compare(run.table("gpu_ops"), int(run.meta.get("base_time_ns") or 0)),
             "definitions": "analyzers/hta_compat.py (README: Numbers next to HTA and TraceLens)",
         }
+    progress.report("writing")
     if format is Format.json:
         echo_json(rep)
     elif format is Format.csv:

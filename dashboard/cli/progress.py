@@ -77,15 +77,25 @@ def wanted(stream: TextIO) -> bool:
 
 
 @contextmanager
-def shown(stream: TextIO | None = None) -> Iterator[None]:
-    """Draw every progress report made inside the block, when `stream` (stderr) is a terminal."""
+def shown(stream: TextIO | None = None, also=None) -> Iterator[None]:
+    """Draw every progress report made inside the block, when `stream` (stderr) is a terminal;
+    `also`: another sink that receives every report as well (dashboard.cli.timings)."""
     stream = stream or sys.stderr
-    if not wanted(stream):
+    bar = Bar(stream) if wanted(stream) else None
+    if bar is None and also is None:
         yield
         return
-    bar = Bar(stream)
-    with reporting(bar):
+    if bar is None or also is None:
+        sink = bar or also
+    else:
+
+        def sink(step: Step) -> None:
+            also(step)
+            bar(step)
+
+    with reporting(sink):
         try:
             yield
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()

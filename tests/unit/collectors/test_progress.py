@@ -15,6 +15,8 @@ def test_a_step_in_words():
     assert Step("reading launch", 12, 89).text() == "reading launch 12 of 89"
     assert Step("inflating", 40e6, 120e6, "B").text() == "inflating 40 of 120 MB"
     assert Step("reading x.json", 133e6, None, "B").text() == "reading x.json 133 MB"
+    # a file under a megabyte in kB, not "0 of 0 MB"
+    assert Step("reading", 108e3, 216e3, "B").text() == "reading 108 of 216 kB"
     assert Step("analysing ranks", 3, 64, "ranks").text() == "analysing ranks 3 of 64"
     assert Step("reading launch", 3, 4).fraction == 0.75 and Step("storing").fraction is None
 
