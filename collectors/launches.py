@@ -140,21 +140,28 @@ def link_launches(
     order = ["rank", "device", "stream", "start_ns"]
     if not _is_sorted(gpu_raw, order):
         gpu_raw = gpu_raw.sort(order)
-    launch_cols = [
-        pl.col("name").alias("launch_api"),
-        pl.col("pid").alias("api_pid"),
-        pl.col("tid").alias("api_tid"),
-        pl.col("start_ns").alias("api_start_ns"),
-        pl.col("end_ns").alias("api_end_ns"),
-        pl.col("external_id").alias("api_external_id"),
-    ]
+    launch_cols = {
+        "name": "launch_api",
+        "pid": "api_pid",
+        "tid": "api_tid",
+        "start_ns": "api_start_ns",
+        "end_ns": "api_end_ns",
+        "external_id": "api_external_id",
+    }
     on, key = _key(api_calls, gpu_raw, "correlation")
-    launches = (
-        api_calls.select(*key, *launch_cols).drop_nulls(on).filter(_first(on))
-    )  # api_calls come sorted by start: the outer call
-    # the join runs on narrow key frames (left order kept); its columns are then put beside the ops
-    lk = gpu_raw.select(*key).join(launches, on=on, how="left", maintain_order="left").drop(on)
-    del launches
+    # each op's launch call as a row number of api_calls (they come sorted by start: the first of a
+    # correlation id is the outer call), joined on narrow key frames with the ops' order kept; the
+    # call's columns are then gathered once, straight into the ops' order, with no copy of them
+    # made for the join
+    calls = (
+        api_calls.select(*key, pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
+        .drop_nulls(on)
+        .filter(_first(on))
+    )
+    row = gpu_raw.select(*key).join(calls, on=on, how="left", maintain_order="left")["_row"]
+    del calls
+    lk = api_calls.select(pl.col(c).gather(row).alias(a) for c, a in launch_cols.items())
+    del row
     g = pl.concat([gpu_raw, lk], how="horizontal")
     lag = pl.col("start_ns") - pl.col("api_end_ns")
     graph = pl.col("launch_api").is_in(GRAPH_LAUNCH_APIS)
@@ -177,17 +184,21 @@ def link_launches(
         .alias("graph_launch_correlation"),
     )
     on, key = _key(cpu_ops, g, "external_id")
-    # only the columns the join needs are filtered and sorted (not copies of the whole table)
+    # the innermost CPU op of each External id (the last to start of a nest) as a row number of
+    # cpu_ops; only the columns the join needs are filtered and sorted, and the names are gathered
+    # once, in the ops' order
     ops = sorted_by(
-        cpu_ops.select("rank", "external_id", "name", "start_ns").filter(
-            pl.col("external_id").is_not_null()
-        ),
+        cpu_ops.select(
+            "rank",
+            "external_id",
+            "start_ns",
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        ).filter(pl.col("external_id").is_not_null()),
         "start_ns",
     )
-    ops = ops.select(*key, pl.col("name").alias("op_name")).filter(
-        _first(on, last=True)
-    )  # innermost op of a nest
-    names = g.select(*key).join(ops, on=on, how="left", maintain_order="left")
-    g = g.with_columns(names["op_name"])
+    ops = ops.select(*key, "_row").filter(_first(on, last=True))
+    row = g.select(*key).join(ops, on=on, how="left", maintain_order="left")["_row"]
+    del ops
+    g = g.with_columns(cpu_ops["name"].gather(row).alias("op_name"))
     g = g.select([pl.col(c).cast(t, strict=True) for c, t in GPU_OPS_SCHEMA.items()])
     return conform(g, GPU_OPS_SCHEMA, "gpu_ops")
