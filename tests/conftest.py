@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -12,9 +13,24 @@ import pytest
 # The suite runs with HOME in a temporary folder (set here, before any test module imports the
 # project), so no test, subprocess or server it starts writes into the user's own ~/.kernelscope;
 # pytest_sessionfinish checks the real one.
+
+
+def _imported_by_pytest() -> bool:
+    """Whether pytest itself is importing this module (its processes, xdist's workers included), not
+    a helper script a test started (tests/collectors/store_writer.py, the fuzz worker)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f"{os.sep}_pytest{os.sep}" in f.f_code.co_filename:
+            return True
+        f = f.f_back
+    return False
+
+
+# a helper keeps the home it inherited instead of leaving a new one behind in the temporary folder
+_INHERITED = None if _imported_by_pytest() else os.environ.get("KS_TEST_HOME")
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
-_TEST_HOME = Path(tempfile.mkdtemp(prefix="ks-test-home-"))
-os.environ["HOME"] = str(_TEST_HOME)
+_TEST_HOME = Path(_INHERITED or tempfile.mkdtemp(prefix="ks-test-home-"))
+os.environ["HOME"] = os.environ["KS_TEST_HOME"] = str(_TEST_HOME)
 os.environ.pop("KERNELSCOPE_STORE", None)
 
 

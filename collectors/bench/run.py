@@ -188,6 +188,23 @@ def _on_alarm(signum, frame):
     raise harness.CaseTimeout()
 
 
+def _cold_caches() -> None:
+    """Empty Triton and Inductor caches of this run's own (unless the caller chose them), removed
+    at exit, the ncu children that share them included."""
+    import atexit
+    import shutil
+
+    made = []
+    for var, prefix in (
+        ("TRITON_CACHE_DIR", "ks-triton-"),
+        ("TORCHINDUCTOR_CACHE_DIR", "ks-inductor-"),
+    ):
+        if not os.environ.get(var):
+            os.environ[var] = tempfile.mkdtemp(prefix=prefix)
+            made.append(os.environ[var])
+    atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in made])
+
+
 def _on_term(signum, frame):
     """Killed from outside (e.g. `timeout`): end the ncu child too, then exit; the document on disk
     holds every case finished so far."""
@@ -336,9 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         return child_main(args.ncu_child, args.device, args.out, args.quick)
 
     signal.signal(signal.SIGTERM, _on_term)
-    # cold compile caches, so compile.amortization measures a real first compile
-    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ks-triton-"))
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="ks-inductor-"))
+    # cold compile caches, so compile.amortization measures a real first compile; removed when the
+    # run ends (they are the run's alone, and an inductor cache grows to hundreds of MB)
+    _cold_caches()
     # inductor compiles in this process: a pool of compile workers left running in the background
     # would steal CPU from the host-bound timings that follow (eager FFN launches: cv 14-35 % on the
     # H200 run)

@@ -70,7 +70,9 @@ def test_no_cluster_at_the_address_is_one_line_and_exit_1(tmp_path):
 
 def test_fleet_bench_runs_one_task_per_declared_gpu_and_streams_progress(cluster, tmp_path):
     address, _, _ = cluster
-    r = ks("bench", "--ray", address, "--quick", "--store", str(tmp_path / "s"))
+    r = ks(
+        "bench", "--ray", address, "--quick", "--store", str(tmp_path / "s"), "--out", str(tmp_path)
+    )
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
     # 1 GPU on the head, 2 on the worker node
