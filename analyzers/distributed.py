@@ -339,10 +339,15 @@ def _unions(ops: pl.DataFrame, comm: pl.Series) -> dict[str, tuple[pl.Series, pl
     k = ops["kind"] == "kernel"
     s, e = ops["start_ns"].cast(pl.Int64), ops["end_ns"].cast(pl.Int64)
     compute = k & ~comm
+    every = merge(s, e)
+    # the same ops give the same union: one copy of it (a trace of kernels only and no collective,
+    # the usual single-GPU run, has one union where it would have three)
+    kernel = every if k.null_count() == 0 and k.all() else merge(s.filter(k), e.filter(k))
+    no_comm = comm.null_count() == 0 and not comm.any()
     return {
-        "all": merge(s, e),
-        "kernel": merge(s.filter(k), e.filter(k)),
-        "compute": merge(s.filter(compute), e.filter(compute)),
+        "all": every,
+        "kernel": kernel,
+        "compute": kernel if no_comm else merge(s.filter(compute), e.filter(compute)),
         "comm": merge(s.filter(comm), e.filter(comm)),
         "host": _host_gaps(ops),
     }

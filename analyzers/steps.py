@@ -187,7 +187,8 @@ def sequence_steps(
     n = kernels.height
     if n < 2 * min_steps or n > max_kernels:
         return _empty_ranges(), None
-    k = kernels.sort("start_ns")
+    # kernels of one device usually come in time order already: then no sorted copy is made
+    k = kernels if kernels["start_ns"].is_sorted() else kernels.sort("start_ns")
     ids = k["name"].cast(pl.String).cast(pl.Categorical).to_physical().cast(pl.Int64)
     f = pl.DataFrame({"id": ids, "i": pl.int_range(n, eager=True)})
     # candidates: the kernels that run most often with a period of 2 or more, their occurrences read
@@ -347,10 +348,21 @@ def _find(
     seq = None
     if not ranges.height and not pattern:
         dev = primary_device(ops)
+        # the columns the two searches read, then the device's kernels (a filter copies what it keeps)
+        kk = ops.select(
+            "kind",
+            "device",
+            "name",
+            "start_ns",
+            "end_ns",
+            "api_start_ns",
+            "launch_api",
+            "correlation",
+        )
         kk = (
-            ops.filter((pl.col("kind") == "kernel") & (pl.col("device") == dev))
+            kk.filter((pl.col("kind") == "kernel") & (pl.col("device") == dev))
             if dev is not None
-            else ops.head(0)
+            else kk.head(0)
         )
         ranges, seq = graph_steps(kk)
         how = "graphs" if seq else None
@@ -436,17 +448,21 @@ def _rank_steps(
         .with_columns(_assign(key, ranges).alias("_i"))
         .filter(pl.col("_i").is_not_null())
     )
-    g = o.sort("_i", "start_ns").with_columns(
-        pl.col("end_ns").cum_max().shift(1).over("_i").alias("_pe")
+    # sorted: only the columns the busy time and the counts need (no copy of the names)
+    g = (
+        o.select("_i", "start_ns", "end_ns", (pl.col("kind") == "kernel").alias("_k"))
+        .sort("_i", "start_ns")
+        .with_columns(pl.col("end_ns").cum_max().shift(1).over("_i").alias("_pe"))
     )
     cover = (pl.col("end_ns") - pl.max_horizontal("start_ns", "_pe")).clip(lower_bound=0)
     per = g.group_by("_i").agg(
         pl.col("start_ns").min().alias("gpu_start_ns"),
         pl.col("end_ns").max().alias("gpu_end_ns"),
         cover.sum().alias("busy_ns"),
-        (pl.col("kind") == "kernel").sum().alias("kernels"),
-        (pl.col("kind") != "kernel").sum().alias("other_ops"),
+        pl.col("_k").sum().alias("kernels"),
+        (~pl.col("_k")).sum().alias("other_ops"),
     )
+    del g
     base = ranges.with_columns(pl.int_range(pl.len()).alias("_i"))
     s = base.join(per, on="_i", how="left").sort("_i")
     a = (
