@@ -12,9 +12,10 @@ is "start-up": the interpreter, the imports and the argument parsing, from the p
     writing        0.29    0.29            305
     whole          1.87    1.85            305
 
-CPU is the process's user + system time (all its threads; os.times), wall the monotonic clock, peak
-RSS the process's high-water mark so far (ru_maxrss) at the stage's end. They are the same
-quantities perf/measure.py takes for the whole command, so a stage's share can be read against it.
+CPU is user + system time (os.times) of the process, all its threads, and its children once they
+have ended (a child still running when a stage ends counts in a later one); wall is the monotonic
+clock; peak RSS the process's own high-water mark so far (ru_maxrss; a child's memory is not in it)
+at the stage's end. perf/measure.py takes the same quantities for the whole command.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def wanted(argv: list[str]) -> tuple[bool, list[str]]:
 
 
 def _cpu() -> float:
+    """User + system time of this process and of its children that have ended (the `.ncu-rep`
+    reader's process, rank workers once their pool is shut down)."""
     t = os.times()
-    return t.user + t.system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _peak_mib() -> float | None:
